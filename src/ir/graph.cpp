@@ -1,0 +1,196 @@
+#include "ir/graph.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/op_registry.h"
+
+namespace yoloc {
+
+std::string Node::label() const {
+  return name.empty() ? fmt::format("{} #{}", op, id) : fmt::format("{} '{}'", op, name);
+}
+
+std::string Graph::unique_name(const std::string& base) {
+  std::string n = base.empty() ? "v" : base;
+  if (!by_name_.count(n)) return n;
+  for (int i = 1;; ++i) {
+    std::string c = fmt::format("{}_{}", n, i);
+    if (!by_name_.count(c)) return c;
+  }
+}
+
+Value* Graph::add_value(std::string name, TensorType type) {
+  auto v = std::make_unique<Value>();
+  v->id = next_id_++;
+  v->name = unique_name(name.empty() ? fmt::format("v{}", v->id) : name);
+  v->type = std::move(type);
+  by_name_[v->name] = v.get();
+  values_.push_back(std::move(v));
+  return values_.back().get();
+}
+
+Value* Graph::add_constant(std::string name, Tensor data) {
+  Value* v = add_value(std::move(name), TensorType::of(data));
+  v->data = std::move(data);
+  return v;
+}
+
+Node* Graph::add_node(const std::string& op, std::vector<Value*> inputs, size_t num_outputs,
+                      Attrs attrs, std::string name) {
+  std::vector<Value*> outs;
+  const std::string base = name.empty() ? op : name;
+  for (size_t i = 0; i < num_outputs; ++i)
+    outs.push_back(add_value(num_outputs == 1 ? base : fmt::format("{}:{}", base, i)));
+  return add_node_with_outputs(op, std::move(inputs), std::move(outs), std::move(attrs),
+                               std::move(name));
+}
+
+Node* Graph::add_node_with_outputs(const std::string& op, std::vector<Value*> inputs,
+                                   std::vector<Value*> outputs, Attrs attrs, std::string name) {
+  auto n = std::make_unique<Node>();
+  n->id = next_id_++;
+  n->op = op;
+  n->def = OpRegistry::global().find(op);
+  YOLOC_CHECK(n->def != nullptr, "op '{}' is not registered", op);
+  n->name = std::move(name);
+  n->inputs = std::move(inputs);
+  n->outputs = std::move(outputs);
+  n->attrs = std::move(attrs);
+  for (Value* o : n->outputs) {
+    YOLOC_CHECK(o->producer == nullptr, "value '{}' already has a producer", o->name);
+    o->producer = n.get();
+  }
+  nodes_.push_back(std::move(n));
+  return nodes_.back().get();
+}
+
+std::vector<Node*> Graph::nodes() const {
+  std::vector<Node*> r;
+  r.reserve(nodes_.size());
+  for (const auto& n : nodes_) r.push_back(n.get());
+  return r;
+}
+
+std::vector<Value*> Graph::values() const {
+  std::vector<Value*> r;
+  for (const auto& v : values_) r.push_back(v.get());
+  return r;
+}
+
+std::vector<Node*> Graph::users(const Value* v) const {
+  std::vector<Node*> r;
+  for (const auto& n : nodes_)
+    if (std::find(n->inputs.begin(), n->inputs.end(), v) != n->inputs.end()) r.push_back(n.get());
+  return r;
+}
+
+Value* Graph::find_value(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+void Graph::replace_all_uses(Value* from, Value* to) {
+  for (auto& n : nodes_)
+    for (auto& in : n->inputs)
+      if (in == from) in = to;
+  for (auto& o : outputs)
+    if (o == from) o = to;
+}
+
+void Graph::remove_node(Node* n) {
+  for (Value* o : n->outputs) {
+    YOLOC_CHECK(users(o).empty() &&
+                    std::find(outputs.begin(), outputs.end(), o) == outputs.end(),
+                "removing {} whose output '{}' is still used", n->label(), o->name);
+    o->producer = nullptr;
+  }
+  nodes_.erase(std::find_if(nodes_.begin(), nodes_.end(), [&](auto& p) { return p.get() == n; }));
+}
+
+size_t Graph::remove_dead() {
+  std::unordered_set<const Value*> live(outputs.begin(), outputs.end());
+  std::vector<bool> keep(nodes_.size(), false);
+  for (size_t i = nodes_.size(); i-- > 0;) {
+    const Node* n = nodes_[i].get();
+    for (const Value* o : n->outputs)
+      if (live.count(o)) keep[i] = true;
+    if (keep[i])
+      for (const Value* in : n->inputs)
+        if (in) live.insert(in);
+  }
+  size_t removed = 0;
+  std::vector<std::unique_ptr<Node>> kept;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (keep[i]) {
+      kept.push_back(std::move(nodes_[i]));
+    } else {
+      for (Value* o : nodes_[i]->outputs) o->producer = nullptr;
+      ++removed;
+    }
+  }
+  nodes_ = std::move(kept);
+  for (const Value* in : inputs) live.insert(in);
+  std::vector<std::unique_ptr<Value>> vals;
+  for (auto& v : values_) {
+    if (live.count(v.get()) || v->producer) {
+      vals.push_back(std::move(v));
+    } else {
+      by_name_.erase(v->name);
+    }
+  }
+  values_ = std::move(vals);
+  return removed;
+}
+
+void Graph::topo_sort() {
+  std::unordered_map<const Value*, size_t> producer_idx;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    for (const Value* o : nodes_[i]->outputs) producer_idx[o] = i;
+  std::vector<int> state(nodes_.size(), 0);  // 0 new, 1 visiting, 2 done
+  std::vector<std::unique_ptr<Node>> order;
+  std::function<void(size_t)> visit = [&](size_t i) {
+    if (state[i] == 2) return;
+    if (state[i] == 1) internal_error("graph has a cycle through {}", nodes_[i]->label());
+    state[i] = 1;
+    for (const Value* in : nodes_[i]->inputs) {
+      auto it = in ? producer_idx.find(in) : producer_idx.end();
+      if (it != producer_idx.end()) visit(it->second);
+    }
+    state[i] = 2;
+    order.push_back(std::move(nodes_[i]));
+  };
+  for (size_t i = 0; i < nodes_.size(); ++i) visit(i);
+  nodes_ = std::move(order);
+}
+
+std::unique_ptr<Graph> Graph::clone() const {
+  auto g = std::make_unique<Graph>();
+  std::unordered_map<const Value*, Value*> vmap;
+  for (const auto& v : values_) {
+    Value* nv = g->add_value(v->name, v->type);
+    nv->data = v->data;
+    nv->inferred = v->inferred;
+    vmap[v.get()] = nv;
+  }
+  for (const auto& n : nodes_) {
+    std::vector<Value*> ins, outs;
+    for (Value* in : n->inputs) ins.push_back(in ? vmap.at(in) : nullptr);
+    for (Value* o : n->outputs) outs.push_back(vmap.at(o));
+    g->add_node_with_outputs(n->op, ins, outs, n->attrs, n->name);
+  }
+  for (Value* v : inputs) g->inputs.push_back(vmap.at(v));
+  for (Value* v : outputs) g->outputs.push_back(vmap.at(v));
+  g->metadata = metadata;
+  g->opset = opset;
+  g->name = name;
+  g->producer = producer;
+  return g;
+}
+
+}  // namespace yoloc

@@ -1,0 +1,108 @@
+#include "ops/op_common.h"
+
+#include <algorithm>
+
+namespace yoloc {
+
+int64_t normalize_axis(int64_t axis, int64_t rank, const Node& n) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    user_error("{}: axis {} is out of range for rank {} (expected {}..{})", n.label(), axis, rank,
+               -rank, rank - 1);
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<Dim> broadcast_dims(const std::vector<const TensorType*>& types, const Node& n) {
+  int64_t rank = 0;
+  for (const TensorType* t : types) rank = std::max(rank, t->rank());
+  std::vector<Dim> out(static_cast<size_t>(rank), Dim(1));
+  for (const TensorType* t : types) {
+    const int64_t off = rank - t->rank();
+    for (int64_t i = 0; i < t->rank(); ++i) {
+      const Dim& d = t->dims[static_cast<size_t>(i)];
+      Dim& o = out[static_cast<size_t>(off + i)];
+      if (d.known() && d.value == 1) continue;
+      if (o.known() && o.value == 1) {
+        o = d;
+      } else if (d.known() && o.known() && d.value != o.value) {
+        user_error("{}: cannot broadcast shapes: dimension {} is {} in one input and {} in another",
+                   n.label(), off + i, o.value, d.value);
+      } else if (!d.known() && o.known()) {
+        // keep the known one: the unknown must equal it (or be 1)
+      } else if (d.known() && !o.known()) {
+        o = d;
+      } else if (!(d == o)) {
+        o = Dim();
+      }
+    }
+  }
+  return out;
+}
+
+Shape broadcast_shape(const std::vector<Shape>& shapes, const Node& n) {
+  size_t rank = 0;
+  for (const Shape& s : shapes) rank = std::max(rank, s.size());
+  Shape out(rank, 1);
+  for (const Shape& s : shapes) {
+    const size_t off = rank - s.size();
+    for (size_t i = 0; i < s.size(); ++i) {
+      int64_t& o = out[off + i];
+      if (s[i] == 1) continue;
+      if (o == 1) {
+        o = s[i];
+      } else if (o != s[i]) {
+        user_error("{}: cannot broadcast shapes: dimension {} is {} in one input and {} in another",
+                   n.label(), off + i, o, s[i]);
+      }
+    }
+  }
+  return out;
+}
+
+void for_each_broadcast(const Shape& out, const std::vector<Shape>& ins,
+                        const std::function<void(int64_t, const int64_t*)>& f) {
+  const size_t rank = out.size();
+  const size_t k = ins.size();
+  // Per input: stride in the input for each output dim (0 where broadcast).
+  std::vector<std::vector<int64_t>> st(k, std::vector<int64_t>(rank, 0));
+  for (size_t j = 0; j < k; ++j) {
+    const Shape& s = ins[j];
+    const Shape ss = shape_strides(s);
+    const size_t off = rank - s.size();
+    for (size_t i = 0; i < s.size(); ++i) st[j][off + i] = s[i] == 1 ? 0 : ss[i];
+  }
+  const int64_t total = shape_numel(out);
+  if (total == 0) return;
+  std::vector<int64_t> idx(rank, 0), offs(k, 0);
+  const int64_t inner = rank ? out[rank - 1] : 1;
+  for (int64_t o = 0; o < total;) {
+    // Run along the innermost dimension.
+    for (int64_t x = 0; x < inner; ++x, ++o) {
+      f(o, offs.data());
+      if (rank)
+        for (size_t j = 0; j < k; ++j) offs[j] += st[j][rank - 1];
+    }
+    if (rank == 0) break;
+    for (size_t j = 0; j < k; ++j) offs[j] -= st[j][rank - 1] * inner;
+    // Carry into the outer dimensions.
+    for (size_t d = rank - 1; d-- > 0;) {
+      ++idx[d];
+      for (size_t j = 0; j < k; ++j) offs[j] += st[j][d];
+      if (idx[d] < out[d]) break;
+      for (size_t j = 0; j < k; ++j) offs[j] -= st[j][d] * out[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+std::vector<TensorType> infer_same_as_input0(const InferContext& ctx) { return {ctx.type(0)}; }
+
+const Tensor& require_constant(const InferContext& ctx, size_t i, const char* what) {
+  const Tensor* t = ctx.value(i);
+  if (!t)
+    ctx.fail("{} (input {}) must be a constant known at compile time; this graph computes it at "
+             "run time, which yoloc does not support for this op",
+             what, i);
+  return *t;
+}
+
+}  // namespace yoloc

@@ -1,0 +1,31 @@
+#pragma once
+/// Helpers shared by the op definitions: axis handling, broadcasting for inference and for the
+/// reference kernels, and OpDef builders.
+#include <functional>
+#include <vector>
+
+#include "ir/op_registry.h"
+
+namespace yoloc {
+
+/// Normalises a possibly negative axis into [0, rank); raises a UserError naming the node.
+int64_t normalize_axis(int64_t axis, int64_t rank, const Node& n);
+
+/// Multidirectional (numpy) broadcast of dims for inference; unknown dims stay unknown, a
+/// symbolic dim broadcast with 1 stays symbolic. Raises a UserError on incompatible known dims.
+std::vector<Dim> broadcast_dims(const std::vector<const TensorType*>& types, const Node& n);
+/// Broadcast of concrete shapes; raises a UserError naming the node when incompatible.
+Shape broadcast_shape(const std::vector<Shape>& shapes, const Node& n);
+
+/// Calls f(out_index, in_offsets) for every element of `out` (row-major), where in_offsets[k] is
+/// the flat index into input k broadcast to `out`.
+void for_each_broadcast(const Shape& out, const std::vector<Shape>& ins,
+                        const std::function<void(int64_t, const int64_t*)>& f);
+
+/// Inference for ops whose single output has the type of input 0.
+std::vector<TensorType> infer_same_as_input0(const InferContext& ctx);
+
+/// Requires input i to be known at compile time (a constant) or raises a UserError saying so.
+const Tensor& require_constant(const InferContext& ctx, size_t i, const char* what);
+
+}  // namespace yoloc

@@ -1,0 +1,66 @@
+// yoloc exec MODEL --input NAME=FILE.npy ... --output-dir DIR [-O0]
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/npy.h"
+#include "frontend/onnx/importer.h"
+#include "ops/reference_executor.h"
+#include "tools/commands.h"
+
+namespace yoloc::tools {
+
+namespace {
+
+struct ExecOptions {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  int opt_level = 1;
+};
+
+void run_exec(const ExecOptions& o) {
+  auto g = onnx_frontend::import_onnx(o.model);
+  std::map<std::string, Tensor> feeds;
+  for (const std::string& spec : o.inputs) {
+    const auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      user_error("--input '{}' is malformed: expected NAME=FILE.npy", spec);
+    const std::string name = spec.substr(0, eq);
+    if (feeds.count(name)) user_error("--input '{}' is given twice", name);
+    feeds[name] = read_npy(spec.substr(eq + 1));
+  }
+  // TODO(issue 3): run the graph optimizer unless -O0; today both paths run the imported graph.
+  auto outputs = run_reference(*g, feeds);
+  std::filesystem::create_directories(o.output_dir);
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [name, t] : outputs) {
+    std::string file = name;
+    for (char& c : file)
+      if (c == '/' || c == '\\' || c == ':') c = '_';
+    write_npy((std::filesystem::path(o.output_dir) / (file + ".npy")).string(), t);
+    list.push_back({{"name", name}, {"file", file + ".npy"}, {"dtype", dtype_name(t.dtype())},
+                    {"shape", t.shape()}});
+  }
+  std::ofstream f(std::filesystem::path(o.output_dir) / "outputs.json");
+  f << nlohmann::json{{"outputs", list}}.dump(2) << "\n";
+  fmt::print("wrote {} output(s) to {}\n", outputs.size(), o.output_dir);
+}
+
+}  // namespace
+
+void add_exec(CLI::App& app) {
+  auto o = std::make_shared<ExecOptions>();
+  auto* c = app.add_subcommand("exec", "Run a model on .npy inputs with the reference executor");
+  c->add_option("model", o->model, "ONNX model")->required();
+  c->add_option("--input", o->inputs, "NAME=FILE.npy, once per model input")->required();
+  c->add_option("--output-dir", o->output_dir, "where to write <output>.npy and outputs.json")
+      ->required();
+  c->add_option("-O", o->opt_level, "optimization level: -O0 runs the graph as imported")
+      ->check(CLI::Range(0, 3));
+  c->callback([o] { run_exec(*o); });
+}
+
+}  // namespace yoloc::tools

@@ -1,0 +1,27 @@
+// The yoloc command line: a thin layer over the compiler and runtime APIs.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "core/error.h"
+#include "tools/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"yoloc: a deep-learning compiler and runtime for YOLO object detectors"};
+  app.require_subcommand(1);
+  yoloc::tools::add_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const yoloc::UserError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  } catch (const yoloc::InternalError& e) {
+    std::fprintf(stderr, "internal error (a yoloc bug; please report it): %s\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

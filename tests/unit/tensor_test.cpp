@@ -1,0 +1,41 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "core/half.h"
+#include "core/npy.h"
+#include "core/tensor.h"
+
+using namespace yoloc;
+
+TEST(Half, RoundTripsExactValues) {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f, 5.960464477539063e-08f})
+    EXPECT_EQ(static_cast<float>(Half(f)), f);
+}
+
+TEST(Half, RoundsToNearestEven) {
+  // 1 + 2^-11 lies exactly between 1 and 1 + 2^-10: ties to even (1.0).
+  EXPECT_EQ(static_cast<float>(Half(1.0f + std::ldexp(1.0f, -11))), 1.0f);
+  EXPECT_EQ(static_cast<float>(Half(1.0f + 3 * std::ldexp(1.0f, -11))), 1.0f + std::ldexp(1.0f, -9));
+  EXPECT_TRUE(std::isinf(static_cast<float>(Half(70000.0f))));
+  EXPECT_TRUE(std::isnan(static_cast<float>(Half(NAN))));
+}
+
+TEST(Tensor, CastSaturatesAndConverts) {
+  Tensor t = Tensor::from_vector<float>({3}, {1.7f, -1e20f, NAN});
+  Tensor i = t.cast(DType::kInt32);
+  EXPECT_EQ(i.data<int32_t>()[0], 1);
+  EXPECT_EQ(i.data<int32_t>()[1], INT32_MIN);
+  EXPECT_EQ(i.data<int32_t>()[2], 0);
+}
+
+TEST(Npy, RoundTrip) {
+  Tensor t = Tensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto p = std::filesystem::temp_directory_path() / "yoloc_npy_test.npy";
+  write_npy(p.string(), t);
+  Tensor r = read_npy(p.string());
+  ASSERT_EQ(r.shape(), (Shape{2, 3}));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(r.data<float>()[i], t.data<float>()[i]);
+  EXPECT_THROW(read_npy("/nonexistent.npy"), UserError);
+}
