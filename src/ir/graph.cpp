@@ -12,6 +12,18 @@
 
 namespace yoloc {
 
+const char* group_kind_name(GroupKind k) {
+  switch (k) {
+    case GroupKind::kView: return "view";
+    case GroupKind::kAnchor: return "anchor";
+    case GroupKind::kElementwise: return "elementwise";
+    case GroupKind::kSppf: return "sppf";
+    case GroupKind::kDetectTail: return "detect_tail";
+    case GroupKind::kOther: return "other";
+  }
+  return "other";
+}
+
 std::string Node::label() const {
   return name.empty() ? fmt::format("{} #{}", op, id) : fmt::format("{} '{}'", op, name);
 }
@@ -113,6 +125,23 @@ void Graph::remove_node(Node* n) {
   nodes_.erase(std::find_if(nodes_.begin(), nodes_.end(), [&](auto& p) { return p.get() == n; }));
 }
 
+void Graph::detach_node(Node* n) {
+  for (Value* o : n->outputs) o->producer = nullptr;
+  nodes_.erase(std::find_if(nodes_.begin(), nodes_.end(), [&](auto& p) { return p.get() == n; }));
+}
+
+void Graph::replace_with_constants(Node* n, std::vector<Tensor> data) {
+  YOLOC_CHECK(data.size() >= n->outputs.size(), "{}: {} constants for {} outputs", n->label(),
+              data.size(), n->outputs.size());
+  for (size_t i = 0; i < n->outputs.size(); ++i) {
+    Value* o = n->outputs[i];
+    o->producer = nullptr;
+    o->data = std::move(data[i]);
+    o->type = TensorType::of(o->data);
+  }
+  detach_node(n);
+}
+
 size_t Graph::remove_dead() {
   std::unordered_set<const Value*> live(outputs.begin(), outputs.end());
   std::vector<bool> keep(nodes_.size(), false);
@@ -174,6 +203,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   std::unordered_map<const Value*, Value*> vmap;
   for (const auto& v : values_) {
     Value* nv = g->add_value(v->name, v->type);
+    nv->id = v->id;
     nv->data = v->data;
     nv->inferred = v->inferred;
     vmap[v.get()] = nv;
@@ -182,8 +212,12 @@ std::unique_ptr<Graph> Graph::clone() const {
     std::vector<Value*> ins, outs;
     for (Value* in : n->inputs) ins.push_back(in ? vmap.at(in) : nullptr);
     for (Value* o : n->outputs) outs.push_back(vmap.at(o));
-    g->add_node_with_outputs(n->op, ins, outs, n->attrs, n->name);
+    Node* nn = g->add_node_with_outputs(n->op, ins, outs, n->attrs, n->name);
+    nn->id = n->id;
+    nn->group = n->group;
   }
+  g->next_id_ = next_id_;  // ids are kept, so FusedGroup::anchor stays valid
+  g->groups = groups;
   for (Value* v : inputs) g->inputs.push_back(vmap.at(v));
   for (Value* v : outputs) g->outputs.push_back(vmap.at(v));
   g->metadata = metadata;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ir/attribute.h"
+#include "ir/fused_group.h"
 #include "ir/type.h"
 
 namespace yoloc {
@@ -39,6 +40,7 @@ class Node {
   std::vector<Value*> outputs;
   Attrs attrs;
   const OpDef* def = nullptr;
+  int group = -1;  ///< FusedGroup::id once the fusion pass has run
 
   /// Input i, or nullptr when absent or omitted.
   Value* input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
@@ -76,6 +78,10 @@ class Graph {
   void replace_all_uses(Value* from, Value* to);
   /// Removes a node; its outputs must be unused.
   void remove_node(Node* n);
+  /// Removes a node but keeps its output values (without producer) for a new node to produce.
+  void detach_node(Node* n);
+  /// Removes a node and turns its outputs into constants holding `data` (constant folding).
+  void replace_with_constants(Node* n, std::vector<Tensor> data);
   /// Removes nodes whose outputs are not used by anything reaching the graph outputs, and
   /// unreferenced values. Returns the number of nodes removed.
   size_t remove_dead();
@@ -88,6 +94,9 @@ class Graph {
   int64_t opset = 0;
   std::string name;
   std::string producer;
+  /// The kernel partition made by the fusion pass (empty before it runs); nodes refer to it by
+  /// Node::group.
+  std::vector<FusedGroup> groups;
 
  private:
   std::string unique_name(const std::string& base);

@@ -107,7 +107,9 @@ void check_divisor(T y) {
 
 template <typename T>
 T fmod_like(T x, T y, bool fmod) {
-  if constexpr (std::is_integral_v<T>) {
+  if constexpr (std::is_same_v<T, bool>) {
+    internal_error("Mod on bool");  // excluded by dispatch_numeric
+  } else if constexpr (std::is_integral_v<T>) {
     check_divisor(y);
     T r = static_cast<T>(x % y);
     if (!fmod && r != 0 && ((r < 0) != (y < 0))) r = static_cast<T>(r + y);

@@ -8,6 +8,7 @@
 #include "core/npy.h"
 #include "frontend/onnx/importer.h"
 #include "ops/reference_executor.h"
+#include "passes/pipeline.h"
 #include "tools/commands.h"
 
 namespace yoloc::tools {
@@ -19,6 +20,7 @@ struct ExecOptions {
   std::vector<std::string> inputs;
   std::string output_dir;
   int opt_level = 1;
+  std::string dump_ir;
 };
 
 void run_exec(const ExecOptions& o) {
@@ -32,7 +34,10 @@ void run_exec(const ExecOptions& o) {
     if (feeds.count(name)) user_error("--input '{}' is given twice", name);
     feeds[name] = read_npy(spec.substr(eq + 1));
   }
-  // TODO(issue 3): run the graph optimizer unless -O0; today both paths run the imported graph.
+  PassContext ctx;
+  ctx.opt_level = o.opt_level;
+  ctx.dump_dir = o.dump_ir;
+  optimize(*g, ctx);
   auto outputs = run_reference(*g, feeds);
   std::filesystem::create_directories(o.output_dir);
   nlohmann::json list = nlohmann::json::array();
@@ -60,6 +65,7 @@ void add_exec(CLI::App& app) {
       ->required();
   c->add_option("-O", o->opt_level, "optimization level: -O0 runs the graph as imported")
       ->check(CLI::Range(0, 3));
+  c->add_option("--dump-ir", o->dump_ir, "write the IR after each graph pass to DIR/NN-<pass>.txt");
   c->callback([o] { run_exec(*o); });
 }
 

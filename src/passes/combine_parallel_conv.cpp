@@ -1,0 +1,97 @@
+#include "passes/combine_parallel_conv.h"
+
+#include <cstring>
+#include <map>
+
+#include "ir/op_registry.h"
+
+namespace yoloc {
+
+namespace {
+
+/// The geometry that must agree for two convolutions to be combined, or "" if `n` cannot be.
+std::string combine_key(const Node& n) {
+  if (n.op != "Conv" || n.attrs.get_int("group", 1) != 1) return "";
+  const Value* w = n.input(1);
+  if (!w || !w->is_constant() || !is_float(w->data.dtype())) return "";
+  if (n.input(2) && !n.input(2)->is_constant()) return "";
+  // The output-channel count may differ; the rest of the weight shape must agree.
+  const Shape& s = w->data.shape();
+  std::string key = std::string(dtype_name(w->data.dtype())) + shape_str(Shape(s.begin() + 1, s.end()));
+  for (const auto& [name, v] : n.attrs.all()) key += ";" + name + "=" + attr_str(v);
+  return key;
+}
+
+/// Concatenates the members' weights (axis 0) and biases (zeros where absent).
+std::pair<Tensor, Tensor> concat_params(const std::vector<Node*>& convs) {
+  const Tensor& w0 = convs[0]->input(1)->data;
+  int64_t total_oc = 0;
+  for (Node* c : convs) total_oc += c->input(1)->data.shape()[0];
+  Shape ws = w0.shape();
+  ws[0] = total_oc;
+  Tensor w(w0.dtype(), ws), b(w0.dtype(), {total_oc});
+  size_t woff = 0, boff = 0;
+  const size_t esize = dtype_size(w0.dtype());
+  for (Node* c : convs) {
+    const Tensor& cw = c->input(1)->data;
+    std::memcpy(static_cast<uint8_t*>(w.raw()) + woff, cw.raw(), cw.nbytes());
+    woff += cw.nbytes();
+    const int64_t oc = cw.shape()[0];
+    if (c->input(2)) {
+      const Tensor cb = c->input(2)->data.cast(w0.dtype());
+      std::memcpy(static_cast<uint8_t*>(b.raw()) + boff, cb.raw(), cb.nbytes());
+    }
+    boff += static_cast<size_t>(oc) * esize;
+  }
+  return {w, b};
+}
+
+}  // namespace
+
+bool CombineParallelConv::run(Graph& g, PassContext&) {
+  bool changed = false;
+  for (Value* v : g.values()) {
+    std::map<std::string, std::vector<Node*>> by_key;
+    for (Node* u : g.users(v)) {
+      if (u->input(0) != v) continue;
+      const std::string key = combine_key(*u);
+      if (!key.empty()) by_key[key].push_back(u);
+    }
+    for (auto& [key, convs] : by_key) {
+      if (convs.size() < 2) continue;
+      auto [w, b] = concat_params(convs);
+      std::vector<int64_t> sizes;
+      std::vector<Value*> outs;
+      std::string name = "combined";
+      for (Node* c : convs) {
+        sizes.push_back(c->input(1)->data.shape()[0]);
+        outs.push_back(c->outputs[0]);
+        name += "+" + c->name;
+      }
+      Node* first = convs[0];
+      Node* combined = g.add_node(
+          "Conv", {v, g.add_constant(first->name + "_combined_w", w),
+                   g.add_constant(first->name + "_combined_b", b)},
+          1, first->attrs, first->name + "_combined");
+      TensorType t = outs[0]->type;
+      int64_t total = 0;
+      for (int64_t s : sizes) total += s;
+      if (t.has_rank && t.rank() > 1) t.dims[1] = Dim(total);
+      combined->outputs[0]->type = t;
+      for (Node* c : convs) g.detach_node(c);
+      Attrs split_attrs;
+      split_attrs.set("axis", int64_t{1});
+      g.add_node_with_outputs("Split",
+                              {combined->outputs[0],
+                               g.add_constant(first->name + "_combined_split",
+                                              Tensor::from_vector<int64_t>(
+                                                  {static_cast<int64_t>(sizes.size())}, sizes))},
+                              outs, split_attrs, first->name + "_combined_split");
+      changed = true;
+    }
+  }
+  if (changed) g.topo_sort();
+  return changed;
+}
+
+}  // namespace yoloc

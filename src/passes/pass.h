@@ -1,0 +1,42 @@
+#pragma once
+/// The pass interface. One pass per file pair in src/passes/; pipeline.cpp holds the one ordered
+/// list per optimization level.
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace yoloc {
+
+/// Numeric precision a compile targets; passes that change numerics consult it. kAuto keeps the
+/// model's own numerics (float models stay float, quantized ops stay quantized).
+enum class Precision { kAuto, kFp32, kFp16, kBf16, kInt8 };
+
+/// Timing and size after one pass.
+struct PassStat {
+  std::string name;
+  size_t nodes_after = 0;
+  double ms = 0;
+  bool changed = false;
+};
+
+/// What every pass may read: target, precision, level, and where to dump IR.
+struct PassContext {
+  int opt_level = 1;
+  std::string target = "reference";
+  Precision precision = Precision::kAuto;
+  std::string dump_dir;  ///< when set, the IR after each pass goes to DIR/NN-<pass>.txt
+  bool verify = false;   ///< run the verifier after each pass (always on in debug builds)
+  std::vector<PassStat> stats;
+};
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  /// Short snake_case name, as printed by `yoloc inspect --passes`.
+  virtual std::string name() const = 0;
+  /// Rewrites g; returns true if anything changed.
+  virtual bool run(Graph& g, PassContext& ctx) = 0;
+};
+
+}  // namespace yoloc

@@ -1,0 +1,81 @@
+// The one ordered list of graph passes. Read it top to bottom: this is the optimizer.
+#include "passes/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "passes/algebraic_simplify.h"
+#include "passes/bn_folding.h"
+#include "passes/canonicalize.h"
+#include "passes/combine_parallel_conv.h"
+#include "passes/constant_folding.h"
+#include "passes/cse.h"
+#include "passes/dead_code_elimination.h"
+#include "passes/fusion.h"
+#include "passes/quantization.h"
+#include "passes/views.h"
+
+namespace yoloc {
+
+std::vector<std::unique_ptr<Pass>> make_pipeline(const PassContext& ctx) {
+  std::vector<std::unique_ptr<Pass>> p;
+  if (ctx.opt_level <= 0) return p;
+  // Clean-up: fold shape arithmetic and constants, remove identities and dead code.
+  p.push_back(std::make_unique<ConstantFolding>());
+  p.push_back(std::make_unique<AlgebraicSimplify>());
+  p.push_back(std::make_unique<DeadCodeElimination>());
+  p.push_back(std::make_unique<CommonSubexpressionElimination>());
+  // Rewrites into the ops the kernels want.
+  p.push_back(std::make_unique<Quantization>());
+  p.push_back(std::make_unique<BatchNormFolding>());
+  p.push_back(std::make_unique<Canonicalize>());
+  p.push_back(std::make_unique<CombineParallelConv>());
+  p.push_back(std::make_unique<ConstantFolding>());
+  p.push_back(std::make_unique<DeadCodeElimination>());
+  // Memory and kernels: views, then the partition into fused kernels (last: it sees the final
+  // graph).
+  p.push_back(std::make_unique<Views>());
+  p.push_back(std::make_unique<Fusion>());
+  return p;
+}
+
+void optimize(Graph& g, PassContext& ctx) {
+#ifndef NDEBUG
+  const bool verify_each = true;
+#else
+  const bool verify_each = ctx.verify;
+#endif
+  auto passes = make_pipeline(ctx);
+  if (!ctx.dump_dir.empty()) {
+    std::filesystem::create_directories(ctx.dump_dir);
+    std::ofstream(std::filesystem::path(ctx.dump_dir) / "00-input.txt") << print_graph(g);
+  }
+  int index = 1;
+  for (auto& pass : passes) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool changed = pass->run(g, ctx);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    ctx.stats.push_back({pass->name(), g.num_nodes(), ms, changed});
+    if (!ctx.dump_dir.empty())
+      std::ofstream(std::filesystem::path(ctx.dump_dir) /
+                    fmt::format("{:02d}-{}.txt", index, pass->name()))
+          << print_graph(g);
+    if (verify_each) verify(g);
+    ++index;
+  }
+}
+
+size_t kernel_count(const Graph& g) {
+  if (g.groups.empty()) return g.num_nodes();
+  size_t k = 0;
+  for (const FusedGroup& grp : g.groups) k += grp.is_kernel() ? 1 : 0;
+  return k;
+}
+
+}  // namespace yoloc

@@ -1,0 +1,193 @@
+// Each pass on small graphs: the expected structure after it, the cases where it must not fire,
+// and the same outputs as before it (reference executor).
+#include <gtest/gtest.h>
+
+#include "graph_builder.h"
+#include "ir/verifier.h"
+#include "passes/algebraic_simplify.h"
+#include "passes/bn_folding.h"
+#include "passes/canonicalize.h"
+#include "passes/combine_parallel_conv.h"
+#include "passes/constant_folding.h"
+#include "passes/cse.h"
+#include "passes/fusion.h"
+#include "passes/pipeline.h"
+#include "passes/views.h"
+
+using namespace yoloc;
+using namespace yoloc::testing;
+
+namespace {
+
+template <typename P>
+bool apply(Graph& g) {
+  PassContext ctx;
+  P pass;
+  const bool changed = pass.run(g, ctx);
+  verify(g);
+  return changed;
+}
+
+Tensor scalar(float v) { return Tensor::scalar<float>(v); }
+
+}  // namespace
+
+TEST(ConstantFolding, FoldsConstantSubgraphs) {
+  Graph g;
+  Value* x = input(g, "x", {1, 4});
+  Value* c = node(g, "Add", {g.add_constant("a", scalar(1)), g.add_constant("b", scalar(2))});
+  g.outputs.push_back(node(g, "Mul", {x, c}));
+  EXPECT_TRUE(apply<ConstantFolding>(g));
+  EXPECT_EQ(count_op(g, "Add"), 0u);
+  ASSERT_EQ(count_op(g, "Mul"), 1u);
+  EXPECT_EQ(g.nodes()[0]->input(1)->data.data<float>()[0], 3.0f);
+}
+
+TEST(ConstantFolding, LeavesRuntimeValuesAlone) {
+  Graph g;
+  Value* x = input(g, "x", {1, 4});
+  g.outputs.push_back(node(g, "Add", {x, g.add_constant("b", scalar(2))}));
+  EXPECT_FALSE(apply<ConstantFolding>(g));
+  EXPECT_EQ(g.num_nodes(), 1u);
+}
+
+TEST(AlgebraicSimplify, RemovesIdentitiesAndTurnsDivIntoMul) {
+  Graph g;
+  Value* x = input(g, "x", {1, 4});
+  Value* a = node(g, "Mul", {x, g.add_constant("one", scalar(1))});
+  Value* b = node(g, "Add", {a, g.add_constant("zero", scalar(0))});
+  Value* c = node(g, "Div", {b, g.add_constant("four", scalar(4))});
+  g.outputs.push_back(c);
+  auto before = g.clone();
+  EXPECT_TRUE(apply<AlgebraicSimplify>(g));
+  ASSERT_EQ(g.num_nodes(), 1u);
+  EXPECT_EQ(g.nodes()[0]->op, "Mul");
+  EXPECT_EQ(g.nodes()[0]->input(0), g.inputs[0]);
+  EXPECT_EQ(g.nodes()[0]->input(1)->data.data<float>()[0], 0.25f);
+  EXPECT_LE(max_rel_diff(*before, g, {{"x", random_tensor({1, 4}, 1)}}), 1e-6);
+}
+
+TEST(AlgebraicSimplify, KeepsBroadcastingIdentities) {
+  Graph g;
+  Value* x = input(g, "x", {1, 4});
+  // x * ones[3, 4] broadcasts x to [3, 4]: not an identity.
+  g.outputs.push_back(node(g, "Mul", {x, g.add_constant("ones", Tensor::from_vector<float>(
+                                                                     {3, 1}, {1, 1, 1}))}));
+  EXPECT_FALSE(apply<AlgebraicSimplify>(g));
+  EXPECT_EQ(g.num_nodes(), 1u);
+}
+
+TEST(Cse, MergesIdenticalNodes) {
+  Graph g;
+  Value* x = input(g, "x", {1, 4});
+  Value* s1 = node(g, "Sigmoid", {x});
+  Value* s2 = node(g, "Sigmoid", {x});
+  g.outputs.push_back(node(g, "Add", {s1, s2}));
+  EXPECT_TRUE(apply<CommonSubexpressionElimination>(g));
+  EXPECT_EQ(count_op(g, "Sigmoid"), 1u);
+}
+
+TEST(BnFolding, FoldsBatchNormIntoConv) {
+  Graph g;
+  Value* x = input(g, "x", {1, 3, 8, 8});
+  Value* y = conv(g, x, 3, 4, 3, 7);
+  Attrs a;
+  a.set("epsilon", 1e-3f);
+  Value* bn = node(g, "BatchNormalization",
+                   {y, g.add_constant("gamma", random_tensor({4}, 2, 0.5f, 2.0f)),
+                    g.add_constant("beta", random_tensor({4}, 3)),
+                    g.add_constant("mean", random_tensor({4}, 4)),
+                    g.add_constant("var", random_tensor({4}, 5, 0.1f, 1.0f))},
+                   a);
+  g.outputs.push_back(node(g, "Relu", {bn}));
+  auto before = g.clone();
+  EXPECT_TRUE(apply<BatchNormFolding>(g));
+  EXPECT_EQ(count_op(g, "BatchNormalization"), 0u);
+  EXPECT_EQ(count_op(g, "Conv"), 1u);
+  EXPECT_LE(max_rel_diff(*before, g, {{"x", random_tensor({1, 3, 8, 8}, 9)}}), 1e-5);
+}
+
+TEST(BnFolding, DoesNotFoldAfterNonConvOrSharedConv) {
+  Graph g;
+  Value* x = input(g, "x", {1, 4, 8, 8});
+  Value* r = node(g, "Relu", {x});
+  auto bn_of = [&](Value* v) {
+    return node(g, "BatchNormalization",
+                {v, g.add_constant("g", random_tensor({4}, 2, 0.5f, 2.0f)),
+                 g.add_constant("b", random_tensor({4}, 3)), g.add_constant("m", random_tensor({4}, 4)),
+                 g.add_constant("v", random_tensor({4}, 5, 0.1f, 1.0f))});
+  };
+  Value* y = conv(g, x, 4, 4, 1, 3);
+  g.outputs.push_back(bn_of(r));
+  g.outputs.push_back(bn_of(y));
+  g.outputs.push_back(node(g, "Sigmoid", {y}));  // the conv output has a second user
+  EXPECT_FALSE(apply<BatchNormFolding>(g));
+  EXPECT_EQ(count_op(g, "BatchNormalization"), 2u);
+}
+
+TEST(Canonicalize, TurnsSigmoidMulIntoSiLU) {
+  Graph g;
+  Value* x = input(g, "x", {1, 4});
+  Value* y = input(g, "y", {1, 4});
+  g.outputs.push_back(node(g, "Mul", {node(g, "Sigmoid", {x}), x}));  // commuted order
+  g.outputs.push_back(node(g, "Mul", {x, node(g, "Sigmoid", {y})}));  // not x*sigmoid(x)
+  auto before = g.clone();
+  EXPECT_TRUE(apply<Canonicalize>(g));
+  EXPECT_EQ(count_op(g, "SiLU"), 1u);
+  EXPECT_EQ(count_op(g, "Sigmoid"), 1u);
+  EXPECT_LE(max_rel_diff(*before, g, {{"x", random_tensor({1, 4}, 1)}, {"y", random_tensor({1, 4}, 2)}}),
+            1e-6);
+}
+
+TEST(CombineParallelConv, CombinesSameGeometryConvs) {
+  Graph g;
+  Value* x = input(g, "x", {1, 3, 8, 8});
+  g.outputs.push_back(node(g, "Relu", {conv(g, x, 3, 4, 3, 1)}));
+  g.outputs.push_back(node(g, "Sigmoid", {conv(g, x, 3, 5, 3, 2)}));
+  g.outputs.push_back(conv(g, x, 3, 2, 1, 3));  // other kernel size: stays alone
+  auto before = g.clone();
+  EXPECT_TRUE(apply<CombineParallelConv>(g));
+  EXPECT_EQ(count_op(g, "Conv"), 2u);
+  EXPECT_EQ(count_op(g, "Split"), 1u);
+  EXPECT_LE(max_rel_diff(*before, g, {{"x", random_tensor({1, 3, 8, 8}, 4)}}), 1e-6);
+}
+
+TEST(Views, ConcatOfKernelOutputsIsAView) {
+  Graph g;
+  Value* x = input(g, "x", {1, 3, 8, 8});
+  Attrs axis1;
+  axis1.set("axis", int64_t{1});
+  Value* cat = node(g, "Concat", {conv(g, x, 3, 4, 3, 1), conv(g, x, 3, 4, 1, 2)}, axis1);
+  g.outputs.push_back(node(g, "Relu", {cat}));
+  // A concat with a graph input cannot be a view: nothing of ours writes the input.
+  Value* cat2 = node(g, "Concat", {x, node(g, "Relu", {x})}, axis1);
+  g.outputs.push_back(node(g, "Sigmoid", {cat2}));
+  EXPECT_TRUE(apply<Views>(g));
+  for (const Node* n : g.nodes())
+    if (n->op == "Concat")
+      EXPECT_EQ(n->attrs.get_int("view", 0), n->outputs[0] == cat ? 1 : 0) << n->label();
+}
+
+TEST(Fusion, ConvEpilogueAndSppfAreOneKernelEach) {
+  Graph g;
+  Value* x = input(g, "x", {1, 4, 8, 8});
+  Value* c = conv(g, x, 4, 4, 3, 1);
+  Value* s = node(g, "SiLU", {c});
+  Value* r = node(g, "Add", {s, x});  // residual add joins the epilogue
+  Attrs pool;
+  pool.set("kernel_shape", std::vector<int64_t>{5, 5});
+  pool.set("pads", std::vector<int64_t>{2, 2, 2, 2});
+  pool.set("strides", std::vector<int64_t>{1, 1});
+  Value* p1 = node(g, "MaxPool", {r}, pool);
+  Value* p2 = node(g, "MaxPool", {p1}, pool);
+  Value* p3 = node(g, "MaxPool", {p2}, pool);
+  Attrs axis1;
+  axis1.set("axis", int64_t{1});
+  Value* cat = node(g, "Concat", {r, p1, p2, p3}, axis1);
+  g.outputs.push_back(conv(g, cat, 16, 4, 1, 2));
+  PassContext ctx;
+  Views().run(g, ctx);
+  Fusion().run(g, ctx);
+  EXPECT_EQ(kernel_count(g), 3u);  // conv+silu+add, sppf, conv
+  EXPECT_EQ(g.nodes()[0]->group, g.nodes()[2]->group);
+}
