@@ -176,6 +176,7 @@ std::unique_ptr<Graph> Graph::clone() const {
     Value* nv = g->add_value(v->name, v->type);
     nv->data = v->data;
     nv->inferred = v->inferred;
+    nv->symbolic = v->symbolic;
     vmap[v.get()] = nv;
   }
   for (const auto& n : nodes_) {
