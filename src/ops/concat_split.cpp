@@ -37,7 +37,8 @@ OpDef make_concat() {
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
       const TensorType& t = ctx.type(i);
       if (!ctx.has_input(i)) ctx.fail("input {} is omitted", i);
-      if (t.dtype != dt) ctx.fail("inputs must have one type, got {} and {}", ctx.type(0).str(), t.str());
+      if (t.dtype != dt)
+        ctx.fail("inputs must have one type, got {} and {}", ctx.type(0).str(), t.str());
       if (!t.has_rank) continue;
       if (rank >= 0 && t.rank() != rank)
         ctx.fail("inputs must have one rank, got {} and {}", rank, t.rank());
@@ -95,7 +96,8 @@ OpDef make_concat() {
       const auto* src = static_cast<const uint8_t*>(t.raw());
       if (row)
         for (int64_t o = 0; o < outer; ++o)
-          std::memcpy(dst + static_cast<size_t>(o) * out_row + col, src + static_cast<size_t>(o) * row, row);
+          std::memcpy(dst + static_cast<size_t>(o) * out_row + col,
+                      src + static_cast<size_t>(o) * row, row);
       col += row;
     }
     return std::vector<Tensor>{out};
@@ -111,7 +113,8 @@ std::vector<int64_t> split_sizes(const Node& n, const Tensor* split, int64_t dim
     std::vector<int64_t> s = split->to_int64s();
     int64_t sum = 0;
     for (int64_t v : s) {
-      if (v < 0) user_error("{}: split sizes must be >= 0, got [{}]", n.label(), fmt::join(s, ", "));
+      if (v < 0)
+        user_error("{}: split sizes must be >= 0, got [{}]", n.label(), fmt::join(s, ", "));
       sum += v;
     }
     if (s.size() != outputs)
@@ -128,8 +131,8 @@ std::vector<int64_t> split_sizes(const Node& n, const Tensor* split, int64_t dim
   const int64_t chunk = (dim + parts - 1) / parts;
   const int64_t last = dim - chunk * (parts - 1);
   if (last < 0)
-    user_error("{}: cannot split a dim of {} into {} parts of {} (the last would be {})",
-               n.label(), dim, parts, chunk, last);
+    user_error("{}: cannot split a dim of {} into {} parts of {} (the last would be {})", n.label(),
+               dim, parts, chunk, last);
   std::vector<int64_t> s(outputs, chunk);
   s.back() = last;
   return s;
@@ -150,8 +153,10 @@ OpDef make_split() {
     const Dim& dim = t.dims[static_cast<size_t>(axis)];
     const Tensor* split = ctx.value(1);
     std::vector<int64_t> sizes;
-    if (ctx.has_input(1) && !split) sizes.assign(outputs, -1);
-    else sizes = split_sizes(ctx.node, split, dim.known() ? dim.value : -1);
+    if (ctx.has_input(1) && !split)
+      sizes.assign(outputs, -1);
+    else
+      sizes = split_sizes(ctx.node, split, dim.known() ? dim.value : -1);
     std::vector<TensorType> r;
     for (int64_t s : sizes) {
       TensorType o = t;
@@ -198,8 +203,10 @@ std::vector<SliceAxis> slice_axes(const Node& n, const Shape& shape, const Tenso
   } else {
     for (size_t i = 0; i < st.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   }
-  if (steps_t) steps = steps_t->to_int64s();
-  else steps.assign(st.size(), 1);
+  if (steps_t)
+    steps = steps_t->to_int64s();
+  else
+    steps.assign(st.size(), 1);
   if (en.size() != st.size() || axes.size() != st.size() || steps.size() != st.size())
     user_error("{}: starts, ends, axes and steps must have one length, got {}, {}, {} and {}",
                n.label(), st.size(), en.size(), axes.size(), steps.size());
@@ -250,10 +257,12 @@ OpDef make_slice() {
     const Tensor* axes = ctx.value(3);
     const Tensor* steps = ctx.value(4);
     std::vector<Dim> dims = t.dims;
-    const bool known = starts && ends && (axes || !ctx.has_input(3)) && (steps || !ctx.has_input(4));
+    const bool known =
+        starts && ends && (axes || !ctx.has_input(3)) && (steps || !ctx.has_input(4));
     if (!known) {
       if (axes) {
-        for (int64_t a : axes->to_int64s()) dims[static_cast<size_t>(normalize_axis(a, t.rank(), ctx.node))] = Dim();
+        for (int64_t a : axes->to_int64s())
+          dims[static_cast<size_t>(normalize_axis(a, t.rank(), ctx.node))] = Dim();
       } else {
         dims.assign(dims.size(), Dim());
       }
@@ -291,8 +300,9 @@ OpDef make_slice() {
   };
   d.reference = [](const Node& n, const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
-    const auto sl = slice_axes(n, x.shape(), in[1], in[2], in.size() > 3 && in[3].defined() ? &in[3] : nullptr,
-                               in.size() > 4 && in[4].defined() ? &in[4] : nullptr);
+    const auto sl =
+        slice_axes(n, x.shape(), in[1], in[2], in.size() > 3 && in[3].defined() ? &in[3] : nullptr,
+                   in.size() > 4 && in[4].defined() ? &in[4] : nullptr);
     const Shape xs = shape_strides(x.shape());
     Shape shape = x.shape();
     std::vector<int64_t> strides(xs.begin(), xs.end());
@@ -324,9 +334,12 @@ OpDef make_tile() {
         ctx.fail("repeats has {} elements for an input of rank {}", reps.size(), t.rank());
       for (size_t i = 0; i < dims.size(); ++i) {
         if (reps[i] < 0) ctx.fail("repeats must be >= 0, got {}", reps[i]);
-        if (reps[i] == 1) dims[i] = t.dims[i];
-        else if (t.dims[i].known()) dims[i] = Dim(t.dims[i].value * reps[i]);
-        else if (reps[i] == 0) dims[i] = Dim(0);
+        if (reps[i] == 1)
+          dims[i] = t.dims[i];
+        else if (t.dims[i].known())
+          dims[i] = Dim(t.dims[i].value * reps[i]);
+        else if (reps[i] == 0)
+          dims[i] = Dim(0);
       }
     }
     return std::vector<TensorType>{TensorType(t.dtype, dims)};

@@ -19,7 +19,8 @@ int64_t checked_index(int64_t i, int64_t dim, const Node& n) {
 }
 
 int64_t numel_of(const Shape& s, size_t begin, size_t end) {
-  return shape_numel(Shape(s.begin() + static_cast<int64_t>(begin), s.begin() + static_cast<int64_t>(end)));
+  return shape_numel(
+      Shape(s.begin() + static_cast<int64_t>(begin), s.begin() + static_cast<int64_t>(end)));
 }
 
 void check_indices_type(const InferContext& ctx, size_t i) {
@@ -40,7 +41,8 @@ OpDef make_gather() {
     check_indices_type(ctx, 1);
     if (!t.has_rank || !idx.has_rank) return std::vector<TensorType>{TensorType::unranked(t.dtype)};
     if (t.rank() == 0) ctx.fail("data must have rank >= 1");
-    const auto axis = static_cast<size_t>(normalize_axis(ctx.attrs().get_int("axis", 0), t.rank(), ctx.node));
+    const auto axis =
+        static_cast<size_t>(normalize_axis(ctx.attrs().get_int("axis", 0), t.rank(), ctx.node));
     std::vector<Dim> dims(t.dims.begin(), t.dims.begin() + static_cast<int64_t>(axis));
     dims.insert(dims.end(), idx.dims.begin(), idx.dims.end());
     dims.insert(dims.end(), t.dims.begin() + static_cast<int64_t>(axis) + 1, t.dims.end());
@@ -135,7 +137,9 @@ OpDef make_gather_elements() {
     for_each_index(in[1].shape(), [&](int64_t flat, const std::vector<int64_t>& ix) {
       int64_t off = 0;
       for (size_t k = 0; k < ix.size(); ++k)
-        off += (k == axis ? checked_index(idx[static_cast<size_t>(flat)], x.shape()[k], n) : ix[k]) * xs[k];
+        off +=
+            (k == axis ? checked_index(idx[static_cast<size_t>(flat)], x.shape()[k], n) : ix[k]) *
+            xs[k];
       std::memcpy(dst + static_cast<size_t>(flat) * es, src + static_cast<size_t>(off) * es, es);
     });
     return std::vector<Tensor>{out};
@@ -169,7 +173,8 @@ OpDef make_gather_nd() {
   d.min_inputs = d.max_inputs = 2;
   d.doc = "picks slices of data addressed by the index tuples in the last dim of indices";
   d.infer = [](const InferContext& ctx) {
-    if (ctx.type(1).dtype != DType::kInt64) ctx.fail("indices must be int64, got {}", ctx.type(1).str());
+    if (ctx.type(1).dtype != DType::kInt64)
+      ctx.fail("indices must be int64, got {}", ctx.type(1).str());
     const DType dt = ctx.type(0).dtype;
     if (auto dims = gather_nd_dims(ctx)) return std::vector<TensorType>{TensorType(dt, *dims)};
     return std::vector<TensorType>{TensorType::unranked(dt)};
@@ -202,7 +207,8 @@ OpDef make_gather_nd() {
       for (int64_t t = 0; t < tuples; ++t) {
         const int64_t* tuple = idx.data() + (bi * tuples + t) * static_cast<int64_t>(m);
         int64_t off = bi * batch_stride;
-        for (size_t k = 0; k < m; ++k) off += checked_index(tuple[k], xs[b + k], n) * strides[b + k];
+        for (size_t k = 0; k < m; ++k)
+          off += checked_index(tuple[k], xs[b + k], n) * strides[b + k];
         std::memcpy(dst, src + static_cast<size_t>(off) * es, block);
         dst += block;
       }
@@ -261,10 +267,12 @@ OpDef make_scatter_nd() {
   OpDef d;
   d.name = "ScatterND";
   d.min_inputs = d.max_inputs = 3;
-  d.doc = "a copy of data with the slices addressed by indices replaced by (or reduced with) "
-          "updates";
+  d.doc =
+      "a copy of data with the slices addressed by indices replaced by (or reduced with) "
+      "updates";
   d.infer = [](const InferContext& ctx) {
-    if (ctx.type(1).dtype != DType::kInt64) ctx.fail("indices must be int64, got {}", ctx.type(1).str());
+    if (ctx.type(1).dtype != DType::kInt64)
+      ctx.fail("indices must be int64, got {}", ctx.type(1).str());
     return infer_scatter(ctx);
   };
   d.reference = [](const Node& n, const std::vector<Tensor>& in) {
@@ -335,8 +343,9 @@ OpDef make_scatter_elements() {
       for_each_index(it.shape(), [&](int64_t flat, const std::vector<int64_t>& ix) {
         int64_t off = 0;
         for (size_t k = 0; k < ix.size(); ++k)
-          off += (k == axis ? checked_index(idx[static_cast<size_t>(flat)], x.shape()[k], n) : ix[k]) *
-                 xs[k];
+          off +=
+              (k == axis ? checked_index(idx[static_cast<size_t>(flat)], x.shape()[k], n) : ix[k]) *
+              xs[k];
         o[off] = reduce(r, o[off], u[flat]);
       });
       return std::vector<Tensor>{out};
@@ -356,14 +365,17 @@ OpDef make_topk() {
   d.name = "TopK";
   d.min_inputs = d.max_inputs = 2;
   d.min_outputs = d.max_outputs = 2;
-  d.doc = "the K largest (or smallest) values along axis and their indices; ties keep the lower "
-          "index first";
+  d.doc =
+      "the K largest (or smallest) values along axis and their indices; ties keep the lower "
+      "index first";
   d.infer = [](const InferContext& ctx) {
     const TensorType& t = ctx.type(0);
     if (ctx.type(1).dtype != DType::kInt64) ctx.fail("K must be int64, got {}", ctx.type(1).str());
     if (!t.has_rank)
-      return std::vector<TensorType>{TensorType::unranked(t.dtype), TensorType::unranked(DType::kInt64)};
-    const auto axis = static_cast<size_t>(normalize_axis(ctx.attrs().get_int("axis", -1), t.rank(), ctx.node));
+      return std::vector<TensorType>{TensorType::unranked(t.dtype),
+                                     TensorType::unranked(DType::kInt64)};
+    const auto axis =
+        static_cast<size_t>(normalize_axis(ctx.attrs().get_int("axis", -1), t.rank(), ctx.node));
     std::vector<Dim> dims = t.dims;
     dims[axis] = Dim();
     if (const Tensor* k = ctx.value(1)) {
@@ -387,41 +399,44 @@ OpDef make_topk() {
     const int64_t outer = numel_of(x.shape(), 0, axis);
     const int64_t inner = numel_of(x.shape(), axis + 1, x.shape().size());
     Tensor indices(DType::kInt64, shape);
-    return dispatch_numeric(x.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      Tensor values(x.dtype(), shape);
-      const T* src = x.data<T>();
-      T* ov = values.data<T>();
-      int64_t* oi = indices.data<int64_t>();
-      std::vector<int64_t> order(static_cast<size_t>(dim));
-      std::vector<double> key(static_cast<size_t>(dim));
-      for (int64_t o = 0; o < outer; ++o)
-        for (int64_t i = 0; i < inner; ++i) {
-          const int64_t base = o * dim * inner + i;
-          for (int64_t j = 0; j < dim; ++j) {
-            // NaN sorts as the largest value, which keeps the order strict and weak.
-            const double v = static_cast<double>(src[base + j * inner]);
-            key[static_cast<size_t>(j)] = std::isnan(v) ? INFINITY : v;
-            order[static_cast<size_t>(j)] = j;
-          }
-          auto before = [&](int64_t a, int64_t b) {
-            const double ka = key[static_cast<size_t>(a)], kb = key[static_cast<size_t>(b)];
-            if (ka != kb) return largest ? ka > kb : ka < kb;
-            const bool na = std::isnan(static_cast<double>(src[base + a * inner]));
-            const bool nb = std::isnan(static_cast<double>(src[base + b * inner]));
-            if (na != nb) return largest ? na : nb;
-            return a < b;
-          };
-          std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
-          const int64_t out_base = o * k * inner + i;
-          for (int64_t j = 0; j < k; ++j) {
-            const int64_t src_j = order[static_cast<size_t>(j)];
-            ov[out_base + j * inner] = src[base + src_j * inner];
-            oi[out_base + j * inner] = src_j;
-          }
-        }
-      return std::vector<Tensor>{values, indices};
-    }, n.label());
+    return dispatch_numeric(
+        x.dtype(),
+        [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          Tensor values(x.dtype(), shape);
+          const T* src = x.data<T>();
+          T* ov = values.data<T>();
+          int64_t* oi = indices.data<int64_t>();
+          std::vector<int64_t> order(static_cast<size_t>(dim));
+          std::vector<double> key(static_cast<size_t>(dim));
+          for (int64_t o = 0; o < outer; ++o)
+            for (int64_t i = 0; i < inner; ++i) {
+              const int64_t base = o * dim * inner + i;
+              for (int64_t j = 0; j < dim; ++j) {
+                // NaN sorts as the largest value, which keeps the order strict and weak.
+                const double v = static_cast<double>(src[base + j * inner]);
+                key[static_cast<size_t>(j)] = std::isnan(v) ? INFINITY : v;
+                order[static_cast<size_t>(j)] = j;
+              }
+              auto before = [&](int64_t a, int64_t b) {
+                const double ka = key[static_cast<size_t>(a)], kb = key[static_cast<size_t>(b)];
+                if (ka != kb) return largest ? ka > kb : ka < kb;
+                const bool na = std::isnan(static_cast<double>(src[base + a * inner]));
+                const bool nb = std::isnan(static_cast<double>(src[base + b * inner]));
+                if (na != nb) return largest ? na : nb;
+                return a < b;
+              };
+              std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+              const int64_t out_base = o * k * inner + i;
+              for (int64_t j = 0; j < k; ++j) {
+                const int64_t src_j = order[static_cast<size_t>(j)];
+                ov[out_base + j * inner] = src[base + src_j * inner];
+                oi[out_base + j * inner] = src_j;
+              }
+            }
+          return std::vector<Tensor>{values, indices};
+        },
+        n.label());
   };
   return d;
 }
@@ -438,13 +453,16 @@ OpDef make_nonzero() {
   d.reference = [](const Node& n, const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
     std::vector<std::vector<int64_t>> found;
-    dispatch_all(x.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T* p = x.data<T>();
-      for_each_index(x.shape(), [&](int64_t flat, const std::vector<int64_t>& ix) {
-        if (static_cast<double>(p[flat]) != 0.0) found.push_back(ix);
-      });
-    }, n.label());
+    dispatch_all(
+        x.dtype(),
+        [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          const T* p = x.data<T>();
+          for_each_index(x.shape(), [&](int64_t flat, const std::vector<int64_t>& ix) {
+            if (static_cast<double>(p[flat]) != 0.0) found.push_back(ix);
+          });
+        },
+        n.label());
     const auto count = static_cast<int64_t>(found.size());
     Tensor out(DType::kInt64, {x.rank(), count});
     int64_t* o = out.data<int64_t>();
@@ -460,8 +478,9 @@ OpDef make_trilu() {
   OpDef d;
   d.name = "Trilu";
   d.max_inputs = 2;
-  d.doc = "keeps the upper (or lower) triangle of the last two dims from diagonal k, zeroes the "
-          "rest";
+  d.doc =
+      "keeps the upper (or lower) triangle of the last two dims from diagonal k, zeroes the "
+      "rest";
   d.infer = [](const InferContext& ctx) {
     const TensorType& t = ctx.type(0);
     if (t.has_rank && t.rank() < 2) ctx.fail("the input must have rank >= 2, got {}", t.str());
@@ -469,10 +488,12 @@ OpDef make_trilu() {
   };
   d.reference = [](const Node& n, const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
-    if (x.rank() < 2) user_error("{}: the input must have rank >= 2, got {}", n.label(), describe(x));
+    if (x.rank() < 2)
+      user_error("{}: the input must have rank >= 2, got {}", n.label(), describe(x));
     int64_t k = 0;
     if (in.size() > 1 && in[1].defined()) {
-      if (in[1].numel() != 1) user_error("{}: k must be a scalar, got {}", n.label(), describe(in[1]));
+      if (in[1].numel() != 1)
+        user_error("{}: k must be a scalar, got {}", n.label(), describe(in[1]));
       k = in[1].to_int64s()[0];
     }
     const bool upper = n.attrs.get_int("upper", 1) != 0;

@@ -62,9 +62,12 @@ std::vector<Dim> reshape_dims(const InferContext& ctx, const std::vector<SymElem
   std::multiset<std::string> syms;
   bool unknown = false;
   for (const Dim& d : in.dims) {
-    if (d.known()) in_known *= d.value;
-    else if (!d.symbol.empty()) syms.insert(d.symbol);
-    else unknown = true;
+    if (d.known())
+      in_known *= d.value;
+    else if (!d.symbol.empty())
+      syms.insert(d.symbol);
+    else
+      unknown = true;
   }
   for (size_t i = 0; i < out.size(); ++i) {
     const Dim& d = out[i];
@@ -100,7 +103,8 @@ OpDef make_reshape() {
     const TensorType& in = ctx.type(0);
     const bool allowzero = ctx.attrs().get_int("allowzero", 0) != 0;
     if (const auto target = ctx.symbolic(1))
-      return std::vector<TensorType>{TensorType(in.dtype, reshape_dims(ctx, *target, in, allowzero))};
+      return std::vector<TensorType>{
+          TensorType(in.dtype, reshape_dims(ctx, *target, in, allowzero))};
     const TensorType& s = ctx.type(1);
     if (s.has_rank && s.rank() == 1 && s.dims[0].known())
       return std::vector<TensorType>{
@@ -128,7 +132,8 @@ OpDef make_reshape() {
         v = in[0].shape()[i];
       }
       if (v == -1) {
-        if (infer_at >= 0) user_error("{}: the shape {} holds two -1", n.label(), shape_str(target));
+        if (infer_at >= 0)
+          user_error("{}: the shape {} holds two -1", n.label(), shape_str(target));
         infer_at = static_cast<int>(i);
       } else if (v < 0) {
         user_error("{}: invalid shape {}", n.label(), shape_str(target));
@@ -268,8 +273,10 @@ std::vector<Dim> unsqueeze_dims(const Node& n, const std::vector<Dim>& dims,
   std::vector<Dim> out;
   size_t next = 0;
   for (int64_t i = 0; i < rank; ++i) {
-    if (std::binary_search(ax.begin(), ax.end(), i)) out.push_back(Dim(1));
-    else out.push_back(dims[next++]);
+    if (std::binary_search(ax.begin(), ax.end(), i))
+      out.push_back(Dim(1));
+    else
+      out.push_back(dims[next++]);
   }
   return out;
 }
@@ -338,7 +345,8 @@ OpDef make_expand() {
     const auto target = expand_target(ctx);
     if (!t.has_rank || !target) return std::vector<TensorType>{TensorType::unranked(t.dtype)};
     const TensorType shape_type(t.dtype, *target);
-    return std::vector<TensorType>{TensorType(t.dtype, broadcast_dims({&t, &shape_type}, ctx.node))};
+    return std::vector<TensorType>{
+        TensorType(t.dtype, broadcast_dims({&t, &shape_type}, ctx.node))};
   };
   d.reference = [](const Node& n, const std::vector<Tensor>& in) {
     if (in[1].rank() != 1)
@@ -390,7 +398,8 @@ OpDef make_transpose() {
     const TensorType& t = ctx.type(0);
     if (!t.has_rank) return std::vector<TensorType>{t};
     std::vector<Dim> dims;
-    for (int64_t p : transpose_perm(ctx.node, t.rank())) dims.push_back(t.dims[static_cast<size_t>(p)]);
+    for (int64_t p : transpose_perm(ctx.node, t.rank()))
+      dims.push_back(t.dims[static_cast<size_t>(p)]);
     return std::vector<TensorType>{TensorType(t.dtype, dims)};
   };
   d.reference = [](const Node& n, const std::vector<Tensor>& in) {
@@ -428,11 +437,13 @@ OpDef make_depth_to_space() {
     const TensorType& t = ctx.type(0);
     const int64_t b = blocksize(ctx.node);
     crd_mode(ctx.node);
-    if (!t.has_rank) return std::vector<TensorType>{TensorType(t.dtype, {Dim(), Dim(), Dim(), Dim()})};
+    if (!t.has_rank)
+      return std::vector<TensorType>{TensorType(t.dtype, {Dim(), Dim(), Dim(), Dim()})};
     if (t.rank() != 4) ctx.fail("the input must be 4-D (NCHW), got {}", t.str());
     return std::vector<TensorType>{TensorType(
-        t.dtype, {t.dims[0], scale_dim(t.dims[1], 1, b * b, ctx, "channels"),
-                  scale_dim(t.dims[2], b, 1, ctx, "height"), scale_dim(t.dims[3], b, 1, ctx, "width")})};
+        t.dtype,
+        {t.dims[0], scale_dim(t.dims[1], 1, b * b, ctx, "channels"),
+         scale_dim(t.dims[2], b, 1, ctx, "height"), scale_dim(t.dims[3], b, 1, ctx, "width")})};
   };
   d.reference = [](const Node& n, const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
@@ -456,11 +467,13 @@ OpDef make_space_to_depth() {
   d.infer = [](const InferContext& ctx) {
     const TensorType& t = ctx.type(0);
     const int64_t b = blocksize(ctx.node);
-    if (!t.has_rank) return std::vector<TensorType>{TensorType(t.dtype, {Dim(), Dim(), Dim(), Dim()})};
+    if (!t.has_rank)
+      return std::vector<TensorType>{TensorType(t.dtype, {Dim(), Dim(), Dim(), Dim()})};
     if (t.rank() != 4) ctx.fail("the input must be 4-D (NCHW), got {}", t.str());
     return std::vector<TensorType>{TensorType(
-        t.dtype, {t.dims[0], scale_dim(t.dims[1], b * b, 1, ctx, "channels"),
-                  scale_dim(t.dims[2], 1, b, ctx, "height"), scale_dim(t.dims[3], 1, b, ctx, "width")})};
+        t.dtype,
+        {t.dims[0], scale_dim(t.dims[1], b * b, 1, ctx, "channels"),
+         scale_dim(t.dims[2], 1, b, ctx, "height"), scale_dim(t.dims[3], 1, b, ctx, "width")})};
   };
   d.reference = [](const Node& n, const std::vector<Tensor>& in) {
     const Tensor& x = in[0];

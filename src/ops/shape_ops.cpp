@@ -154,38 +154,41 @@ OpDef make_range() {
         ctx.fail("start, limit and delta must have the same type, got {}, {} and {}",
                  ctx.type(0).str(), ctx.type(1).str(), ctx.type(2).str());
     for (size_t i = 0; i < 3; ++i)
-      if (ctx.type(i).has_rank && !(ctx.type(i).rank() == 0 ||
-                                    (ctx.type(i).rank() == 1 && ctx.type(i).dims[0] == Dim(1))))
+      if (ctx.type(i).has_rank &&
+          !(ctx.type(i).rank() == 0 || (ctx.type(i).rank() == 1 && ctx.type(i).dims[0] == Dim(1))))
         ctx.fail("input {} must be a scalar, got {}", i, ctx.type(i).str());
     const Tensor* s = ctx.value(0);
     const Tensor* l = ctx.value(1);
     const Tensor* dl = ctx.value(2);
     if (s && l && dl)
-      return std::vector<TensorType>{TensorType(
-          dt, {Dim(range_count(ctx.node, s->to_doubles().at(0), l->to_doubles().at(0),
-                               dl->to_doubles().at(0)))})};
+      return std::vector<TensorType>{
+          TensorType(dt, {Dim(range_count(ctx.node, s->to_doubles().at(0), l->to_doubles().at(0),
+                                          dl->to_doubles().at(0)))})};
     return std::vector<TensorType>{TensorType(dt, {Dim()})};
   };
   d.reference = [](const Node& n, const std::vector<Tensor>& in) {
     for (const Tensor& t : in)
       if (t.numel() != 1) user_error("{}: inputs must be scalars, got {}", n.label(), describe(t));
-    return dispatch_numeric(in[0].dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const T start = in[0].data<T>()[0];
-      const T delta = in[2].data<T>()[0];
-      const int64_t count = range_count(n, static_cast<double>(start),
-                                        static_cast<double>(in[1].data<T>()[0]),
-                                        static_cast<double>(delta));
-      Tensor out(in[0].dtype(), {count});
-      T* o = out.data<T>();
-      // Accumulate as the spec's function body (and ONNX Runtime) do.
-      T v = start;
-      for (int64_t i = 0; i < count; ++i) {
-        o[i] = v;
-        v = static_cast<T>(v + delta);
-      }
-      return std::vector<Tensor>{out};
-    }, n.label());
+    return dispatch_numeric(
+        in[0].dtype(),
+        [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          const T start = in[0].data<T>()[0];
+          const T delta = in[2].data<T>()[0];
+          const int64_t count =
+              range_count(n, static_cast<double>(start), static_cast<double>(in[1].data<T>()[0]),
+                          static_cast<double>(delta));
+          Tensor out(in[0].dtype(), {count});
+          T* o = out.data<T>();
+          // Accumulate as the spec's function body (and ONNX Runtime) do.
+          T v = start;
+          for (int64_t i = 0; i < count; ++i) {
+            o[i] = v;
+            v = static_cast<T>(v + delta);
+          }
+          return std::vector<Tensor>{out};
+        },
+        n.label());
   };
   return d;
 }
@@ -216,13 +219,16 @@ OpDef make_eye_like() {
     Tensor out(eye_dtype(n, in[0].dtype()), in[0].shape());
     const int64_t k = n.attrs.get_int("k", 0);
     const int64_t rows = in[0].dim(0), cols = in[0].dim(1);
-    dispatch_numeric(out.dtype(), [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      T* o = out.data<T>();
-        if (k >= cols || k <= -rows) return;  // no diagonal element inside (also avoids overflow)
-      for (int64_t r = std::max<int64_t>(0, -k); r < rows && r + k < cols; ++r)
-        o[r * cols + r + k] = static_cast<T>(1);
-    }, n.label());
+    dispatch_numeric(
+        out.dtype(),
+        [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          T* o = out.data<T>();
+          if (k >= cols || k <= -rows) return;  // no diagonal element inside (also avoids overflow)
+          for (int64_t r = std::max<int64_t>(0, -k); r < rows && r + k < cols; ++r)
+            o[r * cols + r + k] = static_cast<T>(1);
+        },
+        n.label());
     return std::vector<Tensor>{out};
   };
   return d;

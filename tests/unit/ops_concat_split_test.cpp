@@ -26,8 +26,9 @@ TEST(ConcatOp, JoinsAlongAxis) {
   EXPECT_EQ(c.shape(), (Shape{2, 3}));
   EXPECT_EQ(vals(c), (std::vector<double>{1, 3, 4, 2, 5, 6}));
   EXPECT_THROW(run_op("Concat", {a, b}, axis(0)), UserError);
-  const auto t = infer_op("Concat", {TensorType(DType::kFloat32, {Dim::sym("b"), 2}),
-                                     TensorType(DType::kFloat32, {Dim::sym("b"), Dim()})},
+  const auto t = infer_op("Concat",
+                          {TensorType(DType::kFloat32, {Dim::sym("b"), 2}),
+                           TensorType(DType::kFloat32, {Dim::sym("b"), Dim()})},
                           {}, axis(1));
   EXPECT_EQ(t[0], TensorType(DType::kFloat32, {Dim::sym("b"), Dim()}));
 }
@@ -72,8 +73,8 @@ TEST(SliceOp, TwoDimsDefaultAxesAndInference) {
   EXPECT_EQ(vals(y), (std::vector<double>{7, 5, 11, 9}));
   // A whole-dim slice keeps a symbol; a partial one of an unknown dim is unknown.
   const TensorType t(DType::kFloat32, {Dim::sym("b"), Dim::sym("n")});
-  const auto r = infer_op("Slice", {t, {}, {}, {}},
-                          {{1, i64({0, 1})}, {2, i64({kMax, 3})}, {3, i64({0, 1})}});
+  const auto r =
+      infer_op("Slice", {t, {}, {}, {}}, {{1, i64({0, 1})}, {2, i64({kMax, 3})}, {3, i64({0, 1})}});
   EXPECT_EQ(r[0], TensorType(DType::kFloat32, {Dim::sym("b"), Dim()}));
 }
 

@@ -98,8 +98,7 @@ TEST(ReshapeOp, DepthToSpaceModesAndInverse) {
   EXPECT_EQ(vals(d), (std::vector<double>{0, 1, 2, 3}));
   // [1, 8, 1, 1] -> [1, 2, 2, 2]: DCR takes channels c + 2 * (block pos), CRD c * 4 + pos.
   const Tensor y = iota_f32({1, 8, 1, 1});
-  EXPECT_EQ(vals(run_op("DepthToSpace", {y}, a)[0]),
-            (std::vector<double>{0, 2, 4, 6, 1, 3, 5, 7}));
+  EXPECT_EQ(vals(run_op("DepthToSpace", {y}, a)[0]), (std::vector<double>{0, 2, 4, 6, 1, 3, 5, 7}));
   Attrs crd = a;
   crd.set("mode", std::string("CRD"));
   EXPECT_EQ(vals(run_op("DepthToSpace", {y}, crd)[0]), vals(y));

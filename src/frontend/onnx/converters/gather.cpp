@@ -14,7 +14,9 @@ void convert_topk_1(ConvertContext& ctx) {
   ctx.emit("TopK", {ctx.input(0), k}, a);
 }
 
-void convert_scatter(ConvertContext& ctx) { ctx.emit("ScatterElements", ctx.inputs(), ctx.attrs()); }
+void convert_scatter(ConvertContext& ctx) {
+  ctx.emit("ScatterElements", ctx.inputs(), ctx.attrs());
+}
 
 }  // namespace
 

@@ -12,9 +12,10 @@ Tensor constant_tensor(ConvertContext& ctx) {
   std::vector<std::string> given;
   for (const auto& [name, v] : a.all()) given.push_back(name);
   if (given.size() != 1)
-    ctx.fail("expects exactly one of value, value_float, value_floats, value_int, value_ints; "
-             "got [{}]",
-             fmt::join(given, ", "));
+    ctx.fail(
+        "expects exactly one of value, value_float, value_floats, value_int, value_ints; "
+        "got [{}]",
+        fmt::join(given, ", "));
   const std::string& name = given[0];
   if (name == "value") return a.get_tensor("value");
   if (name == "value_float") return Tensor::scalar<float>(a.get_float("value_float"));
