@@ -206,6 +206,7 @@ std::unique_ptr<Graph> Graph::clone() const {
     nv->id = v->id;
     nv->data = v->data;
     nv->inferred = v->inferred;
+    nv->symbolic = v->symbolic;
     vmap[v.get()] = nv;
   }
   for (const auto& n : nodes_) {

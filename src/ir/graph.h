@@ -3,6 +3,7 @@
 /// with data.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,13 @@ namespace yoloc {
 class Node;
 struct OpDef;
 
+/// One element of an integer shape tensor whose data is not known at compile time: a known
+/// integer (of any sign: a Reshape target may hold -1), a symbolic dim, or unknown (neither).
+struct SymElem {
+  std::optional<int64_t> value;
+  std::string symbol;
+};
+
 /// An SSA value: produced by at most one node, or a graph input, or a constant.
 struct Value {
   int id = 0;
@@ -23,6 +31,10 @@ struct Value {
   Node* producer = nullptr;
   Tensor data;      ///< defined for constants (initializers, Constant nodes)
   Tensor inferred;  ///< small value derived by shape inference (e.g. a Shape of a static tensor)
+  /// The elements of a small integer tensor of rank <= 1 whose data is not known but follows
+  /// from symbolic dims (the Shape of images[batch, 3, H, W] is [batch, 3, H, W]); empty
+  /// otherwise. Set by shape inference through OpDef::infer_symbolic.
+  std::vector<SymElem> symbolic;
 
   bool is_constant() const { return data.defined(); }
   /// The constant data, else the inferred value, else nullptr.

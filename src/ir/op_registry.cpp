@@ -13,6 +13,20 @@ const Tensor* InferContext::value(size_t i) const {
   return v ? v->known() : nullptr;
 }
 
+std::optional<std::vector<SymElem>> InferContext::symbolic(size_t i) const {
+  constexpr int64_t kMaxElements = 64;
+  const Value* v = node.input(i);
+  if (!v) return std::nullopt;
+  if (const Tensor* t = v->known()) {
+    if (!is_integer(t->dtype()) || t->rank() > 1 || t->numel() > kMaxElements) return std::nullopt;
+    std::vector<SymElem> r;
+    for (int64_t x : t->to_int64s()) r.push_back({x, {}});
+    return r;
+  }
+  if (v->symbolic.empty()) return std::nullopt;
+  return v->symbolic;
+}
+
 OpRegistry& OpRegistry::global() {
   static OpRegistry r;
   return r;

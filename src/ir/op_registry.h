@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ class InferContext {
   const TensorType& type(size_t i) const;
   /// The value of input i when it is known at compile time (a constant or inferred), else null.
   const Tensor* value(size_t i) const;
+  /// The elements of input i when it is an integer tensor of rank <= 1 known at compile time,
+  /// fully (value()) or symbolically (Value::symbolic); nullopt otherwise.
+  std::optional<std::vector<SymElem>> symbolic(size_t i) const;
   const Attrs& attrs() const { return node.attrs; }
   /// Raises a UserError that names the node: "<op> '<name>': <message>".
   template <typename... Args>
@@ -64,6 +68,10 @@ struct OpDef {
   /// Optional: the output value when it follows from input types alone (Shape, Size), so shape
   /// sub-graphs fold even when their input data is not known.
   std::function<Tensor(const InferContext&)> infer_value;
+  /// Optional: the elements of the single output when its data is not known but follows
+  /// symbolically from the inputs (Value::symbolic), for shape sub-graphs over symbolic dims;
+  /// nullopt when it does not.
+  std::function<std::optional<std::vector<SymElem>>(const InferContext&)> infer_symbolic;
   /// Optional: multiply-add counted as 2 FLOPs, for `yoloc inspect` (needs static shapes).
   std::function<int64_t(const Node&)> flops;
   std::string doc;  ///< one line: what the op computes

@@ -26,6 +26,44 @@ TensorType merge(const TensorType& inferred, const TensorType& declared, const N
   return t;
 }
 
+/// Runs the reference implementation of a node whose inputs are all known and whose outputs are
+/// small, storing the results in Value::inferred.
+void fold(Node& node, const OpDef& def) {
+  Node* n = &node;
+  bool all_known = true;
+  for (const Value* in : n->inputs)
+    if (in && !in->known()) all_known = false;
+  bool small = true;
+  for (const Value* o : n->outputs)
+    if (!o->type.is_static() || shape_numel(o->type.static_shape()) > kMaxFoldElements)
+      small = false;
+  if (all_known && small && !n->inputs.empty()) {
+    std::vector<Tensor> ins;
+    for (const Value* in : n->inputs) ins.push_back(in ? *in->known() : Tensor());
+    std::vector<Tensor> outs = def.reference(*n, ins);
+    for (size_t i = 0; i < n->outputs.size() && i < outs.size(); ++i)
+      n->outputs[i]->inferred = std::move(outs[i]);
+  }
+}
+
+/// Stores a symbolic value; one whose elements are all known becomes an inferred value.
+void set_symbolic(Value& out, std::optional<std::vector<SymElem>> elems) {
+  if (!elems || !is_integer(out.type.dtype) || !out.type.has_rank || out.type.rank() > 1) return;
+  if (out.type.rank() == 0 ? elems->size() != 1 : !out.type.is_static() ||
+      out.type.dims[0].value != static_cast<int64_t>(elems->size()))
+    return;
+  std::vector<int64_t> values;
+  for (const SymElem& e : *elems)
+    if (e.value) values.push_back(*e.value);
+  if (values.size() == elems->size()) {
+    Shape shape;
+    if (out.type.rank() == 1) shape.push_back(static_cast<int64_t>(values.size()));
+    out.inferred = Tensor::from_vector<int64_t>(shape, values).cast(out.type.dtype);
+  } else {
+    out.symbolic = std::move(*elems);
+  }
+}
+
 }  // namespace
 
 void infer_shapes(Graph& g) {
@@ -56,26 +94,16 @@ void infer_node(Node& node) {
     for (size_t i = 0; i < n->outputs.size(); ++i)
       n->outputs[i]->type = merge(types[i], n->outputs[i]->type, *n);
 
+    for (Value* o : n->outputs) o->symbolic.clear();
     // Derive small values: shape sub-graphs become known at compile time.
     if (def.infer_value && n->outputs.size() == 1) {
       Tensor v = def.infer_value(ctx);
       if (v.defined()) n->outputs[0]->inferred = std::move(v);
-      return;
+    } else {
+      fold(*n, def);
     }
-    bool all_known = true;
-    for (const Value* in : n->inputs)
-      if (in && !in->known()) all_known = false;
-    bool small = true;
-    for (const Value* o : n->outputs)
-      if (!o->type.is_static() || shape_numel(o->type.static_shape()) > kMaxFoldElements)
-        small = false;
-    if (all_known && small && !n->inputs.empty()) {
-      std::vector<Tensor> ins;
-      for (const Value* in : n->inputs) ins.push_back(in ? *in->known() : Tensor());
-      std::vector<Tensor> outs = def.reference(*n, ins);
-      for (size_t i = 0; i < n->outputs.size() && i < outs.size(); ++i)
-        n->outputs[i]->inferred = std::move(outs[i]);
-    }
+    if (def.infer_symbolic && n->outputs.size() == 1 && !n->outputs[0]->known())
+      set_symbolic(*n->outputs[0], def.infer_symbolic(ctx));
   }
 }
 

@@ -94,6 +94,74 @@ void for_each_broadcast(const Shape& out, const std::vector<Shape>& ins,
   }
 }
 
+namespace {
+
+template <typename T>
+void strided_kernel(const T* src, T* dst, const Shape& out, const std::vector<int64_t>& strides,
+                    int64_t offset) {
+  const size_t rank = out.size();
+  const int64_t total = shape_numel(out);
+  if (total == 0) return;
+  if (rank == 0) {
+    dst[0] = src[offset];
+    return;
+  }
+  std::vector<int64_t> idx(rank, 0);
+  const int64_t inner = out[rank - 1];
+  const int64_t inner_stride = strides[rank - 1];
+  int64_t base = offset;
+  for (int64_t o = 0; o < total; o += inner) {
+    for (int64_t x = 0; x < inner; ++x) dst[o + x] = src[base + x * inner_stride];
+    for (size_t d = rank - 1; d-- > 0;) {
+      ++idx[d];
+      base += strides[d];
+      if (idx[d] < out[d]) break;
+      base -= strides[d] * out[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+Tensor copy_strided(const Tensor& in, const Shape& out_shape, const std::vector<int64_t>& strides,
+                    int64_t offset) {
+  YOLOC_CHECK(strides.size() == out_shape.size(), "copy_strided: {} strides for rank {}",
+              strides.size(), out_shape.size());
+  Tensor out(in.dtype(), out_shape);
+  // Data movement does not look at values: copy elements as same-sized unsigned integers.
+  switch (dtype_size(in.dtype())) {
+    case 1:
+      strided_kernel(static_cast<const uint8_t*>(in.raw()), static_cast<uint8_t*>(out.raw()),
+                     out_shape, strides, offset);
+      break;
+    case 2:
+      strided_kernel(static_cast<const uint16_t*>(in.raw()), static_cast<uint16_t*>(out.raw()),
+                     out_shape, strides, offset);
+      break;
+    case 4:
+      strided_kernel(static_cast<const uint32_t*>(in.raw()), static_cast<uint32_t*>(out.raw()),
+                     out_shape, strides, offset);
+      break;
+    case 8:
+      strided_kernel(static_cast<const uint64_t*>(in.raw()), static_cast<uint64_t*>(out.raw()),
+                     out_shape, strides, offset);
+      break;
+    default: internal_error("copy_strided: element size {}", dtype_size(in.dtype()));
+  }
+  return out;
+}
+
+Dim sym_to_dim(const SymElem& e) {
+  if (e.value) return *e.value >= 0 ? Dim(*e.value) : Dim();
+  return e.symbol.empty() ? Dim() : Dim::sym(e.symbol);
+}
+
+SymElem dim_to_sym(const Dim& d) {
+  if (d.known()) return {d.value, {}};
+  return {std::nullopt, d.symbol};
+}
+
 std::vector<TensorType> infer_same_as_input0(const InferContext& ctx) { return {ctx.type(0)}; }
 
 const Tensor& require_constant(const InferContext& ctx, size_t i, const char* what) {

@@ -25,6 +25,19 @@ void for_each_broadcast(const Shape& out, const std::vector<Shape>& ins,
 /// Inference for ops whose single output has the type of input 0.
 std::vector<TensorType> infer_same_as_input0(const InferContext& ctx);
 
+/// Copies a strided view of `in` into a new contiguous tensor of shape `out_shape`: the output
+/// element at (i0, i1, ...) is in's flat element `offset + sum(ik * strides[k])`. Transpose,
+/// Slice, Expand and DepthToSpace are such views; strides may be 0 (broadcast) or negative.
+/// The caller guarantees that every addressed element lies inside `in`.
+Tensor copy_strided(const Tensor& in, const Shape& out_shape, const std::vector<int64_t>& strides,
+                    int64_t offset = 0);
+
+/// The dim an element of a symbolic shape value stands for: a known size >= 0, a symbol, or
+/// unknown (also for negative values, whose meaning is op-specific).
+Dim sym_to_dim(const SymElem& e);
+/// The symbolic element of a dim (unknown dims give an element that is neither known nor named).
+SymElem dim_to_sym(const Dim& d);
+
 /// Requires input i to be known at compile time (a constant) or raises a UserError saying so.
 const Tensor& require_constant(const InferContext& ctx, size_t i, const char* what);
 
