@@ -155,6 +155,9 @@ void print_text(const InspectOptions& o, const Graph& g, const Summary& s) {
     fmt::print("{:<10}unknown: the input shape has symbolic dims ({}); fix them with --dim "
                "NAME=VALUE\n",
                "FLOPs", fmt::join(s.flops.symbols, ", "));
+  } else if (s.flops.counted_nodes == 0) {
+    fmt::print("{:<10}unknown: no op of this graph defines a FLOP count ({})\n", "FLOPs",
+               fmt::join(s.flops.uncounted_ops, ", "));
   } else {
     const int nodes = static_cast<int>(g.num_nodes());
     fmt::print("{:<10}{}FLOPs ({} of {} nodes counted{})\n", "FLOPs",

@@ -1,6 +1,7 @@
 """Helpers shared by the end-to-end checks: skipping, running yoloc, reading .npy outputs."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -10,6 +11,13 @@ SKIP = 77  # ctest SKIP_RETURN_CODE
 def skip(message):
     print(f"skipped: {message}")
     sys.exit(SKIP)
+
+
+def has_subcommand(yoloc, name):
+    """Whether this yoloc build has the subcommand (its --help shows `Usage: ... NAME`; without the
+    subcommand CLI11 prints the top-level help instead)."""
+    p = subprocess.run([yoloc, name, "--help"], capture_output=True, text=True)
+    return p.returncode == 0 and re.search(rf"Usage: \S+ {name}\b", p.stdout) is not None
 
 
 def import_onnxruntime():
