@@ -109,16 +109,20 @@ json dims_json(const TensorType& t) {
 json values_json(const std::vector<Value*>& values) {
   json list = json::array();
   for (const Value* v : values)
-    list.push_back({{"name", v->name}, {"dtype", dtype_name(v->type.dtype)},
-                    {"shape", dims_json(v->type)}, {"type", v->type.str()}});
+    list.push_back({{"name", v->name},
+                    {"dtype", dtype_name(v->type.dtype)},
+                    {"shape", dims_json(v->type)},
+                    {"type", v->type.str()}});
   return list;
 }
 
 json to_json(const InspectOptions& o, const Graph& g, const Summary& s) {
   json ops = json::object();
   for (const auto& [op, n] : s.ops) ops[op] = n;
-  json flops{{"total", nullptr}, {"counted_nodes", s.flops.counted_nodes},
-             {"uncounted_ops", s.flops.uncounted_ops}, {"symbolic_dims", s.flops.symbols}};
+  json flops{{"total", nullptr},
+             {"counted_nodes", s.flops.counted_nodes},
+             {"uncounted_ops", s.flops.uncounted_ops},
+             {"symbolic_dims", s.flops.symbols}};
   if (s.flops.symbols.empty()) flops["total"] = s.flops.total;
   return {{"model", o.model},
           {"producer", g.producer},
@@ -128,8 +132,8 @@ json to_json(const InspectOptions& o, const Graph& g, const Summary& s) {
           {"outputs", values_json(g.outputs)},
           {"nodes", g.num_nodes()},
           {"ops", ops},
-          {"parameters", {{"count", s.param_count}, {"bytes", s.param_bytes},
-                          {"constants", s.constants}}},
+          {"parameters",
+           {{"count", s.param_count}, {"bytes", s.param_bytes}, {"constants", s.constants}}},
           {"flops", flops},
           {"metadata", g.metadata}};
 }
@@ -152,9 +156,10 @@ void print_text(const InspectOptions& o, const Graph& g, const Summary& s) {
   fmt::print("{:<10}{} elements, {} in {} constants\n", "params", s.param_count,
              human_bytes(static_cast<double>(s.param_bytes)), s.constants);
   if (!s.flops.symbols.empty()) {
-    fmt::print("{:<10}unknown: the input shape has symbolic dims ({}); fix them with --dim "
-               "NAME=VALUE\n",
-               "FLOPs", fmt::join(s.flops.symbols, ", "));
+    fmt::print(
+        "{:<10}unknown: the input shape has symbolic dims ({}); fix them with --dim "
+        "NAME=VALUE\n",
+        "FLOPs", fmt::join(s.flops.symbols, ", "));
   } else if (s.flops.counted_nodes == 0) {
     fmt::print("{:<10}unknown: no op of this graph defines a FLOP count ({})\n", "FLOPs",
                fmt::join(s.flops.uncounted_ops, ", "));
@@ -209,9 +214,10 @@ void export_dot(const Graph& g, const std::string& file) {
     const bool ok = run_graphviz(tmp, file);
     fs::remove(tmp);
     if (!ok)
-      user_error("cannot write '{}': graphviz 'dot' is not on PATH (install graphviz, or ask for a "
-                 ".dot file)",
-                 file);
+      user_error(
+          "cannot write '{}': graphviz 'dot' is not on PATH (install graphviz, or ask for a "
+          ".dot file)",
+          file);
     fmt::print(stderr, "wrote {}\n", file);
     return;
   }
@@ -231,9 +237,10 @@ void run_inspect(const InspectOptions& o) {
     char* end = nullptr;
     const long long v = eq == std::string::npos ? 0 : std::strtoll(spec.c_str() + eq + 1, &end, 10);
     if (eq == std::string::npos || eq == 0 || !end || *end != '\0' || v <= 0)
-      user_error("--dim '{}' is malformed: expected NAME=VALUE with VALUE > 0 (NAME: a symbolic "
-                 "dim such as 'batch', or INPUT:AXIS)",
-                 spec);
+      user_error(
+          "--dim '{}' is malformed: expected NAME=VALUE with VALUE > 0 (NAME: a symbolic "
+          "dim such as 'batch', or INPUT:AXIS)",
+          spec);
     io.fix_dims[spec.substr(0, eq)] = v;
   }
   auto g = onnx_frontend::import_onnx(o.model, io);

@@ -6,9 +6,12 @@
 // Exit status 0 when every suite passes at least --min-pass-rate percent of its tests of
 // supported ops and no failure is missing from the exclusions file; 1 otherwise; 2 for bad usage.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -26,6 +29,33 @@ using yoloc::conformance::TestResult;
 namespace {
 
 constexpr double kDefaultMinPassRate = 95.0;
+
+// Tests run in-process, so a crash in a reference kernel ends the run: it is a bug to fix, not a
+// failure to count. The handler names the test that crashed, then hands the signal back to the
+// previous handler (the default one, or a sanitizer's, which prints its report).
+constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+struct sigaction g_previous[sizeof(kCrashSignals) / sizeof(int)];
+char g_current_test[512] = "";
+
+void on_crash(int sig) {
+  const char prefix[] = "\nCRASH    while running ";
+  const char suffix[] = " (a yoloc bug: please report it)\n";
+  (void)!write(STDERR_FILENO, prefix, sizeof(prefix) - 1);
+  (void)!write(STDERR_FILENO, g_current_test, std::strlen(g_current_test));
+  (void)!write(STDERR_FILENO, suffix, sizeof(suffix) - 1);
+  for (size_t i = 0; i < std::size(kCrashSignals); ++i)
+    if (kCrashSignals[i] == sig) sigaction(sig, &g_previous[i], nullptr);
+  // Returning re-executes the faulting instruction (or abort() re-raises) under the old handler.
+}
+
+void install_crash_handler() {
+  for (size_t i = 0; i < std::size(kCrashSignals); ++i) {
+    struct sigaction sa {};
+    sa.sa_handler = on_crash;
+    sigemptyset(&sa.sa_mask);
+    sigaction(kCrashSignals[i], &sa, &g_previous[i]);
+  }
+}
 
 struct Suite {
   std::string name;
@@ -57,6 +87,8 @@ void run_suite(Suite& s, const ExclusionList& exclusions, const std::string& fil
   std::sort(dirs.begin(), dirs.end());
   for (const fs::path& d : dirs) {
     if (!filter.empty() && d.filename().string().find(filter) == std::string::npos) continue;
+    std::snprintf(g_current_test, sizeof(g_current_test), "[%s] %s", s.name.c_str(),
+                  d.filename().string().c_str());
     TestResult r = yoloc::conformance::run_node_test(d, exclusions);
     switch (r.outcome) {
       case Outcome::kPass:
@@ -107,11 +139,20 @@ void print_exclusions_by_op(const Suite& s) {
 nlohmann::json suite_json(const Suite& s) {
   nlohmann::json tests = nlohmann::json::array();
   for (const TestResult& r : s.results)
-    tests.push_back({{"name", r.name}, {"status", outcome_name(r.outcome)}, {"op", r.op},
-                     {"reason", r.reason}, {"listed", r.listed}});
-  return {{"name", s.name},        {"dir", s.dir.string()},   {"passed", s.passed},
-          {"failed", s.failed},    {"listed", s.listed},      {"excluded", s.excluded},
-          {"supported", s.supported()}, {"pass_rate", s.pass_rate()}, {"tests", tests}};
+    tests.push_back({{"name", r.name},
+                     {"status", outcome_name(r.outcome)},
+                     {"op", r.op},
+                     {"reason", r.reason},
+                     {"listed", r.listed}});
+  return {{"name", s.name},
+          {"dir", s.dir.string()},
+          {"passed", s.passed},
+          {"failed", s.failed},
+          {"listed", s.listed},
+          {"excluded", s.excluded},
+          {"supported", s.supported()},
+          {"pass_rate", s.pass_rate()},
+          {"tests", tests}};
 }
 
 [[noreturn]] void usage(const std::string& msg) {
@@ -162,6 +203,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     usage(e.what());
   }
+  install_crash_handler();
   bool ok = true;
   for (Suite& s : suites) {
     if (!fs::is_directory(s.dir)) {
@@ -177,19 +219,21 @@ int main(int argc, char** argv) {
     fmt::print("\n");
   }
   for (const Suite& s : suites) {
-    fmt::print("ONNX node conformance ({}): {} passed / {} tests of supported ops ({:.1f}%), {} "
-               "excluded ({} listed in exclusions.txt){}\n",
-               s.name, s.passed, s.supported(), s.pass_rate(), s.excluded, s.listed,
-               s.failed ? fmt::format(", {} FAILED (not in exclusions.txt)", s.failed) : "");
+    fmt::print(
+        "ONNX node conformance ({}): {} passed / {} tests of supported ops ({:.1f}%), {} "
+        "excluded ({} listed in exclusions.txt){}\n",
+        s.name, s.passed, s.supported(), s.pass_rate(), s.excluded, s.listed,
+        s.failed ? fmt::format(", {} FAILED (not in exclusions.txt)", s.failed) : "");
     if (s.failed > 0 || s.pass_rate() < min_pass_rate) ok = false;
   }
   if (!ok)
-    fmt::print("FAILED: every failure must be fixed or listed with its reason in exclusions.txt, "
-               "and each suite must pass at least {:.0f}% of its tests of supported ops\n",
-               min_pass_rate);
+    fmt::print(
+        "FAILED: every failure must be fixed or listed with its reason in exclusions.txt, "
+        "and each suite must pass at least {:.0f}% of its tests of supported ops\n",
+        min_pass_rate);
   if (!json_file.empty()) {
-    nlohmann::json j{{"ok", ok}, {"min_pass_rate", min_pass_rate},
-                     {"suites", nlohmann::json::array()}};
+    nlohmann::json j{
+        {"ok", ok}, {"min_pass_rate", min_pass_rate}, {"suites", nlohmann::json::array()}};
     for (const Suite& s : suites) j["suites"].push_back(suite_json(s));
     std::ofstream(json_file) << j.dump(2) << "\n";
   }

@@ -63,9 +63,10 @@ std::string compare_tensors(const Tensor& expected, const Tensor& actual) {
       if (excess > worst_excess) {
         worst_excess = excess;
         worst = i;
-        worst_msg = fmt::format("expected {}, got {} (|diff| {:.3g} > atol {:g} + rtol {:g} * "
-                                "|expected|)",
-                                x, y, std::fabs(x - y), tol.atol, tol.rtol);
+        worst_msg = fmt::format(
+            "expected {}, got {} (|diff| {:.3g} > atol {:g} + rtol {:g} * "
+            "|expected|)",
+            x, y, std::fabs(x - y), tol.atol, tol.rtol);
       }
     }
   } else {
