@@ -12,7 +12,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0 through CLI11; a bad command line is a user error like any
+    // other: one line, exit code 1.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "error: %s (see 'yoloc --help')\n", e.what());
+    return 1;
   } catch (const yoloc::UserError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -16,9 +16,6 @@ namespace yoloc::onnx_frontend {
 
 namespace {
 
-constexpr int64_t kMinOpset = 7;
-constexpr int64_t kMaxOpset = 21;
-
 int64_t default_opset(const onnx::ModelProto& m, const std::string& what) {
   int64_t opset = -1;
   for (const auto& o : m.opset_import())

@@ -7,6 +7,10 @@
 
 namespace yoloc::onnx_frontend {
 
+/// The ai.onnx opsets the importer accepts (a model's default-domain opset must lie in between).
+inline constexpr int64_t kMinOpset = 7;
+inline constexpr int64_t kMaxOpset = 21;
+
 struct ImportOptions {
   /// Overrides for symbolic input dims, e.g. {"height": 320, "width": 320}; also accepts
   /// "<input>:<axis>" keys.

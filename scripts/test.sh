@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds yoloc (Release) and runs every test with the shared models and the ONNX test data:
+#
+#   scripts/test.sh [ctest arguments...]      e.g. scripts/test.sh -L conformance
+#
+# Environment: YOLOC_BUILD_DIR (default build/release), YOLOC_SHARED_DIR (default ../shared),
+# PYTHON (the interpreter with onnx, onnxruntime and numpy; default python3), JOBS (default: the
+# number of cores).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${YOLOC_BUILD_DIR:-$root/build/release}
+shared=${YOLOC_SHARED_DIR:-$root/../shared}
+python=$(command -v "${PYTHON:-python3}")
+jobs=${JOBS:-$(nproc)}
+
+generator=()
+[[ -f "$build/CMakeCache.txt" ]] || generator=(-G Ninja)
+cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DYOLOC_SHARED_DIR="$shared" -DPython3_EXECUTABLE="$python"
+cmake --build "$build" -j "$jobs"
+ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"

@@ -1,0 +1,269 @@
+// yoloc inspect MODEL [--json] [--dot FILE] [--dim NAME=VALUE ...]: what a model is made of.
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "frontend/onnx/importer.h"
+#include "ir/dot.h"
+#include "ir/op_registry.h"
+#include "tools/commands.h"
+
+extern char** environ;
+
+namespace yoloc::tools {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct InspectOptions {
+  std::string model;
+  bool json = false;
+  std::string dot;
+  std::vector<std::string> dims;
+};
+
+/// FLOPs of the whole graph, summed from OpDef::flops where an op defines it.
+struct FlopCount {
+  int64_t total = 0;
+  int counted_nodes = 0;
+  std::set<std::string> uncounted_ops;
+  std::set<std::string> symbols;  ///< symbolic or unknown input dims: nothing is counted
+};
+
+struct Summary {
+  std::vector<std::pair<std::string, int>> ops;  ///< by decreasing count
+  int64_t param_count = 0;
+  int64_t param_bytes = 0;
+  int constants = 0;
+  FlopCount flops;
+};
+
+Summary summarize(const Graph& g) {
+  Summary s;
+  std::map<std::string, int> hist;
+  for (const Node* n : g.nodes()) ++hist[n->op];
+  s.ops.assign(hist.begin(), hist.end());
+  std::stable_sort(s.ops.begin(), s.ops.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (const Value* v : g.values()) {
+    if (!v->is_constant()) continue;
+    ++s.constants;
+    s.param_count += v->data.numel();
+    s.param_bytes += static_cast<int64_t>(v->data.nbytes());
+  }
+  for (const Value* in : g.inputs)
+    for (const Dim& d : in->type.dims)
+      if (!d.known()) s.flops.symbols.insert(d.symbol.empty() ? in->name + ":?" : d.symbol);
+  if (!s.flops.symbols.empty()) return s;
+  for (const Node* n : g.nodes()) {
+    if (n->def && n->def->flops) {
+      s.flops.total += n->def->flops(*n);
+      ++s.flops.counted_nodes;
+    } else {
+      s.flops.uncounted_ops.insert(n->op);
+    }
+  }
+  return s;
+}
+
+/// "12.3 MiB"-style sizes and "8.70 G"-style counts.
+std::string human(double v, double base, const char* const* units) {
+  int i = 0;
+  while (v >= base && units[i + 1]) {
+    v /= base;
+    ++i;
+  }
+  return i == 0 ? fmt::format("{:.0f} {}", v, units[0]) : fmt::format("{:.2f} {}", v, units[i]);
+}
+std::string human_bytes(double v) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", nullptr};
+  return human(v, 1024, kUnits);
+}
+std::string human_count(double v) {
+  static const char* const kUnits[] = {"", "K", "M", "G", "T", nullptr};
+  return human(v, 1000, kUnits);
+}
+
+json dims_json(const TensorType& t) {
+  if (!t.has_rank) return nullptr;
+  json dims = json::array();
+  for (const Dim& d : t.dims) {
+    if (d.known())
+      dims.push_back(d.value);
+    else if (!d.symbol.empty())
+      dims.push_back(d.symbol);
+    else
+      dims.push_back(nullptr);
+  }
+  return dims;
+}
+
+json values_json(const std::vector<Value*>& values) {
+  json list = json::array();
+  for (const Value* v : values)
+    list.push_back({{"name", v->name},
+                    {"dtype", dtype_name(v->type.dtype)},
+                    {"shape", dims_json(v->type)},
+                    {"type", v->type.str()}});
+  return list;
+}
+
+json to_json(const InspectOptions& o, const Graph& g, const Summary& s) {
+  json ops = json::object();
+  for (const auto& [op, n] : s.ops) ops[op] = n;
+  json flops{{"total", nullptr},
+             {"counted_nodes", s.flops.counted_nodes},
+             {"uncounted_ops", s.flops.uncounted_ops},
+             {"symbolic_dims", s.flops.symbols}};
+  if (s.flops.symbols.empty()) flops["total"] = s.flops.total;
+  return {{"model", o.model},
+          {"producer", g.producer},
+          {"graph_name", g.name},
+          {"opset", g.opset},
+          {"inputs", values_json(g.inputs)},
+          {"outputs", values_json(g.outputs)},
+          {"nodes", g.num_nodes()},
+          {"ops", ops},
+          {"parameters",
+           {{"count", s.param_count}, {"bytes", s.param_bytes}, {"constants", s.constants}}},
+          {"flops", flops},
+          {"metadata", g.metadata}};
+}
+
+void print_values(const char* title, const std::vector<Value*>& values) {
+  for (size_t i = 0; i < values.size(); ++i)
+    fmt::print("{:<10}{}: {}\n", i == 0 ? title : "", values[i]->name, values[i]->type.str());
+}
+
+void print_text(const InspectOptions& o, const Graph& g, const Summary& s) {
+  constexpr size_t kMaxMetadataChars = 100;
+  fmt::print("{:<10}{}\n", "model", o.model);
+  fmt::print("{:<10}{}{}, ai.onnx opset {}\n", "producer", g.producer.empty() ? "?" : g.producer,
+             g.name.empty() ? "" : fmt::format(" (graph '{}')", g.name), g.opset);
+  print_values("inputs", g.inputs);
+  print_values("outputs", g.outputs);
+  std::vector<std::string> hist;
+  for (const auto& [op, n] : s.ops) hist.push_back(fmt::format("{} {}", op, n));
+  fmt::print("{:<10}{}: {}\n", "nodes", g.num_nodes(), fmt::join(hist, ", "));
+  fmt::print("{:<10}{} elements, {} in {} constants\n", "params", s.param_count,
+             human_bytes(static_cast<double>(s.param_bytes)), s.constants);
+  if (!s.flops.symbols.empty()) {
+    fmt::print(
+        "{:<10}unknown: the input shape has symbolic dims ({}); fix them with --dim "
+        "NAME=VALUE\n",
+        "FLOPs", fmt::join(s.flops.symbols, ", "));
+  } else if (s.flops.counted_nodes == 0) {
+    fmt::print("{:<10}unknown: no op of this graph defines a FLOP count ({})\n", "FLOPs",
+               fmt::join(s.flops.uncounted_ops, ", "));
+  } else {
+    const int nodes = static_cast<int>(g.num_nodes());
+    fmt::print("{:<10}{}FLOPs ({} of {} nodes counted{})\n", "FLOPs",
+               human_count(static_cast<double>(s.flops.total)), s.flops.counted_nodes, nodes,
+               s.flops.uncounted_ops.empty()
+                   ? ""
+                   : fmt::format("; no FLOP count for {}", fmt::join(s.flops.uncounted_ops, ", ")));
+  }
+  bool first = true;
+  for (const auto& [k, v] : g.metadata) {
+    std::string value = v;
+    std::replace(value.begin(), value.end(), '\n', ' ');
+    if (value.size() > kMaxMetadataChars) value = value.substr(0, kMaxMetadataChars) + "...";
+    fmt::print("{:<10}{}: {}\n", first ? "metadata" : "", k, value);
+    first = false;
+  }
+}
+
+/// Runs graphviz: dot -Tsvg -o svg dot_file. Returns false when `dot` cannot be started.
+bool run_graphviz(const std::string& dot_file, const std::string& svg) {
+  std::vector<std::string> args{"dot", "-Tsvg", "-o", svg, dot_file};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawnp(&pid, "dot", nullptr, nullptr, argv.data(), environ) != 0) return false;
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return false;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) == 127) return false;
+  if (WEXITSTATUS(status) != 0)
+    user_error("graphviz 'dot' failed (exit {}) making '{}' from '{}'", WEXITSTATUS(status), svg,
+               dot_file);
+  return true;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f || !(f << text)) user_error("cannot write '{}'", path);
+}
+
+/// Writes the DOT file, and the SVG when graphviz is there: FILE.svg gets only the SVG, any other
+/// FILE gets the DOT text and an SVG beside it (FILE with extension .svg).
+void export_dot(const Graph& g, const std::string& file) {
+  const std::string text = to_dot(g);
+  const fs::path path(file);
+  if (path.extension() == ".svg") {
+    const std::string tmp = file + ".dot.tmp";
+    write_text(tmp, text);
+    const bool ok = run_graphviz(tmp, file);
+    fs::remove(tmp);
+    if (!ok)
+      user_error(
+          "cannot write '{}': graphviz 'dot' is not on PATH (install graphviz, or ask for a "
+          ".dot file)",
+          file);
+    fmt::print(stderr, "wrote {}\n", file);
+    return;
+  }
+  write_text(file, text);
+  fs::path svg = path;
+  svg.replace_extension(".svg");
+  if (run_graphviz(file, svg.string()))
+    fmt::print(stderr, "wrote {} and {}\n", file, svg.string());
+  else
+    fmt::print(stderr, "wrote {} (graphviz 'dot' is not on PATH: no SVG)\n", file);
+}
+
+void run_inspect(const InspectOptions& o) {
+  onnx_frontend::ImportOptions io;
+  for (const std::string& spec : o.dims) {
+    const auto eq = spec.find('=');
+    char* end = nullptr;
+    const long long v = eq == std::string::npos ? 0 : std::strtoll(spec.c_str() + eq + 1, &end, 10);
+    if (eq == std::string::npos || eq == 0 || !end || *end != '\0' || v <= 0)
+      user_error(
+          "--dim '{}' is malformed: expected NAME=VALUE with VALUE > 0 (NAME: a symbolic "
+          "dim such as 'batch', or INPUT:AXIS)",
+          spec);
+    io.fix_dims[spec.substr(0, eq)] = v;
+  }
+  auto g = onnx_frontend::import_onnx(o.model, io);
+  const Summary s = summarize(*g);
+  if (!o.dot.empty()) export_dot(*g, o.dot);
+  if (o.json)
+    fmt::print("{}\n", to_json(o, *g, s).dump(2));
+  else
+    print_text(o, *g, s);
+}
+
+}  // namespace
+
+void add_inspect(CLI::App& app) {
+  auto o = std::make_shared<InspectOptions>();
+  auto* c = app.add_subcommand("inspect", "Show a model's inputs, outputs, ops, size and FLOPs");
+  c->add_option("model", o->model, "ONNX model")->required();
+  c->add_flag("--json", o->json, "print JSON instead of text");
+  c->add_option("--dot", o->dot,
+                "write the graph as Graphviz DOT to FILE (and FILE's .svg beside it when "
+                "graphviz is installed); a FILE ending in .svg gets the SVG");
+  c->add_option("--dim", o->dims, "NAME=VALUE: fix a symbolic input dim (e.g. batch=1)");
+  c->callback([o] { run_inspect(*o); });
+}
+
+}  // namespace yoloc::tools

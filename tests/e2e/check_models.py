@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Checks `yoloc exec` against ONNX Runtime on one model, on seeded random inputs in [0, 1).
+
+Each output must agree within the relative error of its dtype (TOLERANCE), where
+relative error = max|yoloc - ort| / max(max|ort|, 1e-6). Models with a dynamic batch are also
+run at batch 2; models with dynamic height/width also at 320x320 (when ONNX Runtime accepts it).
+
+usage: check_models.py --yoloc BIN --model MODEL.onnx --work DIR
+"""
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+# Largest allowed relative error per output dtype.
+TOLERANCE = {"float32": 1e-4, "float16": 1e-2}
+SEED = 0
+ORT_TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64"}
+
+
+def variants(session):
+    """(label, {input: shape}) to run: the default shape, then batch 2 and 320x320 if dynamic."""
+    default, batch2, small = {}, {}, {}
+    dyn_batch = dyn_hw = False
+    for i in session.get_inputs():
+        shape = list(i.shape)
+        base = []
+        for axis, d in enumerate(shape):
+            if isinstance(d, int) and d > 0:
+                base.append(d)
+            elif axis == 0:
+                base.append(1)
+                dyn_batch = True
+            else:
+                base.append(640)  # the export size of every dynamic model in ../shared/models
+                dyn_hw = True
+        default[i.name] = base
+        batch2[i.name] = [2] + base[1:]
+        small[i.name] = base[:2] + [320] * (len(base) - 2)
+    out = [("default", default)]
+    if dyn_batch:
+        out.append(("batch 2", batch2))
+    if dyn_hw:
+        out.append(("320x320", small))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--yoloc", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    if not os.path.isfile(args.model):
+        common.skip(f"model {args.model} not found")
+    import numpy as np
+
+    session = common.ort_session(args.model)
+    name = os.path.basename(args.model)
+    ok = True
+    for label, shapes in variants(session):
+        rng = np.random.default_rng(SEED)
+        feeds = {}
+        for i in session.get_inputs():
+            dtype = ORT_TYPES.get(i.type)
+            if dtype is None:
+                common.skip(f"input {i.name} has type {i.type}; only float inputs are generated")
+            feeds[i.name] = rng.random(shapes[i.name], dtype=np.float32).astype(dtype)
+        try:
+            ref = session.run(None, feeds)
+        except Exception as e:  # noqa: BLE001 - any ORT failure means the variant is not valid
+            print(f"{name} [{label}]: not run: ONNX Runtime rejects {shapes}: "
+                  f"{str(e).splitlines()[0][:200]}")
+            continue
+        got = common.yoloc_exec(args.yoloc, args.model, feeds,
+                                os.path.join(args.work, label.replace(" ", "_")))
+        for o, r in zip(session.get_outputs(), ref):
+            if o.name not in got:
+                print(f"FAIL {name} [{label}] output {o.name}: missing from yoloc's outputs")
+                ok = False
+                continue
+            y = got[o.name]
+            if y.shape != r.shape or y.dtype != r.dtype:
+                print(f"FAIL {name} [{label}] output {o.name}: yoloc gave {y.dtype}{list(y.shape)}, "
+                      f"ONNX Runtime {r.dtype}{list(r.shape)}")
+                ok = False
+                continue
+            r64, y64 = r.astype(np.float64), y.astype(np.float64)
+            diff = np.abs(r64 - y64)
+            bad_nan = np.isnan(r64) != np.isnan(y64)
+            err = float(np.nanmax(diff) if diff.size else 0.0) / max(
+                float(np.nanmax(np.abs(r64))) if r.size else 0.0, 1e-6)
+            tol = TOLERANCE.get(str(r.dtype), 0.0)
+            passed = err <= tol and not bad_nan.any()
+            ok &= passed
+            print(f"{'ok  ' if passed else 'FAIL'} {name} [{label}] output {o.name} "
+                  f"{r.dtype}{list(r.shape)}: max relative error {err:.3g} (tolerance {tol:g})"
+                  + (f", {int(bad_nan.sum())} NaN mismatches" if bad_nan.any() else ""))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""Helpers shared by the end-to-end checks: skipping, running yoloc, reading .npy outputs."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+SKIP = 77  # ctest SKIP_RETURN_CODE
+
+
+def skip(message):
+    print(f"skipped: {message}")
+    sys.exit(SKIP)
+
+
+def has_subcommand(yoloc, name):
+    """Whether this yoloc build has the subcommand (its --help shows `Usage: ... NAME`; without the
+    subcommand CLI11 prints the top-level help instead)."""
+    p = subprocess.run([yoloc, name, "--help"], capture_output=True, text=True)
+    return p.returncode == 0 and re.search(rf"Usage: \S+ {name}\b", p.stdout) is not None
+
+
+def import_onnxruntime():
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError as e:
+        skip(f"onnxruntime is not installed ({e}); pip install onnxruntime")
+    import onnxruntime
+    return onnxruntime
+
+
+def ort_session(model):
+    ort = import_onnxruntime()
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+
+
+def run(cmd, what):
+    """Runs a command; on failure prints its output and exits 1."""
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        print(f"FAIL: {what} exited with {p.returncode}: {' '.join(cmd)}")
+        print(p.stdout[-4000:], p.stderr[-4000:], sep="\n")
+        sys.exit(1)
+    return p
+
+
+def yoloc_exec(yoloc, model, feeds, work):
+    """Runs `yoloc exec` on numpy inputs; returns {output name: array}."""
+    import numpy as np
+
+    os.makedirs(work, exist_ok=True)
+    args = [yoloc, "exec", model, "--output-dir", os.path.join(work, "out")]
+    for name, array in feeds.items():
+        path = os.path.join(work, f"input_{name}.npy")
+        np.save(path, array)
+        args += ["--input", f"{name}={path}"]
+    run(args, "yoloc exec")
+    with open(os.path.join(work, "out", "outputs.json")) as f:
+        listing = json.load(f)["outputs"]
+    return {o["name"]: np.load(os.path.join(work, "out", o["file"])) for o in listing}
