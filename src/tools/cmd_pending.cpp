@@ -1,6 +1,4 @@
 #include "tools/commands.h"
 namespace yoloc::tools {
 void add_inspect(CLI::App&) {}
-void add_run(CLI::App&) {}
-void add_eval(CLI::App&) {}
 }
