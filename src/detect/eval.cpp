@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -168,8 +170,10 @@ std::vector<GroundTruth> read_yolo_labels(const std::string& path, int width, in
     std::istringstream in(line);
     double cls = 0, cx = 0, cy = 0, w = 0, h = 0;
     std::string extra;
-    if (!(in >> cls >> cx >> cy >> w >> h) || (in >> extra) || cls < 0 || cls > 1e6 ||
-        cls != static_cast<int>(cls) || w < 0 || h < 0)
+    const bool parsed = (in >> cls >> cx >> cy >> w >> h) && !(in >> extra);
+    const bool finite = std::isfinite(cls) && std::isfinite(cx) && std::isfinite(cy) &&
+                        std::isfinite(w) && std::isfinite(h);
+    if (!parsed || !finite || cls < 0 || cls > 1e6 || cls != std::floor(cls) || w < 0 || h < 0)
       user_error("{}:{}: malformed label line '{}': expected 'class cx cy w h' with an integer "
                  "class and a box normalised to the image size",
                  path, lineno, line);
