@@ -1,0 +1,65 @@
+#pragma once
+/// COCO-style box mAP of a detector on a folder of images with YOLO-format labels.
+#include <string>
+#include <vector>
+
+#include "detect/decode.h"
+#include "detect/pipeline.h"
+#include "detect/result.h"
+
+namespace yoloc::detect {
+
+/// Evaluation protocol (Ultralytics val): low threshold, NMS IoU 0.7, at most 300 boxes.
+constexpr float kEvalConf = 0.001f;
+constexpr float kEvalIou = 0.7f;
+constexpr int kEvalMaxDet = 300;
+
+struct GroundTruth {
+  Box box;  ///< image pixels
+  int class_id = 0;
+};
+
+/// Detections and ground truth of one image.
+struct ImageEval {
+  std::vector<Detection> detections;
+  std::vector<GroundTruth> ground_truth;
+};
+
+struct MapResult {
+  double map50 = 0;     ///< AP at IoU 0.50, averaged over classes
+  double map50_95 = 0;  ///< AP averaged over IoU 0.50:0.05:0.95 and classes
+  int classes = 0;      ///< classes present in the ground truth (those averaged over)
+};
+
+/// COCO box AP (pycocotools' evaluateImg + accumulate with area "all" and maxDets 300): per
+/// image and class, detections by score descending each match the unmatched ground truth of
+/// their class with the highest IoU >= t; per class, 101-point interpolated precision over all
+/// images; the mean over the classes that have ground truth. Classes with ground truth but no
+/// detections count as AP 0; no ground truth at all gives 0.
+MapResult compute_map(const std::vector<ImageEval>& images);
+
+/// Reads a YOLO label file ("class cx cy w h" per line, normalised to the image size) into
+/// boxes in pixels of a width x height image. Raises a UserError naming the file and line for
+/// a malformed line.
+std::vector<GroundTruth> read_yolo_labels(const std::string& path, int width, int height);
+
+/// One image of a dataset and its label file (which may not exist: no objects).
+struct Sample {
+  std::string image;
+  std::string labels;
+};
+
+/// The images (.jpg, .jpeg, .png, .bmp, sorted by name) of DIR/images with their
+/// DIR/labels/<stem>.txt. Raises a UserError when DIR/images is missing or has no image.
+std::vector<Sample> list_dataset(const std::string& dir);
+
+struct EvalReport {
+  MapResult map;
+  std::vector<ImageResult> results;  ///< per image: the detections that were evaluated
+};
+
+/// Runs `detector` over the dataset in `dir` and computes the mAP. With `progress`, an updating
+/// counter is drawn on stderr when stderr is a terminal.
+EvalReport evaluate_dataset(const Detector& detector, const std::string& dir, bool progress);
+
+}  // namespace yoloc::detect

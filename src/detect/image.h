@@ -1,0 +1,39 @@
+#pragma once
+/// 8-bit colour images: decoding (JPEG, PNG, BMP, ...) and encoding (PNG, JPEG).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace yoloc::detect {
+
+/// An 8-bit, 3-channel image, rows top to bottom, pixels interleaved in **BGR** order (as
+/// OpenCV's imread, so that the models' pre-processing reads like its Python original).
+struct Image {
+  int width = 0;
+  int height = 0;
+  std::vector<uint8_t> bgr;  ///< width * height * 3 bytes
+
+  Image() = default;
+  /// A width x height image filled with the grey level `fill`.
+  Image(int width, int height, uint8_t fill = 0);
+
+  bool empty() const { return width == 0 || height == 0; }
+  uint8_t* pixel(int x, int y) { return &bgr[(static_cast<size_t>(y) * width + x) * 3]; }
+  const uint8_t* pixel(int x, int y) const {
+    return &bgr[(static_cast<size_t>(y) * width + x) * 3];
+  }
+};
+
+/// Decodes an image file (JPEG, PNG, BMP, GIF, TGA, PNM: whatever stb_image reads); grey and
+/// alpha images become 3-channel. Raises a UserError naming the file and the reason for a
+/// missing, unreadable or non-image file.
+Image read_image(const std::string& path);
+
+/// Decodes an image held in memory; `what` names it in error messages.
+Image decode_image(const std::string& bytes, const std::string& what);
+
+/// Writes `img` as PNG, or as JPEG (quality 95) when the name ends in .jpg or .jpeg (any case).
+/// Raises a UserError for another extension or when the file cannot be written.
+void write_image(const std::string& path, const Image& img);
+
+}  // namespace yoloc::detect

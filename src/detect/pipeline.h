@@ -1,0 +1,57 @@
+#pragma once
+/// The detector: image -> pre-processing -> network -> decoding -> NMS -> boxes on the image.
+/// The network is an abstract callable, so the reference executor and a compiled runtime plug
+/// in alike.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "detect/decode.h"
+#include "detect/family.h"
+#include "detect/image.h"
+#include "detect/preprocess.h"
+
+namespace yoloc::detect {
+
+/// Runs the network on one 1x3xHxW input and returns its outputs; the first is the head.
+using NetworkFn = std::function<std::vector<Tensor>(const Tensor& input)>;
+
+struct DetectorConfig {
+  Family family = Family::kYoloV8;
+  int input_w = 640;  ///< network input width and height
+  int input_h = 640;
+  DType input_dtype = DType::kFloat32;  ///< float32 or float16
+  float conf = 0.25f;                   ///< score threshold
+  float iou = 0.45f;                    ///< NMS IoU threshold (unused for end-to-end heads)
+  int max_det = 300;                    ///< most detections per image
+};
+
+class Detector {
+ public:
+  /// Raises a UserError for a non-positive input size, an input dtype other than float32 /
+  /// float16, or thresholds outside [0, 1].
+  Detector(NetworkFn network, DetectorConfig config);
+
+  /// Detections on `img`, in image pixels, by score descending.
+  std::vector<Detection> detect(const Image& img) const;
+
+  /// The family's pre-processing of `img` into a network input.
+  Preprocessed preprocess(const Image& img) const;
+
+  /// Decoding, NMS (except for end-to-end heads) and mapping of a head output back onto an
+  /// image of img_w x img_h.
+  std::vector<Detection> postprocess(const Tensor& head, const BoxTransform& transform,
+                                     int img_w, int img_h) const;
+
+  const DetectorConfig& config() const { return config_; }
+
+ private:
+  NetworkFn network_;
+  DetectorConfig config_;
+};
+
+/// names[id], or "class<id>" when the id is outside the names.
+std::string class_name(const std::vector<std::string>& names, int id);
+
+}  // namespace yoloc::detect

@@ -1,5 +1,0 @@
-#include "tools/commands.h"
-namespace yoloc::tools {
-void add_run(CLI::App&) {}
-void add_eval(CLI::App&) {}
-}
