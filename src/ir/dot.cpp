@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <set>
 #include <utility>
 
@@ -62,10 +63,24 @@ std::string to_dot(const Graph& g) {
     s += fmt::format("  {} [shape=ellipse, style=filled, fillcolor=\"#dde8f7\", label=\"{}\"];\n",
                      id, escape(v->name + "\n" + v->type.str()));
   }
+  // Nodes, each fused kernel of two or more nodes drawn as a cluster.
+  std::map<int, std::vector<const Node*>> by_group;
+  for (const Node* n : g.nodes()) by_group[n->group].push_back(n);
+  for (const auto& [group, nodes] : by_group) {
+    const bool cluster = group >= 0 && nodes.size() > 1 &&
+                         g.groups[static_cast<size_t>(group)].is_kernel();
+    if (cluster)
+      s += fmt::format(
+          "  subgraph cluster_{} {{\n    label=\"{}\"; style=\"rounded,filled\"; "
+          "fillcolor=\"#fff6e0\"; color=\"#d9a441\"; fontsize=9;\n",
+          group, escape(g.groups[static_cast<size_t>(group)].name));
+    for (const Node* n : nodes)
+      s += fmt::format("  {}n{} [label=\"{}\", tooltip=\"{}\"];\n", cluster ? "  " : "", n->id,
+                       node_label(*n), escape(n->name.empty() ? n->op : n->name));
+    if (cluster) s += "  }\n";
+  }
   for (const Node* n : g.nodes()) {
     const std::string id = fmt::format("n{}", n->id);
-    s += fmt::format("  {} [label=\"{}\", tooltip=\"{}\"];\n", id, node_label(*n),
-                     escape(n->name.empty() ? n->op : n->name));
     std::set<std::string> from;
     for (const Value* in : n->inputs) {
       auto it = in ? source.find(in) : source.end();

@@ -14,7 +14,8 @@ std::string print_graph(const Graph& g) {
     for (const auto& [k, v] : n->attrs.all()) attrs.push_back(k + "=" + attr_str(v));
     std::vector<std::string> types;
     for (const Value* o : n->outputs) types.push_back(o->type.str());
-    s += fmt::format("  {} = {}({}){} : {}\n", fmt::join(outs, ", "), n->op, fmt::join(ins, ", "),
+    const std::string group = n->group >= 0 ? fmt::format("[k{}] ", n->group) : "";
+    s += fmt::format("  {}{} = {}({}){} : {}\n", group, fmt::join(outs, ", "), n->op, fmt::join(ins, ", "),
                      attrs.empty() ? "" : fmt::format(" {{{}}}", fmt::join(attrs, ", ")),
                      fmt::join(types, ", "));
   }

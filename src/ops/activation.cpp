@@ -33,6 +33,30 @@ bool gelu_uses_tanh(const Node& n) {
   return a == "tanh";
 }
 
+/// SiLU rounds the sigmoid to the element type before the product, exactly as the Sigmoid + Mul
+/// pair it replaces does, so the canonicalize pass changes no bit of a model's outputs.
+OpDef silu_def() {
+  OpDef d = float_unary_fn("SiLU", "x * sigmoid(x) (fused by graph passes)",
+                           [](double x) { return x * sigmoid(x); });
+  d.reference = [](const Node& n, const std::vector<Tensor>& in) {
+    Tensor out(in[0].dtype(), in[0].shape());
+    dispatch_float(
+        in[0].dtype(),
+        [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          const T* x = in[0].data<T>();
+          T* y = out.data<T>();
+          for (int64_t i = 0; i < out.numel(); ++i) {
+            const T s = static_cast<T>(sigmoid(static_cast<double>(x[i])));
+            y[i] = static_cast<T>(x[i] * s);
+          }
+        },
+        n.label());
+    return std::vector<Tensor>{out};
+  };
+  return d;
+}
+
 OpDef gelu_def() {
   OpDef d = float_unary(
       "Gelu", "x * Phi(x) (approximate='none') or its tanh approximation", [](const Node& n) {
@@ -163,8 +187,7 @@ OpDef clip_def() {
 YOLOC_REGISTER_OP(float_unary_fn("Sigmoid", "1 / (1 + e^-x)", sigmoid));
 YOLOC_REGISTER_OP(float_unary_fn("Tanh", "hyperbolic tangent",
                                  [](double x) { return std::tanh(x); }));
-YOLOC_REGISTER_OP(float_unary_fn("SiLU", "x * sigmoid(x) (fused by graph passes)",
-                                 [](double x) { return x * sigmoid(x); }));
+YOLOC_REGISTER_OP(silu_def());
 YOLOC_REGISTER_OP(relu_def());
 YOLOC_REGISTER_OP(float_unary("LeakyRelu", "x < 0 ? alpha * x : x (alpha 0.01)",
                               [](const Node& n) {

@@ -4,10 +4,17 @@
 #include <map>
 
 #include "ir/op_registry.h"
+#include "passes/rewrite_util.h"
 
 namespace yoloc {
 
 namespace {
+
+std::string attrs_key(const Attrs& a) {
+  std::string key;
+  for (const auto& [name, v] : a.all()) key += ";" + name + "=" + attr_str(v);
+  return key;
+}
 
 /// The geometry that must agree for two convolutions to be combined, or "" if `n` cannot be.
 std::string combine_key(const Node& n) {
@@ -18,8 +25,7 @@ std::string combine_key(const Node& n) {
   // The output-channel count may differ; the rest of the weight shape must agree.
   const Shape& s = w->data.shape();
   std::string key = std::string(dtype_name(w->data.dtype())) + shape_str(Shape(s.begin() + 1, s.end()));
-  for (const auto& [name, v] : n.attrs.all()) key += ";" + name + "=" + attr_str(v);
-  return key;
+  return key + attrs_key(n.attrs);
 }
 
 /// Concatenates the members' weights (axis 0) and biases (zeros where absent).
@@ -46,6 +52,26 @@ std::pair<Tensor, Tensor> concat_params(const std::vector<Node*>& convs) {
   return {w, b};
 }
 
+/// The unary elementwise node (same op and attributes) that is the only user of every one of
+/// `outs`, or nullptr.
+Node* shared_activation(const Graph& g, const std::vector<Value*>& outs) {
+  Node* first = nullptr;
+  for (Value* o : outs) {
+    const auto users = g.users(o);
+    if (users.size() != 1 || is_graph_output(g, o)) return nullptr;
+    Node* u = users[0];
+    if (!u->def->has(kTraitElementwise) || u->inputs.size() != 1 || u->outputs.size() != 1 ||
+        is_graph_output(g, u->outputs[0]))
+      return nullptr;
+    if (!first) {
+      first = u;
+    } else if (u->op != first->op || attrs_key(u->attrs) != attrs_key(first->attrs)) {
+      return nullptr;
+    }
+  }
+  return first;
+}
+
 }  // namespace
 
 bool CombineParallelConv::run(Graph& g, PassContext&) {
@@ -68,25 +94,39 @@ bool CombineParallelConv::run(Graph& g, PassContext&) {
         outs.push_back(c->outputs[0]);
         name += "+" + c->name;
       }
-      Node* first = convs[0];
+      const std::string base = convs[0]->name;
+      const Attrs attrs = convs[0]->attrs;
       Node* combined = g.add_node(
-          "Conv", {v, g.add_constant(first->name + "_combined_w", w),
-                   g.add_constant(first->name + "_combined_b", b)},
-          1, first->attrs, first->name + "_combined");
+          "Conv", {v, g.add_constant(base + "_combined_w", w), g.add_constant(base + "_combined_b", b)},
+          1, attrs, base + "_combined");
       TensorType t = outs[0]->type;
       int64_t total = 0;
       for (int64_t s : sizes) total += s;
       if (t.has_rank && t.rank() > 1) t.dims[1] = Dim(total);
       combined->outputs[0]->type = t;
+      Value* to_split = combined->outputs[0];
+      // When every branch applies the same activation, apply it once before the split, so it
+      // stays in the combined convolution's epilogue.
+      if (Node* act = shared_activation(g, outs)) {
+        Node* once = g.add_node(act->op, {to_split}, 1, act->attrs, base + "_combined_" + act->op);
+        once->outputs[0]->type = t;
+        std::vector<Value*> act_outs;
+        for (Value* o : outs) {
+          Node* a = g.users(o)[0];
+          act_outs.push_back(a->outputs[0]);
+          g.detach_node(a);
+        }
+        outs = act_outs;
+        to_split = once->outputs[0];
+      }
       for (Node* c : convs) g.detach_node(c);
       Attrs split_attrs;
       split_attrs.set("axis", int64_t{1});
-      g.add_node_with_outputs("Split",
-                              {combined->outputs[0],
-                               g.add_constant(first->name + "_combined_split",
-                                              Tensor::from_vector<int64_t>(
-                                                  {static_cast<int64_t>(sizes.size())}, sizes))},
-                              outs, split_attrs, first->name + "_combined_split");
+      g.add_node_with_outputs(
+          "Split",
+          {to_split, g.add_constant(base + "_combined_split",
+                                    Tensor::from_vector<int64_t>({static_cast<int64_t>(sizes.size())}, sizes))},
+          outs, split_attrs, base + "_combined_split");
       changed = true;
     }
   }

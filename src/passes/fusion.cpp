@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <functional>
 #include <set>
 #include <unordered_map>
 
@@ -43,8 +42,8 @@ class Partitioner {
   }
 
   /// The detect-head tail: the nodes that feed only the graph outputs, back to the last
-  /// feature-map convolutions. An anchor joins only when its input comes from the tail itself
-  /// (the DFL convolution after the softmax).
+  /// feature-map convolutions. An anchor joins only when it reads decoded head data (the DFL
+  /// convolution after the softmax).
   void detect_tail() {
     std::set<Node*> tail;
     auto feeds_only_tail = [&](const Node* n) {
@@ -56,18 +55,17 @@ class Partitioner {
       }
       return true;
     };
-    // Does a backward walk from v through non-anchor nodes reach the tail?
-    std::function<bool(const Value*, std::vector<Node*>&, int)> reaches_tail =
-        [&](const Value* v, std::vector<Node*>& path, int depth) -> bool {
-      Node* p = v ? v->producer : nullptr;
-      if (!p || depth > 8) return false;
-      if (tail.count(p)) return true;
-      if (is_anchor(p)) return false;
-      path.push_back(p);
-      for (const Value* in : p->inputs)
-        if (in && !in->is_constant() && reaches_tail(in, path, depth + 1)) return true;
-      path.pop_back();
-      return false;
+    // An anchor belongs to the tail when it reads decoded head data (a softmax, reshape or
+    // concat of the head) rather than a feature map (the epilogue of another anchor).
+    // Quantize ops in between (a dynamically quantized DFL convolution) are looked through.
+    auto reads_head_data = [&](const Node* n) {
+      const Value* in = n->input(0);
+      const Node* p = in ? in->producer : nullptr;
+      while (p && !is_anchor(p) && p->def->has(kTraitQuant)) {
+        in = p->input(0);
+        p = in ? in->producer : nullptr;
+      }
+      return p && !is_anchor(p) && !p->def->has(kTraitElementwise);
     };
     const std::vector<Node*> nodes = g_.nodes();
     for (bool grew = true; grew;) {
@@ -80,10 +78,8 @@ class Partitioner {
           grew = true;
           continue;
         }
-        std::vector<Node*> path;
-        if (!tail.empty() && reaches_tail(n->input(0), path, 0)) {
+        if (!tail.empty() && reads_head_data(n)) {
           tail.insert(n);
-          tail.insert(path.begin(), path.end());
           grew = true;
         }
       }

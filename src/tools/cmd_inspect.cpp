@@ -12,6 +12,7 @@
 #include "frontend/onnx/importer.h"
 #include "ir/dot.h"
 #include "ir/op_registry.h"
+#include "passes/pipeline.h"
 #include "tools/commands.h"
 
 extern char** environ;
@@ -28,7 +29,34 @@ struct InspectOptions {
   bool json = false;
   std::string dot;
   std::vector<std::string> dims;
+  bool passes = false;
+  int opt_level = 1;
 };
+
+/// The optimizer's work on the model: the pass log and the fused kernels.
+struct Optimized {
+  std::unique_ptr<Graph> graph;
+  std::vector<PassStat> passes;
+  size_t kernels = 0;
+  std::vector<std::pair<std::string, int>> breakdown;  ///< kernel name -> count, by count
+};
+
+Optimized optimize_copy(const Graph& g, int opt_level) {
+  Optimized o;
+  o.graph = g.clone();
+  PassContext ctx;
+  ctx.opt_level = opt_level;
+  optimize(*o.graph, ctx);
+  o.passes = ctx.stats;
+  o.kernels = kernel_count(*o.graph);
+  std::map<std::string, int> hist;
+  for (const FusedGroup& grp : o.graph->groups)
+    if (grp.is_kernel()) ++hist[grp.name];
+  o.breakdown.assign(hist.begin(), hist.end());
+  std::stable_sort(o.breakdown.begin(), o.breakdown.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return o;
+}
 
 /// FLOPs of the whole graph, summed from OpDef::flops where an op defines it.
 struct FlopCount {
@@ -116,6 +144,18 @@ json values_json(const std::vector<Value*>& values) {
   return list;
 }
 
+json optimized_json(const Optimized& opt) {
+  json passes = json::array();
+  for (const PassStat& p : opt.passes)
+    passes.push_back({{"name", p.name}, {"nodes_after", p.nodes_after}, {"ms", p.ms}});
+  json kernels = json::object();
+  for (const auto& [name, n] : opt.breakdown) kernels[name] = n;
+  return {{"nodes", opt.graph->num_nodes()},
+          {"kernels", opt.kernels},
+          {"kernel_breakdown", kernels},
+          {"passes", passes}};
+}
+
 json to_json(const InspectOptions& o, const Graph& g, const Summary& s) {
   json ops = json::object();
   for (const auto& [op, n] : s.ops) ops[op] = n;
@@ -141,6 +181,20 @@ json to_json(const InspectOptions& o, const Graph& g, const Summary& s) {
 void print_values(const char* title, const std::vector<Value*>& values) {
   for (size_t i = 0; i < values.size(); ++i)
     fmt::print("{:<10}{}: {}\n", i == 0 ? title : "", values[i]->name, values[i]->type.str());
+}
+
+void print_optimized(const InspectOptions& o, const Optimized& opt) {
+  if (o.passes) {
+    fmt::print("{:<10}{:<24}{:>8}{:>10}\n", "passes", "pass", "nodes", "ms");
+    for (const PassStat& p : opt.passes)
+      fmt::print("{:<10}{:<24}{:>8}{:>10.2f}\n", "", p.name, p.nodes_after, p.ms);
+  }
+  double total_ms = 0;
+  for (const PassStat& p : opt.passes) total_ms += p.ms;
+  std::vector<std::string> kinds;
+  for (const auto& [name, n] : opt.breakdown) kinds.push_back(fmt::format("{} {}", name, n));
+  fmt::print("{:<10}-O{}: {} nodes, {} kernels in {:.1f} ms of passes: {}\n", "optimized",
+             o.opt_level, opt.graph->num_nodes(), opt.kernels, total_ms, fmt::join(kinds, ", "));
 }
 
 void print_text(const InspectOptions& o, const Graph& g, const Summary& s) {
@@ -245,11 +299,17 @@ void run_inspect(const InspectOptions& o) {
   }
   auto g = onnx_frontend::import_onnx(o.model, io);
   const Summary s = summarize(*g);
-  if (!o.dot.empty()) export_dot(*g, o.dot);
-  if (o.json)
-    fmt::print("{}\n", to_json(o, *g, s).dump(2));
-  else
+  const Optimized opt = optimize_copy(*g, o.opt_level);
+  // The drawing shows what runs: the optimized graph with its fused kernels as clusters.
+  if (!o.dot.empty()) export_dot(o.opt_level > 0 ? *opt.graph : *g, o.dot);
+  if (o.json) {
+    json j = to_json(o, *g, s);
+    j["optimized"] = optimized_json(opt);
+    fmt::print("{}\n", j.dump(2));
+  } else {
     print_text(o, *g, s);
+    print_optimized(o, opt);
+  }
 }
 
 }  // namespace
@@ -263,6 +323,9 @@ void add_inspect(CLI::App& app) {
                 "write the graph as Graphviz DOT to FILE (and FILE's .svg beside it when "
                 "graphviz is installed); a FILE ending in .svg gets the SVG");
   c->add_option("--dim", o->dims, "NAME=VALUE: fix a symbolic input dim (e.g. batch=1)");
+  c->add_flag("--passes", o->passes, "print each graph pass with its node count and time");
+  c->add_option("-O", o->opt_level, "optimization level of the optimized view (-O0: none)")
+      ->check(CLI::Range(0, 3));
   c->callback([o] { run_inspect(*o); });
 }
 

@@ -7,6 +7,13 @@ Every reference detection must have a yoloc detection of the same class with IoU
 score within 0.01, and vice versa; detections whose score is within SCORE_TOL of the confidence
 threshold may be missing on either side.
 
+Dynamically quantized models quantize every activation at run time: a last-bit difference in a
+float op (ONNX Runtime's Sigmoid is a polynomial approximation) moves a value across a rounding
+boundary of the next quantization, and scores drift by one or two quanta (up to ~0.02) between
+any two correct implementations. For them the ONNX reference evaluator (onnx.reference) is a
+second, independent reference: the score tolerance on an image becomes 1.5x the largest score
+difference between the two references there (at least SCORE_TOL).
+
 usage: check_detections.py --yoloc BIN --decoder DECODE_BIN --model M.onnx --images A.jpg ...
                            --work DIR [--conf 0.25] [--iou 0.45]
 """
@@ -175,7 +182,7 @@ def reference(session, model, rgb, conf, iou_thr):
             for b, s, c in zip(boxes, scores, classes)]
 
 
-def match(ref, got, conf):
+def match(ref, got, conf, score_tol=SCORE_TOL):
     """Returns (problems, matched pairs) between reference and yoloc detections."""
     problems, pairs = [], []
     used = set()
@@ -188,19 +195,37 @@ def match(ref, got, conf):
             if v > best_iou:
                 best, best_iou = j, v
         if best is not None and best_iou >= MIN_IOU and \
-                abs(got[best]["score"] - d["score"]) <= SCORE_TOL:
+                abs(got[best]["score"] - d["score"]) <= score_tol:
             used.add(best)
             pairs.append((best_iou, abs(got[best]["score"] - d["score"])))
-        elif d["score"] >= conf + SCORE_TOL:
+        elif d["score"] >= conf + score_tol:
             near = f"; nearest same-class yoloc box IoU {best_iou:.3f}" + (
                 f" score {got[best]['score']:.4f}" if best is not None else "")
             problems.append(f"reference detection class {d['class_id']} score {d['score']:.4f} "
                             f"box {[round(v, 1) for v in d['box']]} has no match{near}")
     for j, g in enumerate(got):
-        if j not in used and g["score"] >= conf + SCORE_TOL:
+        if j not in used and g["score"] >= conf + score_tol:
             problems.append(f"extra yoloc detection class {g['class_id']} score {g['score']:.4f} "
                             f"box {[round(v, 1) for v in g['box']]}")
     return problems, pairs
+
+
+class ReferenceEvaluatorSession:
+    """The ONNX reference evaluator behind ONNX Runtime's session interface."""
+
+    def __init__(self, session, model):
+        self._session = session
+        self._evaluator = common.onnx_reference_evaluator(model)
+
+    def get_inputs(self):
+        return self._session.get_inputs()
+
+    def get_outputs(self):
+        return self._session.get_outputs()
+
+    def run(self, names, feeds):
+        with np.errstate(all="ignore"):  # its Sigmoid evaluates exp on both branches
+            return self._evaluator.run(names, feeds)
 
 
 def threshold_options(yoloc, conf, iou_thr):
@@ -233,6 +258,12 @@ def main():
     session = common.ort_session(args.model)
     os.makedirs(args.work, exist_ok=True)
 
+    head = family(args.model, session)
+    # v5 and YOLOX exports carry no metadata: yoloc needs the family named.
+    if head in ("v5", "yolox"):
+        extra += ["--family", {"v5": "yolov5", "yolox": "yolox"}[head]]
+    quantized = any(n.op_type == "DynamicQuantizeLinear" for n in common.load_nodes(args.model))
+    second = ReferenceEvaluatorSession(session, args.model) if quantized else None
     p = common.run([args.yoloc, "run", args.model, *args.images, "--json", "-", *extra],
                    "yoloc run")
     try:
@@ -251,7 +282,15 @@ def main():
         if (res.get("width"), res.get("height")) != (w, h):
             problems.append(f"image size {res.get('width')}x{res.get('height')}, expected {w}x{h}")
         ref = reference(session, args.model, rgb, args.conf, args.iou)
-        probs, pairs = match(ref, res.get("detections", []), args.conf)
+        score_tol = SCORE_TOL
+        if second is not None:
+            ref2 = reference(second, args.model, rgb, args.conf, args.iou)
+            _, ref_pairs = match(ref, ref2, args.conf, score_tol=1.0)
+            spread = max((p[1] for p in ref_pairs), default=0.0)
+            score_tol = max(SCORE_TOL, 1.5 * spread)
+            print(f"     {os.path.basename(image)}: ONNX Runtime and the ONNX reference evaluator "
+                  f"differ by up to {spread:.4f} in score: tolerance {score_tol:.4f}")
+        probs, pairs = match(ref, res.get("detections", []), args.conf, score_tol)
         problems += probs
         ok &= not problems
         figure = (f"{len(pairs)} matched, min IoU {min(p[0] for p in pairs):.4f}, max score diff "

@@ -5,6 +5,14 @@ Each output must agree within the relative error of its dtype (TOLERANCE), where
 relative error = max|yoloc - ort| / max(max|ort|, 1e-6). Models with a dynamic batch are also
 run at batch 2; models with dynamic height/width also at 320x320 (when ONNX Runtime accepts it).
 
+Dynamically quantized models (DynamicQuantizeLinear) quantize every activation at run time, so a
+last-bit difference in a float op upstream (ONNX Runtime's Sigmoid is a polynomial approximation)
+moves values across rounding boundaries and the difference grows through the network: no two
+correct implementations agree to 1e-4 there. For them a second, independent reference, the ONNX
+reference evaluator (onnx.reference), measures how far two correct implementations drift apart,
+and yoloc must be no further from ONNX Runtime than that (QUANT_SLACK), in max relative error and
+in the fraction of elements off by more than 1e-4.
+
 usage: check_models.py --yoloc BIN --model MODEL.onnx --work DIR
 """
 import argparse
@@ -17,6 +25,7 @@ import common  # noqa: E402
 # Largest allowed relative error per output dtype.
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2}
 SEED = 0
+QUANT_SLACK = 1.5
 ORT_TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64"}
 
 
@@ -47,6 +56,18 @@ def variants(session):
     return out
 
 
+def relative_error(y, r):
+    """(max |y - r| / max(max |r|, 1e-6), fraction of elements whose error exceeds 1e-4 of it)."""
+    import numpy as np
+
+    r64, y64 = r.astype(np.float64), y.astype(np.float64)
+    if not r.size:
+        return 0.0, 0.0
+    scale = max(float(np.nanmax(np.abs(r64))), 1e-6)
+    diff = np.abs(r64 - y64) / scale
+    return float(np.nanmax(diff)), float(np.mean(diff > 1e-4))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--yoloc", required=True)
@@ -59,6 +80,7 @@ def main():
 
     session = common.ort_session(args.model)
     name = os.path.basename(args.model)
+    quantized = any(n.op_type == "DynamicQuantizeLinear" for n in common.load_nodes(args.model))
     ok = True
     for label, shapes in variants(session):
         rng = np.random.default_rng(SEED)
@@ -76,7 +98,11 @@ def main():
             continue
         got = common.yoloc_exec(args.yoloc, args.model, feeds,
                                 os.path.join(args.work, label.replace(" ", "_")))
-        for o, r in zip(session.get_outputs(), ref):
+        second = None
+        if quantized:
+            with np.errstate(all="ignore"):  # its Sigmoid evaluates exp on both branches
+                second = common.onnx_reference_evaluator(args.model).run(None, feeds)
+        for k, (o, r) in enumerate(zip(session.get_outputs(), ref)):
             if o.name not in got:
                 print(f"FAIL {name} [{label}] output {o.name}: missing from yoloc's outputs")
                 ok = False
@@ -87,16 +113,23 @@ def main():
                       f"ONNX Runtime {r.dtype}{list(r.shape)}")
                 ok = False
                 continue
-            r64, y64 = r.astype(np.float64), y.astype(np.float64)
-            diff = np.abs(r64 - y64)
-            bad_nan = np.isnan(r64) != np.isnan(y64)
-            err = float(np.nanmax(diff) if diff.size else 0.0) / max(
-                float(np.nanmax(np.abs(r64))) if r.size else 0.0, 1e-6)
+            bad_nan = np.isnan(r.astype(np.float64)) != np.isnan(y.astype(np.float64))
+            err, frac = relative_error(y, r)
             tol = TOLERANCE.get(str(r.dtype), 0.0)
-            passed = err <= tol and not bad_nan.any()
+            extra = ""
+            if second is not None:
+                ref_err, ref_frac = relative_error(second[k], r)
+                passed = err <= max(tol, QUANT_SLACK * ref_err) and \
+                    frac <= QUANT_SLACK * ref_frac + 1e-3
+                extra = (f"; {frac:.2%} of elements off by > 1e-4; the ONNX reference evaluator is "
+                         f"{ref_err:.3g} / {ref_frac:.2%} from ONNX Runtime (dynamic quantization)")
+            else:
+                passed = err <= tol
+            passed &= not bad_nan.any()
             ok &= passed
             print(f"{'ok  ' if passed else 'FAIL'} {name} [{label}] output {o.name} "
                   f"{r.dtype}{list(r.shape)}: max relative error {err:.3g} (tolerance {tol:g})"
+                  + extra
                   + (f", {int(bad_nan.sum())} NaN mismatches" if bad_nan.any() else ""))
     return 0 if ok else 1
 

@@ -46,8 +46,8 @@ def run(cmd, what):
     return p
 
 
-def yoloc_exec(yoloc, model, feeds, work):
-    """Runs `yoloc exec` on numpy inputs; returns {output name: array}."""
+def yoloc_exec(yoloc, model, feeds, work, extra=()):
+    """Runs `yoloc exec` on numpy inputs (with extra arguments); returns {output name: array}."""
     import numpy as np
 
     os.makedirs(work, exist_ok=True)
@@ -56,7 +56,31 @@ def yoloc_exec(yoloc, model, feeds, work):
         path = os.path.join(work, f"input_{name}.npy")
         np.save(path, array)
         args += ["--input", f"{name}={path}"]
-    run(args, "yoloc exec")
+    run(args + list(extra), "yoloc exec")
     with open(os.path.join(work, "out", "outputs.json")) as f:
         listing = json.load(f)["outputs"]
     return {o["name"]: np.load(os.path.join(work, "out", o["file"])) for o in listing}
+
+
+def load_nodes(model):
+    """The nodes of an ONNX model's main graph."""
+    import onnx
+
+    return onnx.load(model, load_external_data=False).graph.node
+
+
+def onnx_reference_evaluator(model):
+    """The ONNX reference evaluator (onnx.reference) for a model: a second, independent reference.
+    Its GatherElements uses numpy.choose, which fails on axes longer than 64; this one gathers
+    with numpy.take_along_axis (the same semantics)."""
+    import numpy as np
+    from onnx.reference import ReferenceEvaluator
+    from onnx.reference.op_run import OpRun
+
+    class GatherElements(OpRun):
+        def _run(self, data, indices, axis=None):
+            axis = axis or 0
+            idx = np.where(indices < 0, indices + data.shape[axis], indices)
+            return (np.take_along_axis(data, idx, axis=axis),)
+
+    return ReferenceEvaluator(model, new_ops=[GatherElements])

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Checks that the graph optimizer preserves a model's outputs: `yoloc exec` (optimized, -O1)
+against `yoloc exec -O0` (the graph as imported), both on the reference executor, on the same
+seeded random input. Max relative error (max|opt - raw| / max|raw|) must be <= 1e-4 for float32
+outputs and <= 1e-2 for float16. Prints the figure and the kernel count `yoloc inspect` reports.
+
+usage: check_optimized.py --yoloc BIN --model MODEL.onnx --work DIR
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+TOLERANCE = {"float32": 1e-4, "float16": 1e-2}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--yoloc", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    if not os.path.isfile(args.model):
+        common.skip(f"model {args.model} not found")
+    import numpy as np
+    import onnx
+
+    model = onnx.load(args.model, load_external_data=False)
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for i in model.graph.input:
+        t = i.type.tensor_type
+        shape = [d.dim_value if d.dim_value > 0 else (1 if k == 0 else 640)
+                 for k, d in enumerate(t.shape.dim)]
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type)
+        feeds[i.name] = rng.random(shape, dtype=np.float32).astype(dtype)
+    raw = common.yoloc_exec(args.yoloc, args.model, feeds, os.path.join(args.work, "O0"), ["-O0"])
+    opt = common.yoloc_exec(args.yoloc, args.model, feeds, os.path.join(args.work, "O1"), ["-O1"])
+    info = json.loads(common.run([args.yoloc, "inspect", args.model, "--json"], "inspect").stdout)
+    name = os.path.basename(args.model)
+    ok = True
+    for out, r in raw.items():
+        y = opt[out]
+        tol = TOLERANCE.get(str(r.dtype), 0.0)
+        scale = max(float(np.abs(r.astype(np.float64)).max()), 1e-6)
+        err = float(np.abs(y.astype(np.float64) - r.astype(np.float64)).max()) / scale
+        passed = y.shape == r.shape and err <= tol
+        ok &= passed
+        print(f"{'ok  ' if passed else 'FAIL'} {name} output {out}: optimized vs -O0 max relative "
+              f"error {err:.3g} (tolerance {tol:g}); {info['nodes']} nodes -> "
+              f"{info['optimized']['nodes']} nodes, {info['optimized']['kernels']} kernels")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
