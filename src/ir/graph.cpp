@@ -207,6 +207,7 @@ std::unique_ptr<Graph> Graph::clone() const {
     nv->data = v->data;
     nv->inferred = v->inferred;
     nv->symbolic = v->symbolic;
+    nv->layout = v->layout;
     vmap[v.get()] = nv;
   }
   for (const auto& n : nodes_) {

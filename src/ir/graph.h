@@ -9,6 +9,7 @@
 
 #include "ir/attribute.h"
 #include "ir/fused_group.h"
+#include "ir/layout.h"
 #include "ir/type.h"
 
 namespace yoloc {
@@ -35,6 +36,7 @@ struct Value {
   /// from symbolic dims (the Shape of images[batch, 3, H, W] is [batch, 3, H, W]); empty
   /// otherwise. Set by shape inference through OpDef::infer_symbolic.
   std::vector<SymElem> symbolic;
+  LayoutSpec layout;  ///< how a backend stores it; set by the layout_selection pass
 
   bool is_constant() const { return data.defined(); }
   /// The constant data, else the inferred value, else nullptr.

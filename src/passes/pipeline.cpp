@@ -17,6 +17,7 @@
 #include "passes/cse.h"
 #include "passes/dead_code_elimination.h"
 #include "passes/fusion.h"
+#include "passes/layout_selection.h"
 #include "passes/quantization.h"
 #include "passes/views.h"
 
@@ -37,8 +38,9 @@ std::vector<std::unique_ptr<Pass>> make_pipeline(const PassContext& ctx) {
   p.push_back(std::make_unique<CombineParallelConv>());
   p.push_back(std::make_unique<ConstantFolding>());
   p.push_back(std::make_unique<DeadCodeElimination>());
-  // Memory and kernels: views, then the partition into fused kernels (last: it sees the final
-  // graph).
+  // Memory and kernels: layouts per target, views, then the partition into fused kernels (last:
+  // it sees the final graph).
+  p.push_back(std::make_unique<LayoutSelection>());
   p.push_back(std::make_unique<Views>());
   p.push_back(std::make_unique<Fusion>());
   return p;

@@ -12,6 +12,7 @@
 #include "frontend/onnx/importer.h"
 #include "ir/dot.h"
 #include "ir/op_registry.h"
+#include "passes/layout_selection.h"
 #include "passes/pipeline.h"
 #include "tools/commands.h"
 
@@ -31,6 +32,7 @@ struct InspectOptions {
   std::vector<std::string> dims;
   bool passes = false;
   int opt_level = 1;
+  std::string target = "reference";
 };
 
 /// The optimizer's work on the model: the pass log and the fused kernels.
@@ -39,13 +41,16 @@ struct Optimized {
   std::vector<PassStat> passes;
   size_t kernels = 0;
   std::vector<std::pair<std::string, int>> breakdown;  ///< kernel name -> count, by count
+  std::map<std::string, int> layouts;  ///< 4-D activations per layout
+  size_t layout_conversions = 0;
 };
 
-Optimized optimize_copy(const Graph& g, int opt_level) {
+Optimized optimize_copy(const Graph& g, int opt_level, const std::string& target) {
   Optimized o;
   o.graph = g.clone();
   PassContext ctx;
   ctx.opt_level = opt_level;
+  ctx.target = target;
   optimize(*o.graph, ctx);
   o.passes = ctx.stats;
   o.kernels = kernel_count(*o.graph);
@@ -53,6 +58,9 @@ Optimized optimize_copy(const Graph& g, int opt_level) {
   for (const FusedGroup& grp : o.graph->groups)
     if (grp.is_kernel()) ++hist[grp.name];
   o.breakdown.assign(hist.begin(), hist.end());
+  for (const Value* v : o.graph->values())
+    if (!v->is_constant() && v->type.has_rank && v->type.rank() == 4) ++o.layouts[v->layout.str()];
+  o.layout_conversions = count_layout_conversions(*o.graph);
   std::stable_sort(o.breakdown.begin(), o.breakdown.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   return o;
@@ -152,6 +160,8 @@ json optimized_json(const Optimized& opt) {
   for (const auto& [name, n] : opt.breakdown) kernels[name] = n;
   return {{"nodes", opt.graph->num_nodes()},
           {"kernels", opt.kernels},
+          {"layouts", opt.layouts},
+          {"layout_conversions", opt.layout_conversions},
           {"kernel_breakdown", kernels},
           {"passes", passes}};
 }
@@ -195,6 +205,10 @@ void print_optimized(const InspectOptions& o, const Optimized& opt) {
   for (const auto& [name, n] : opt.breakdown) kinds.push_back(fmt::format("{} {}", name, n));
   fmt::print("{:<10}-O{}: {} nodes, {} kernels in {:.1f} ms of passes: {}\n", "optimized",
              o.opt_level, opt.graph->num_nodes(), opt.kernels, total_ms, fmt::join(kinds, ", "));
+  std::vector<std::string> layouts;
+  for (const auto& [name, n] : opt.layouts) layouts.push_back(fmt::format("{} {}", name, n));
+  fmt::print("{:<10}target {}: 4-D activations {}; {} layout conversions at the edges\n", "layouts",
+             o.target, fmt::join(layouts, ", "), opt.layout_conversions);
 }
 
 void print_text(const InspectOptions& o, const Graph& g, const Summary& s) {
@@ -299,7 +313,7 @@ void run_inspect(const InspectOptions& o) {
   }
   auto g = onnx_frontend::import_onnx(o.model, io);
   const Summary s = summarize(*g);
-  const Optimized opt = optimize_copy(*g, o.opt_level);
+  const Optimized opt = optimize_copy(*g, o.opt_level, o.target);
   // The drawing shows what runs: the optimized graph with its fused kernels as clusters.
   if (!o.dot.empty()) export_dot(o.opt_level > 0 ? *opt.graph : *g, o.dot);
   if (o.json) {
@@ -326,6 +340,10 @@ void add_inspect(CLI::App& app) {
   c->add_flag("--passes", o->passes, "print each graph pass with its node count and time");
   c->add_option("-O", o->opt_level, "optimization level of the optimized view (-O0: none)")
       ->check(CLI::Range(0, 3));
+  c->add_option("--target", o->target,
+                "target whose layouts the optimized view chooses: reference, cpu, cpu-avx2, "
+                "cpu-neon, cuda, opencl")
+      ->check(CLI::IsMember({"reference", "cpu", "cpu-avx2", "cpu-neon", "cuda", "opencl"}));
   c->callback([o] { run_inspect(*o); });
 }
 

@@ -11,7 +11,9 @@
 #include "passes/constant_folding.h"
 #include "passes/cse.h"
 #include "passes/fusion.h"
+#include "passes/layout_selection.h"
 #include "passes/pipeline.h"
+#include "passes/quantization.h"
 #include "passes/views.h"
 
 using namespace yoloc;
@@ -190,4 +192,89 @@ TEST(Fusion, ConvEpilogueAndSppfAreOneKernelEach) {
   Fusion().run(g, ctx);
   EXPECT_EQ(kernel_count(g), 3u);  // conv+silu+add, sppf, conv
   EXPECT_EQ(g.nodes()[0]->group, g.nodes()[2]->group);
+}
+
+namespace {
+
+/// x -> DynamicQuantizeLinear -> ConvInteger(w_q, zero points) -> Cast -> Mul(x_scale * w_scale),
+/// the chain ONNX Runtime's quantize_dynamic writes, with uint8 weights w_q and zero point 3.
+struct QuantizedConv {
+  Graph g;
+  Tensor wq;
+  float w_scale = 0.02f;
+};
+
+void build_quantized_conv(QuantizedConv& q) {
+  Graph& g = q.g;
+  Value* x = input(g, "x", {1, 3, 6, 6});
+  Node* dql = g.add_node("DynamicQuantizeLinear", {x}, 3);
+  infer_node(*dql);
+  std::vector<uint8_t> w(4 * 3 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>((i * 37) % 251);
+  q.wq = Tensor::from_vector<uint8_t>({4, 3, 3, 3}, w);
+  Value* wq = g.add_constant("wq", q.wq);
+  Value* wzp = g.add_constant("wzp", Tensor::scalar<uint8_t>(3));
+  Value* conv = node(g, "ConvInteger", {dql->outputs[0], wq, dql->outputs[2], wzp}, conv_attrs(3, 1));
+  Attrs to_float;
+  to_float.set("to", std::string("float32"));
+  Value* f = node(g, "Cast", {conv}, to_float);
+  Value* scale = node(g, "Mul", {dql->outputs[1], g.add_constant("ws", Tensor::scalar<float>(q.w_scale))});
+  g.outputs.push_back(node(g, "Mul", {f, scale}));
+}
+
+}  // namespace
+
+TEST(Quantization, KeepsIntegerConvAtAutoPrecision) {
+  QuantizedConv q;
+  build_quantized_conv(q);
+  PassContext ctx;  // precision auto: the model's own numerics
+  EXPECT_FALSE(Quantization().run(q.g, ctx));
+  EXPECT_EQ(count_op(q.g, "ConvInteger"), 1u);
+}
+
+TEST(Quantization, RewritesToFloatConvWithDequantizedWeightsAtFp32) {
+  QuantizedConv q;
+  build_quantized_conv(q);
+  PassContext ctx;
+  ctx.precision = Precision::kFp32;
+  EXPECT_TRUE(Quantization().run(q.g, ctx));
+  verify(q.g);
+  EXPECT_EQ(count_op(q.g, "ConvInteger"), 0u);
+  EXPECT_EQ(count_op(q.g, "DynamicQuantizeLinear"), 0u);
+  ASSERT_EQ(count_op(q.g, "Conv"), 1u);
+  // Expected: a float conv of x with (w_q - 3) * 0.02, built independently.
+  Graph expect;
+  Value* x = input(expect, "x", {1, 3, 6, 6});
+  std::vector<float> w;
+  for (uint8_t v : q.wq.to_int64s()) w.push_back((static_cast<float>(v) - 3.0f) * q.w_scale);
+  Value* wf = expect.add_constant("w", Tensor::from_vector<float>({4, 3, 3, 3}, w));
+  expect.outputs.push_back(node(expect, "Conv", {x, wf}, conv_attrs(3, 1)));
+  EXPECT_LE(max_rel_diff(expect, q.g, {{"x", random_tensor({1, 3, 6, 6}, 3)}}), 1e-6);
+}
+
+TEST(LayoutSelection, BlockedInsideConvRegionsNchwAtTheEdges) {
+  Graph g;
+  Value* x = input(g, "x", {1, 3, 8, 8});           // the image: 3 channels, cannot be blocked
+  Value* a = node(g, "SiLU", {conv(g, x, 3, 16, 3, 1)});
+  Value* b = node(g, "Add", {conv(g, a, 16, 16, 1, 2), a});
+  Value* odd = conv(g, b, 16, 5, 1, 3);               // 5 channels: not a multiple of 16
+  Attrs flat;
+  Value* r = node(g, "Flatten", {b}, flat);           // reads NCHW
+  g.outputs.push_back(odd);
+  g.outputs.push_back(r);
+  PassContext ctx;
+  ctx.target = "cpu";
+  EXPECT_TRUE(LayoutSelection().run(g, ctx));
+  EXPECT_EQ(a->layout.str(), "NCHW16c");
+  EXPECT_EQ(b->layout.str(), "NCHW16c");
+  EXPECT_EQ(odd->layout.str(), "NCHW");
+  EXPECT_EQ(x->layout.str(), "NCHW");
+  // The image into the first conv, b into the 5-channel conv and into Flatten.
+  EXPECT_EQ(count_layout_conversions(g), 3u);
+  PassContext reference;  // the reference executor keeps everything NCHW
+  Graph g2;
+  Value* y = input(g2, "y", {1, 16, 4, 4});
+  g2.outputs.push_back(conv(g2, y, 16, 16, 1, 4));
+  EXPECT_FALSE(LayoutSelection().run(g2, reference));
+  EXPECT_EQ(count_layout_conversions(g2), 0u);
 }
