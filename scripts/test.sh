@@ -4,13 +4,15 @@
 #   scripts/test.sh [ctest arguments...]      e.g. scripts/test.sh -L conformance
 #
 # Environment: YOLOC_BUILD_DIR (default build/release), YOLOC_SHARED_DIR (default ../shared),
-# PYTHON (the interpreter with onnx, onnxruntime and numpy; default python3), JOBS (default: the
-# number of cores).
+# PYTHON (the interpreter with onnx, onnxruntime and numpy; default: the build/venv that
+# scripts/setup.sh makes, else python3), JOBS (default: the number of cores).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${YOLOC_BUILD_DIR:-$root/build/release}
 shared=${YOLOC_SHARED_DIR:-$root/../shared}
-python=$(command -v "${PYTHON:-python3}")
+default_python=python3
+[[ -x "$root/build/venv/bin/python" ]] && default_python=$root/build/venv/bin/python
+python=$(command -v "${PYTHON:-$default_python}")
 jobs=${JOBS:-$(nproc)}
 
 generator=()
