@@ -1,5 +1,6 @@
 // Activation functions: Sigmoid, Tanh, Relu and its variants, Softplus, Mish, Gelu, SiLU (the
-// fused x * sigmoid(x) that graph passes produce), PRelu (broadcast slope) and Clip.
+// fused x * sigmoid(x) that graph passes produce), Swish (x * sigmoid(alpha * x)), PRelu
+// (broadcast slope) and Clip.
 #include <algorithm>
 #include <cmath>
 
@@ -226,6 +227,11 @@ YOLOC_REGISTER_OP(float_unary_fn("Softsign", "x / (1 + |x|)",
                                  [](double x) { return x / (1.0 + std::fabs(x)); }));
 YOLOC_REGISTER_OP(float_unary_fn("Mish", "x * tanh(softplus(x))",
                                  [](double x) { return x * std::tanh(softplus(x)); }));
+YOLOC_REGISTER_OP(float_unary("Swish", "x * sigmoid(alpha * x) (alpha 1: see SiLU)",
+                              [](const Node& n) {
+                                const double a = attr(n, "alpha", 1.0f);
+                                return [a](double x) { return x * sigmoid(a * x); };
+                              }));
 YOLOC_REGISTER_OP(float_unary("ThresholdedRelu", "x > alpha ? x : 0 (alpha 1)",
                               [](const Node& n) {
                                 const double a = attr(n, "alpha", 1.0f);

@@ -463,10 +463,11 @@ OpDef make_space_to_depth() {
   OpDef d;
   d.name = "SpaceToDepth";
   d.traits = kTraitInjective | kTraitLayoutSensitive;
-  d.doc = "moves spatial blocks into channels (NCHW)";
+  d.doc = "moves spatial blocks into channels (NCHW; DCR or CRD order)";
   d.infer = [](const InferContext& ctx) {
     const TensorType& t = ctx.type(0);
     const int64_t b = blocksize(ctx.node);
+    crd_mode(ctx.node);
     if (!t.has_rank)
       return std::vector<TensorType>{TensorType(t.dtype, {Dim(), Dim(), Dim(), Dim()})};
     if (t.rank() != 4) ctx.fail("the input must be 4-D (NCHW), got {}", t.str());
@@ -482,7 +483,11 @@ OpDef make_space_to_depth() {
       user_error("{}: expected NCHW input with H and W divisible by {}, got {}", n.label(), b,
                  describe(x));
     const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2) / b, W = x.dim(3) / b;
-    const Tensor t = transpose_tensor(x.reshaped({N, C, H, b, W, b}), {0, 3, 5, 1, 2, 4});
+    // The inverse of DepthToSpace's permutations: channel index (b_h, b_w, c) in DCR order,
+    // (c, b_h, b_w) in CRD order.
+    const Tensor t = transpose_tensor(x.reshaped({N, C, H, b, W, b}),
+                                      crd_mode(n) ? std::vector<int64_t>{0, 1, 3, 5, 2, 4}
+                                                  : std::vector<int64_t>{0, 3, 5, 1, 2, 4});
     return std::vector<Tensor>{t.reshaped({N, C * b * b, H, W})};
   };
   return d;

@@ -141,6 +141,14 @@ int64_t range_count(const Node& n, double start, double limit, double delta) {
   return std::max<int64_t>(0, static_cast<int64_t>(c));
 }
 
+/// Range-27's stash_type for 16-bit floats: 1 (float32, the default) or 11 (float64).
+bool range_stash_double(const Node& n) {
+  const int64_t stash = n.attrs.get_int("stash_type", 1);
+  if (stash != 1 && stash != 11)
+    user_error("{}: stash_type must be 1 (float) or 11 (double), got {}", n.label(), stash);
+  return stash == 11;
+}
+
 OpDef make_range() {
   OpDef d;
   d.name = "Range";
@@ -149,6 +157,7 @@ OpDef make_range() {
   d.doc = "start, start + delta, ... up to (excluding) limit";
   d.infer = [](const InferContext& ctx) {
     const DType dt = ctx.type(0).dtype;
+    range_stash_double(ctx.node);
     for (size_t i = 1; i < 3; ++i)
       if (ctx.type(i).dtype != dt)
         ctx.fail("start, limit and delta must have the same type, got {}, {} and {}",
@@ -180,11 +189,21 @@ OpDef make_range() {
                           static_cast<double>(delta));
           Tensor out(in[0].dtype(), {count});
           T* o = out.data<T>();
-          // Accumulate as the spec's function body (and ONNX Runtime) do.
-          T v = start;
-          for (int64_t i = 0; i < count; ++i) {
-            o[i] = v;
-            v = static_cast<T>(v + delta);
+          if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+            // Range-27's stash_type: start + i * delta in float32 or float64, rounded once.
+            const bool f64 = range_stash_double(n);
+            for (int64_t i = 0; i < count; ++i)
+              o[i] = f64 ? static_cast<T>(static_cast<double>(start) +
+                                          static_cast<double>(i) * static_cast<double>(delta))
+                         : static_cast<T>(static_cast<float>(start) +
+                                          static_cast<float>(i) * static_cast<float>(delta));
+          } else {
+            // Accumulate as the spec's function body (and ONNX Runtime) do.
+            T v = start;
+            for (int64_t i = 0; i < count; ++i) {
+              o[i] = v;
+              v = static_cast<T>(v + delta);
+            }
           }
           return std::vector<Tensor>{out};
         },

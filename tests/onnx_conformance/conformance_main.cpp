@@ -89,7 +89,7 @@ void run_suite(Suite& s, const ExclusionList& exclusions, const std::string& fil
     if (!filter.empty() && d.filename().string().find(filter) == std::string::npos) continue;
     std::snprintf(g_current_test, sizeof(g_current_test), "[%s] %s", s.name.c_str(),
                   d.filename().string().c_str());
-    TestResult r = yoloc::conformance::run_node_test(d, exclusions);
+    TestResult r = yoloc::conformance::run_node_test(d, exclusions, s.name);
     switch (r.outcome) {
       case Outcome::kPass:
         ++s.passed;

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "frontend/onnx/converter.h"
 #include "frontend/onnx/importer.h"
@@ -36,11 +38,19 @@ std::string one_line(std::string s) {
   return s;
 }
 
+/// Element types newer than the linked onnx protobuf may know (onnx.proto's TensorProto codes).
+constexpr std::pair<int32_t, const char*> kNewerDtypes[] = {
+    {17, "FLOAT8E4M3FN"}, {18, "FLOAT8E4M3FNUZ"}, {19, "FLOAT8E5M2"}, {20, "FLOAT8E5M2FNUZ"},
+    {21, "UINT4"},        {22, "INT4"},           {23, "FLOAT4E2M1"}, {24, "FLOAT8E8M0"},
+    {25, "UINT2"},        {26, "INT2"},           {27, "FLOAT6E2M3"}, {28, "FLOAT6E3M2"}};
+
 std::string dtype_reason(int32_t elem_type, const std::string& where) {
   if (onnx_frontend::dtype_from_onnx(elem_type) != DType::kUndefined) return "";
-  const std::string name = onnx::TensorProto_DataType_IsValid(elem_type)
-                               ? onnx::TensorProto_DataType_Name(elem_type)
-                               : fmt::format("#{}", elem_type);
+  std::string name = onnx::TensorProto_DataType_IsValid(elem_type)
+                         ? onnx::TensorProto_DataType_Name(elem_type)
+                         : fmt::format("#{}", elem_type);
+  for (const auto& [code, newer] : kNewerDtypes)
+    if (code == elem_type) name = newer;
   return fmt::format("unsupported dtype {} in {}", name, where);
 }
 
@@ -95,14 +105,25 @@ Tensor read_tensor(const fs::path& p) {
   return onnx_frontend::tensor_from_proto(tp);
 }
 
+/// ONNX 1.12 wrote bfloat16 test data as UINT16 TensorProtos of the bit patterns (numpy has no
+/// bfloat16); such a tensor for a value the model declares BFLOAT16 is read back as bfloat16.
+Tensor as_declared(Tensor t, const onnx::ValueInfoProto& declared) {
+  if (t.dtype() != DType::kUInt16 ||
+      declared.type().tensor_type().elem_type() != onnx::TensorProto::BFLOAT16)
+    return t;
+  Tensor b(DType::kBFloat16, t.shape());
+  if (t.nbytes() > 0) std::memcpy(b.raw(), t.raw(), t.nbytes());
+  return b;
+}
+
 /// Runs every data set; returns "" when all outputs agree, else the first disagreement.
 std::string run_data_sets(const fs::path& dir, const onnx::ModelProto& m) {
   auto g = onnx_frontend::import_onnx((dir / "model.onnx").string());
-  std::vector<std::string> input_names;
+  std::vector<const onnx::ValueInfoProto*> inputs;
   for (const auto& in : m.graph().input()) {
     bool is_init = false;
     for (const auto& init : m.graph().initializer()) is_init |= init.name() == in.name();
-    if (!is_init) input_names.push_back(in.name());
+    if (!is_init) inputs.push_back(&in);
   }
   std::vector<fs::path> sets;
   for (const auto& e : fs::directory_iterator(dir))
@@ -114,22 +135,28 @@ std::string run_data_sets(const fs::path& dir, const onnx::ModelProto& m) {
     const std::string set_name = set.filename().string();
     const std::vector<fs::path> ins = numbered(set, "input");
     const std::vector<fs::path> outs = numbered(set, "output");
-    if (ins.size() > input_names.size())
+    if (ins.size() > inputs.size())
       return fmt::format("{}: {} input files for {} graph inputs", set_name, ins.size(),
-                         input_names.size());
+                         inputs.size());
+    if (outs.size() > static_cast<size_t>(m.graph().output_size()))
+      return fmt::format("{}: {} output files for {} graph outputs", set_name, outs.size(),
+                         m.graph().output_size());
     std::map<std::string, Tensor> feeds;
     for (size_t j = 0; j < ins.size(); ++j) {
+      const std::string& name = inputs[j]->name();
       // The importer drops inputs that nothing reads; feeding them would be an error.
       const bool used = std::any_of(g->inputs.begin(), g->inputs.end(),
-                                    [&](const Value* v) { return v->name == input_names[j]; });
-      if (used) feeds[input_names[j]] = read_tensor(ins[j]);
+                                    [&](const Value* v) { return v->name == name; });
+      if (used) feeds[name] = as_declared(read_tensor(ins[j]), *inputs[j]);
     }
     const std::vector<NamedTensor> got = run_reference(*g, feeds);
     if (got.size() != outs.size())
       return fmt::format("{}: the graph gave {} outputs, {} expected", set_name, got.size(),
                          outs.size());
     for (size_t j = 0; j < outs.size(); ++j) {
-      const std::string diff = compare_tensors(read_tensor(outs[j]), got[j].tensor);
+      const Tensor expected =
+          as_declared(read_tensor(outs[j]), m.graph().output(static_cast<int>(j)));
+      const std::string diff = compare_tensors(expected, got[j].tensor);
       if (!diff.empty())
         return fmt::format("{}: output {} '{}': {}", set_name, j, got[j].name, diff);
     }
@@ -146,9 +173,22 @@ ExclusionList read_exclusions(const fs::path& path) {
   for (int lineno = 1; std::getline(in, line); ++lineno) {
     const auto hash = line.find('#');
     if (hash != std::string::npos) line.resize(hash);
+    std::string suite;
+    const auto first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line[first] == '[') {
+      const auto close = line.find(']', first);
+      if (close == std::string::npos)
+        user_error("{}:{}: '[' without ']'; write '[<suite>] <test name> <reason>'",
+                   path.string(), lineno);
+      suite = line.substr(first + 1, close - first - 1);
+      line = line.substr(close + 1);
+    }
     std::istringstream ls(line);
     std::string name;
-    if (!(ls >> name)) continue;
+    if (!(ls >> name)) {
+      if (suite.empty()) continue;
+      user_error("{}:{}: '[{}]' without a test name", path.string(), lineno, suite);
+    }
     std::string reason;
     std::getline(ls >> std::ws, reason);
     while (!reason.empty() && std::isspace(static_cast<unsigned char>(reason.back())))
@@ -156,7 +196,7 @@ ExclusionList read_exclusions(const fs::path& path) {
     if (reason.empty())
       user_error("{}:{}: '{}' has no reason; write '<test name> <why it cannot pass>'",
                  path.string(), lineno, name);
-    list[name] = reason;
+    list[suite.empty() ? name : "[" + suite + "] " + name] = reason;
   }
   return list;
 }
@@ -227,10 +267,12 @@ std::string main_op(const onnx::ModelProto& m, const std::string& test_name) {
   return best;
 }
 
-TestResult run_node_test(const fs::path& dir, const ExclusionList& exclusions) {
+TestResult run_node_test(const fs::path& dir, const ExclusionList& exclusions,
+                         const std::string& suite) {
   TestResult r;
   r.name = dir.filename().string();
-  auto listed = exclusions.find(r.name);
+  auto listed = exclusions.find("[" + suite + "] " + r.name);
+  if (listed == exclusions.end()) listed = exclusions.find(r.name);
   r.listed = listed != exclusions.end();
   try {
     onnx::ModelProto m;

@@ -22,14 +22,15 @@ struct TestResult {
   bool listed = false;
 };
 
-/// Test name -> reason, from exclusions.txt ("<test name> <reason>" lines, '#' comments).
+/// Test name -> reason, from exclusions.txt ("<test name> <reason>" lines, '#' comments). A line
+/// "[<suite>] <test name> <reason>" applies to that suite only; its key is "[<suite>] <name>".
 using ExclusionList = std::map<std::string, std::string>;
 
 /// Reads an exclusions file; raises a UserError naming the line for a name without a reason.
 ExclusionList read_exclusions(const std::filesystem::path& path);
 
 /// Why the model cannot be a test of supported ops: "unsupported op X", "unsupported dtype
-/// STRING in input 'x'", "opset 22 out of range (yoloc supports 7..21)", or "" when yoloc
+/// STRING in input 'x'", "opset 29 out of range (yoloc supports 1..28)", or "" when yoloc
 /// supports all of it. `op` receives the op the reason is about, if any.
 std::string unsupported_reason(const onnx::ModelProto& m, std::string* op);
 
@@ -37,8 +38,9 @@ std::string unsupported_reason(const onnx::ModelProto& m, std::string* op);
 /// name (test_reduce_max_... -> ReduceMax), else the first node's op.
 std::string main_op(const onnx::ModelProto& m, const std::string& test_name);
 
-/// Classifies and, unless unsupported, runs the test in `dir` on the reference executor. Never
-/// throws: any error of yoloc on a test of supported ops is that test's failure.
-TestResult run_node_test(const std::filesystem::path& dir, const ExclusionList& exclusions);
+/// Classifies and, unless unsupported, runs the test in `dir` of suite `suite` on the reference
+/// executor. Never throws: any error of yoloc on a test of supported ops is that test's failure.
+TestResult run_node_test(const std::filesystem::path& dir, const ExclusionList& exclusions,
+                         const std::string& suite = "");
 
 }  // namespace yoloc::conformance

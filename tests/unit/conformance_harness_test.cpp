@@ -104,5 +104,15 @@ TEST(ConformanceExclusions, ReadsNamesAndReasons) {
   EXPECT_EQ(l.at("test_a"), "needs   double rounding");
   std::ofstream(p) << "test_c\n";
   EXPECT_THROW(read_exclusions(p), UserError);
+  // "[suite] name reason" scopes an entry to one suite.
+  std::ofstream(p) << "[debian 1.12] test_d  bad data\n  [x]test_e y\n";
+  const ExclusionList scoped = read_exclusions(p);
+  ASSERT_EQ(scoped.size(), 2u);
+  EXPECT_EQ(scoped.at("[debian 1.12] test_d"), "bad data");
+  EXPECT_EQ(scoped.at("[x] test_e"), "y");
+  std::ofstream(p) << "[debian test_f x\n";
+  EXPECT_THROW(read_exclusions(p), UserError);
+  std::ofstream(p) << "[debian]\n";
+  EXPECT_THROW(read_exclusions(p), UserError);
   std::filesystem::remove(p);
 }

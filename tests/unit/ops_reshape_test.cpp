@@ -107,4 +107,13 @@ TEST(ReshapeOp, DepthToSpaceModesAndInverse) {
   const Tensor s = run_op("SpaceToDepth", {z}, a)[0];
   EXPECT_EQ(s.shape(), (Shape{1, 8, 2, 3}));
   EXPECT_EQ(vals(run_op("DepthToSpace", {s}, a)[0]), vals(z));
+  // SpaceToDepth-28's CRD mode inverts CRD DepthToSpace: [1, 2, 2, 2] -> [1, 8, 1, 1] with
+  // channel c * 4 + (block pos) in CRD, (block pos) * 2 + c in DCR.
+  const Tensor w = iota_f32({1, 2, 2, 2});
+  EXPECT_EQ(vals(run_op("SpaceToDepth", {w}, crd)[0]), vals(w));
+  EXPECT_EQ(vals(run_op("SpaceToDepth", {w}, a)[0]), (std::vector<double>{0, 4, 1, 5, 2, 6, 3, 7}));
+  EXPECT_EQ(vals(run_op("DepthToSpace", {run_op("SpaceToDepth", {z}, crd)[0]}, crd)[0]), vals(z));
+  Attrs bad = a;
+  bad.set("mode", std::string("XYZ"));
+  EXPECT_THROW(run_op("SpaceToDepth", {z}, bad), UserError);
 }

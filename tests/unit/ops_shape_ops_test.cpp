@@ -83,6 +83,25 @@ TEST(ShapeOp, RangeCountsAndAccumulates) {
   EXPECT_THROW(range(int64_t{0}, int64_t{5}, int64_t{0}), UserError);
 }
 
+TEST(ShapeOp, RangeOfHalfComputesInTheStashType) {
+  // Range-27: float16 start + i * delta in float32 (stash_type 1), rounded once. Accumulating in
+  // float16 would end at 1.99609375 instead of 2 (numpy).
+  const std::vector<Tensor> in{Tensor::scalar<Half>(Half(0.0f)), Tensor::scalar<Half>(Half(2.0f)),
+                               Tensor::scalar<Half>(Half(0.1f))};
+  for (int64_t stash : {int64_t{1}, int64_t{11}}) {
+    Attrs a;
+    a.set("stash_type", stash);
+    const Tensor r = run_op("Range", in, a)[0];
+    ASSERT_EQ(r.numel(), 21);
+    EXPECT_EQ(r.dtype(), DType::kFloat16);
+    EXPECT_DOUBLE_EQ(r.to_doubles()[6], 0.599609375);
+    EXPECT_DOUBLE_EQ(r.to_doubles()[20], 2.0);
+  }
+  Attrs half_stash;
+  half_stash.set("stash_type", int64_t{10});
+  EXPECT_THROW(run_op("Range", in, half_stash), UserError);
+}
+
 TEST(ShapeOp, EyeLikeOffDiagonal) {
   Attrs a;
   a.set("k", int64_t{-1});

@@ -8,8 +8,12 @@
 namespace yoloc::onnx_frontend {
 
 /// The ai.onnx opsets the importer accepts (a model's default-domain opset must lie in between).
-inline constexpr int64_t kMinOpset = 7;
-inline constexpr int64_t kMaxOpset = 21;
+/// Within the range, an op is accepted only where a converter covers the model's opset (the
+/// converter with the largest since_version <= opset): old forms without one (Add-6's legacy
+/// broadcast, BatchNormalization-6, Concat-1, ...) and new ops are rejected by name. Up to 28,
+/// the newer versions of the supported ops add types, or attributes their converters handle.
+inline constexpr int64_t kMinOpset = 1;
+inline constexpr int64_t kMaxOpset = 28;
 
 struct ImportOptions {
   /// Overrides for symbolic input dims, e.g. {"height": 320, "width": 320}; also accepts

@@ -1,6 +1,7 @@
 // Converters of Cast, CastLike and Where. Cast's `to` (a TensorProto data type code) becomes the
-// IR's dtype name; the `saturate` attribute (opset 19) only affects float8 targets, which yoloc
-// does not support, so it is ignored. CastLike becomes Cast: the target type is known at import.
+// IR's dtype name; the `saturate` attribute (opset 19) only affects float8 targets and
+// `round_mode` (opset 24) only float8e8m0 targets, which yoloc does not support, so both are
+// ignored. CastLike becomes Cast: the target type is known at import.
 #include "frontend/onnx/converter.h"
 #include "frontend/onnx/tensor_proto.h"
 

@@ -1,6 +1,6 @@
-// Converters of the unary elementwise ops. Their signatures did not change between opsets 7 and
-// 21 (later versions only added element types), so each passes through from the opset that
-// introduced it in its current form.
+// Converters of the unary elementwise ops. Their signatures did not change up to opset 28 (later
+// versions only added element types), so each passes through from the opset that introduced it
+// in its current form.
 #include "frontend/onnx/converter.h"
 
 namespace yoloc::onnx_frontend {
