@@ -97,7 +97,7 @@ std::map<const Value*, Link> view_links(const Graph& g) {
       for (size_t i = 0; i < n->inputs.size();) {
         const Value* in = n->inputs[i];
         const Node* p = in->producer;
-        if (p && p->op == "Split" && p->input(0) && p->outputs[0] == in) {
+        if (p && p->op == "Split" && is_view(p) && p->input(0) && p->outputs[0] == in) {
           // A run of a split's outputs: the split's source lies in the buffer.
           links[p->input(0)] = {out, at_axis(rank, axis, pos)};
           pos += static_shape_of(*p->input(0))[axis];
