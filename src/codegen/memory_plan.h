@@ -1,0 +1,72 @@
+#pragma once
+/// Static memory planning: every intermediate value of an optimized graph gets a byte offset in
+/// one arena. Values that are alive at the same time never overlap; views share their source's
+/// memory (a Concat view's inputs are written into their slice of the concat buffer, Split and
+/// Slice views read slices of their input, reshapes re-address their input).
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace yoloc {
+
+/// Every arena offset is a multiple of this.
+inline constexpr uint64_t kArenaAlignment = 64;
+
+/// One buffer of the arena: a value and every value that aliases it.
+struct Allocation {
+  std::string value;  ///< the value owning the buffer (the root of its aliases)
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  /// Lifetime in node indices, from the first node writing into it to the last node reading it
+  /// (the node count for graph outputs). A node of a fused group counts as its whole group: the
+  /// kernel reads its inputs and writes its outputs in one run.
+  int first = 0;
+  int last = 0;
+};
+
+/// Where a value's data lives.
+enum class Placement {
+  kArena,     ///< in an allocation of the arena
+  kInput,     ///< in a graph input (or a view of one): the caller's buffer
+  kConstant,  ///< in the weights
+  kInternal,  ///< never stored: produced and consumed inside one fused kernel
+};
+
+/// One value's place.
+struct ValueSlot {
+  Placement placement = Placement::kArena;
+  int allocation = -1;     ///< index into MemoryPlan::allocations for kArena
+  uint64_t offset = 0;     ///< arena byte offset of its first element (kArena)
+  uint64_t bytes = 0;      ///< its own size in its layout
+  bool contiguous = true;  ///< false for a strided slice (e.g. a channel slice at batch > 1)
+};
+
+struct MemoryPlan {
+  uint64_t arena_bytes = 0;
+  /// Every node output in a buffer of its own, as an executor without planning allocates.
+  uint64_t naive_bytes = 0;
+  /// Every allocation in a buffer of its own: views and fusion applied, no reuse over time.
+  uint64_t unshared_bytes = 0;
+  std::vector<Allocation> allocations;
+  std::map<std::string, ValueSlot> values;  ///< by value name; constants are not listed
+};
+
+/// Plans the arena of `g` (after optimize(): views and fused groups are honoured). Allocations
+/// are placed largest first, each at the lowest 64-byte aligned offset that does not overlap any
+/// placed allocation alive at the same time. Raises a UserError when a value to store has a
+/// shape that is not static.
+MemoryPlan plan_memory(const Graph& g);
+
+/// Checks that no two allocations alive at the same time overlap, that offsets are aligned,
+/// that everything lies inside the arena and that every arena value lies inside its allocation;
+/// raises an InternalError naming the offenders otherwise.
+void verify_memory_plan(const MemoryPlan& plan);
+
+/// The plan as stored in an artifact's manifest.
+nlohmann::json memory_plan_to_json(const MemoryPlan& plan);
+
+}  // namespace yoloc
