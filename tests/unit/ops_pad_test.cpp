@@ -1,5 +1,5 @@
 // Pad: every mode, negative pads and axes.
-#include "nn_op_runner.h"
+#include "op_test_util.h"
 
 using namespace yoloc;
 using namespace yoloc::testing;

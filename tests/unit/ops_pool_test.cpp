@@ -1,5 +1,5 @@
 // MaxPool, AveragePool, LpPool and the global pools on small hand-computed cases.
-#include "nn_op_runner.h"
+#include "op_test_util.h"
 
 using namespace yoloc;
 using namespace yoloc::testing;

@@ -1,6 +1,6 @@
 // Resize on hand-computed cases: every mode, the coordinate transformations that differ, crop
 // with extrapolation, keep_aspect_ratio_policy and shape inference.
-#include "nn_op_runner.h"
+#include "op_test_util.h"
 
 using namespace yoloc;
 using namespace yoloc::testing;
