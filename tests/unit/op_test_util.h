@@ -106,12 +106,12 @@ inline std::vector<TensorType> infer_op(const std::string& op, const std::vector
 }
 
 template <typename T>
-Tensor tensor(Shape shape, std::vector<T> v) {
+Tensor tensor(Shape shape, const std::vector<T>& v) {
   return Tensor::from_vector<T>(std::move(shape), v);
 }
 
 /// A 1-D int64 tensor (axes, shapes, pads, ...).
-inline Tensor i64(std::vector<int64_t> v) {
+inline Tensor i64(const std::vector<int64_t>& v) {
   return Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v);
 }
 
@@ -208,7 +208,7 @@ inline void add_attr(onnx::ModelProto& m, const std::string& name, int64_t v) {
 inline void add_attr(onnx::ModelProto& m, const std::string& name, float v) {
   new_attr(m, name, onnx::AttributeProto::FLOAT)->set_f(v);
 }
-inline void add_attr(onnx::ModelProto& m, const std::string& name, std::vector<int64_t> v) {
+inline void add_attr(onnx::ModelProto& m, const std::string& name, const std::vector<int64_t>& v) {
   auto* a = new_attr(m, name, onnx::AttributeProto::INTS);
   for (int64_t x : v) a->add_ints(x);
 }

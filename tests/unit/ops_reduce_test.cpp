@@ -10,10 +10,6 @@ using namespace yoloc::testing;
 
 namespace {
 
-Tensor axes(std::vector<int64_t> a) {
-  return Tensor::from_vector<int64_t>({static_cast<int64_t>(a.size())}, a);
-}
-
 Attrs keep(int64_t k, int64_t noop = 0) {
   Attrs a;
   a.set("keepdims", k);
@@ -38,7 +34,7 @@ TEST(ReduceOps, AreReductions) {
 
 TEST(ReduceOps, AlongOneAxis) {
   auto r = [&](const char* op, int64_t k = 0) {
-    return run_op_exact(op, {m23(), constant(axes({1}))}, keep(k))[0];
+    return run_op_exact(op, {m23(), constant(i64({1}))}, keep(k))[0];
   };
   Tensor s = r("ReduceSum", 1);
   EXPECT_EQ(s.shape(), (Shape{2, 1}));
@@ -60,14 +56,14 @@ TEST(ReduceOps, AxesOmittedOrEmpty) {
   Tensor all = run_op_exact("ReduceSum", {m23()})[0];
   EXPECT_EQ(all.shape(), (Shape{1, 1}));
   expect_near(all, {21});
-  expect_near(run_op_exact("ReduceMean", {m23(), constant(axes({}))}, keep(0))[0], {3.5});
+  expect_near(run_op_exact("ReduceMean", {m23(), constant(i64({}))}, keep(0))[0], {3.5});
   // noop_with_empty_axes: the input unchanged.
-  Tensor same = run_op_exact("ReduceSum", {m23(), constant(axes({}))}, keep(1, 1))[0];
+  Tensor same = run_op_exact("ReduceSum", {m23(), constant(i64({}))}, keep(1, 1))[0];
   EXPECT_EQ(same.shape(), (Shape{2, 3}));
   expect_near(same, {1, 2, 3, 4, 5, 6});
   // Negative axes, several axes.
   Tensor x = Tensor::from_vector<double>({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
-  expect_near(run_op_exact("ReduceSum", {x, constant(axes({0, -1}))}, keep(0))[0],
+  expect_near(run_op_exact("ReduceSum", {x, constant(i64({0, -1}))}, keep(0))[0],
               {1 + 2 + 5 + 6, 3 + 4 + 7 + 8});
 }
 
@@ -104,7 +100,7 @@ TEST(ReduceOps, BoolMaxMinOnly) {
 
 TEST(ReduceOps, EmptyReductions) {
   Tensor x(DType::kFloat32, {0, 2});
-  auto r = [&](const char* op) { return run_op_exact(op, {x, constant(axes({0}))}, keep(0))[0]; };
+  auto r = [&](const char* op) { return run_op_exact(op, {x, constant(i64({0}))}, keep(0))[0]; };
   expect_near(r("ReduceSum"), {0, 0});
   expect_near(r("ReduceProd"), {1, 1});
   expect_near(r("ReduceMax"), {-INFINITY, -INFINITY});
@@ -113,8 +109,8 @@ TEST(ReduceOps, EmptyReductions) {
 }
 
 TEST(ReduceOps, BadAxes) {
-  EXPECT_THROW(run_op_exact("ReduceSum", {m23(), constant(axes({2}))}), UserError);
-  EXPECT_THROW(run_op_exact("ReduceSum", {m23(), constant(axes({1, -1}))}), UserError);
+  EXPECT_THROW(run_op_exact("ReduceSum", {m23(), constant(i64({2}))}), UserError);
+  EXPECT_THROW(run_op_exact("ReduceSum", {m23(), constant(i64({1, -1}))}), UserError);
   EXPECT_THROW(run_op_exact("ReduceSum", {m23(), constant(Tensor::from_vector<float>({1}, {1}))}),
                UserError);
 }
@@ -123,7 +119,7 @@ TEST(ReduceOps, InferenceWithSymbolsAndRuntimeAxes) {
   TensorType t(DType::kFloat32, {Dim::sym("batch"), Dim(3), Dim::sym("h")});
   Graph g;
   Value* x = g.add_value("x", t);
-  Node* n = g.add_node("ReduceMean", {x, g.add_constant("a", axes({2}))}, 1, keep(0));
+  Node* n = g.add_node("ReduceMean", {x, g.add_constant("a", i64({2}))}, 1, keep(0));
   infer_node(*n);
   EXPECT_EQ(n->outputs[0]->type.str(), "float32[batch, 3]");
   // Axes known only at run time: keepdims keeps the rank, dims unknown.
