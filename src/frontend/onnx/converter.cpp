@@ -5,13 +5,13 @@
 
 namespace yoloc::onnx_frontend {
 
-ConvertContext::ConvertContext(Graph& g, const onnx::NodeProto& node, int64_t opset_,
+ConvertContext::ConvertContext(Graph& g, const onnx::NodeProto& node, int64_t opset_version,
                                std::vector<Value*> inputs, Attrs attrs,
                                std::vector<std::string> output_names,
                                const std::map<std::string, TensorType>& declared)
     : graph(g),
       proto(node),
-      opset(opset_),
+      opset(opset_version),
       inputs_(std::move(inputs)),
       attrs_(std::move(attrs)),
       output_names_(std::move(output_names)),
