@@ -5,9 +5,13 @@
 namespace yoloc {
 
 int64_t normalize_axis(int64_t axis, int64_t rank, const Node& n) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+  return normalize_axis_upto(axis, rank, std::max<int64_t>(rank, 1) - 1, n);
+}
+
+int64_t normalize_axis_upto(int64_t axis, int64_t rank, int64_t max_axis, const Node& n) {
+  if (axis < -rank || axis > max_axis)
     user_error("{}: axis {} is out of range for rank {} (expected {}..{})", n.label(), axis, rank,
-               -rank, rank - 1);
+               -rank, max_axis);
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -167,9 +171,10 @@ std::vector<TensorType> infer_same_as_input0(const InferContext& ctx) { return {
 const Tensor& require_constant(const InferContext& ctx, size_t i, const char* what) {
   const Tensor* t = ctx.value(i);
   if (!t)
-    ctx.fail("{} (input {}) must be a constant known at compile time; this graph computes it at "
-             "run time, which yoloc does not support for this op",
-             what, i);
+    ctx.fail(
+        "{} (input {}) must be a constant known at compile time; this graph computes it at "
+        "run time, which yoloc does not support for this op",
+        what, i);
   return *t;
 }
 

@@ -11,6 +11,10 @@ namespace yoloc {
 /// Normalises a possibly negative axis into [0, rank); raises a UserError naming the node.
 int64_t normalize_axis(int64_t axis, int64_t rank, const Node& n);
 
+/// Normalises an axis in [-rank, max_axis] (e.g. max_axis = rank for Flatten's split point);
+/// raises a UserError naming the node.
+int64_t normalize_axis_upto(int64_t axis, int64_t rank, int64_t max_axis, const Node& n);
+
 /// Multidirectional (numpy) broadcast of dims for inference; unknown dims stay unknown, a
 /// symbolic dim broadcast with 1 stays symbolic. Raises a UserError on incompatible known dims.
 std::vector<Dim> broadcast_dims(const std::vector<const TensorType*>& types, const Node& n);

@@ -23,10 +23,7 @@ std::vector<bool> reduced_dims(const Tensor* axes, int64_t rank, const Node& n) 
   if (!axes || axes->numel() == 0) return std::vector<bool>(static_cast<size_t>(rank), !noop);
   std::vector<bool> mask(static_cast<size_t>(rank), false);
   for (int64_t a : axes->to_int64s()) {
-    if (a < -rank || a >= rank)
-      user_error("{}: axis {} is out of range for rank {} (expected {}..{})", n.label(), a, rank,
-                 -rank, rank - 1);
-    const size_t i = static_cast<size_t>(a < 0 ? a + rank : a);
+    const size_t i = static_cast<size_t>(normalize_axis_upto(a, rank, rank - 1, n));
     if (mask[i]) user_error("{}: axis {} is listed twice in axes", n.label(), a);
     mask[i] = true;
   }
@@ -74,8 +71,8 @@ std::vector<TensorType> infer_reduce(const InferContext& ctx, Reduce kind) {
     }
   }
   if (!t.has_rank) return {TensorType::unranked(t.dtype)};
-  return {TensorType(t.dtype, reduced_type_dims(t.dims, reduced_dims(axes, t.rank(), ctx.node),
-                                                keep))};
+  return {
+      TensorType(t.dtype, reduced_type_dims(t.dims, reduced_dims(axes, t.rank(), ctx.node), keep))};
 }
 
 /// For every input element, the flat index of the output element it reduces into.
@@ -122,8 +119,7 @@ std::vector<double> reduce_in_double(const std::vector<double>& x, const std::ve
   std::vector<double> r;
   switch (kind) {
     case Reduce::kMax: return max();
-    case Reduce::kMin:
-      return fold(inf, [](double a, double v) { return v < a || v != v ? v : a; });
+    case Reduce::kMin: return fold(inf, [](double a, double v) { return v < a || v != v ? v : a; });
     case Reduce::kSum: return sum();
     case Reduce::kSumSquare: return sum_sq();
     case Reduce::kProd: return fold(1.0, [](double a, double v) { return a * v; });
@@ -221,8 +217,8 @@ std::vector<Tensor> run_reduce(const Node& n, const std::vector<Tensor>& in, Red
       return Tensor();
     });
   } else {
-    const std::vector<double> r = reduce_in_double(x.to_doubles(), map, shape_numel(kept), count,
-                                                   kind);
+    const std::vector<double> r =
+        reduce_in_double(x.to_doubles(), map, shape_numel(kept), count, kind);
     out = Tensor::from_vector<double>(kept, r);
     if (x.dtype() != DType::kFloat64) out = out.cast(x.dtype());
   }
@@ -247,8 +243,8 @@ OpDef arg_def(const char* name, bool is_max) {
   OpDef d;
   d.name = name;
   d.traits = kTraitReduction;
-  d.doc = is_max ? "int64 index of the maximum along axis"
-                 : "int64 index of the minimum along axis";
+  d.doc =
+      is_max ? "int64 index of the maximum along axis" : "int64 index of the minimum along axis";
   d.infer = [](const InferContext& ctx) {
     const TensorType& t = ctx.type(0);
     if (t.dtype == DType::kBool || t.dtype == DType::kUndefined)

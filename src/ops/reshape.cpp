@@ -158,11 +158,7 @@ OpDef make_reshape() {
 }
 
 int64_t flatten_axis(const Node& n, int64_t rank) {
-  int64_t axis = n.attrs.get_int("axis", 1);
-  if (axis < -rank || axis > rank)
-    user_error("{}: axis {} is out of range for rank {} (expected {}..{})", n.label(), axis, rank,
-               -rank, rank);
-  return axis < 0 ? axis + rank : axis;
+  return normalize_axis_upto(n.attrs.get_int("axis", 1), rank, rank, n);
 }
 
 OpDef make_flatten() {

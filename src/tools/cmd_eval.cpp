@@ -1,8 +1,6 @@
 // yoloc eval MODEL --data DIR [--json FILE] [--family F] [--imgsz N] [--dump-detections FILE]
 #include <fmt/format.h>
 
-#include <fstream>
-
 #include "detect/eval.h"
 #include "tools/commands.h"
 #include "tools/detector_model.h"
@@ -18,22 +16,17 @@ struct EvalOptions {
   std::string dump;
 };
 
-void write_json(const std::string& path, const nlohmann::json& j, const char* option) {
-  std::ofstream f(path);
-  if (!(f << j.dump(2) << "\n")) user_error("{}: cannot write '{}'", option, path);
-}
-
 void run_eval(EvalOptions o) {
   o.model.conf = detect::kEvalConf;
   o.model.iou = detect::kEvalIou;
   o.model.max_det = detect::kEvalMaxDet;
   const DetectorModel m = load_detector_model(o.model);
   const detect::EvalReport r = detect::evaluate_dataset(*m.detector, o.data, /*progress=*/true);
-  const nlohmann::json summary = {{"map50", r.map.map50},
-                                  {"map50_95", r.map.map50_95},
-                                  {"images", r.results.size()}};
-  if (!o.json.empty()) write_json(o.json, summary, "--json");
-  if (!o.dump.empty()) write_json(o.dump, detect::to_json(r.results, m.names), "--dump-detections");
+  const nlohmann::json summary = {
+      {"map50", r.map.map50}, {"map50_95", r.map.map50_95}, {"images", r.results.size()}};
+  if (!o.json.empty()) write_json_file(o.json, summary, "--json");
+  if (!o.dump.empty())
+    write_json_file(o.dump, detect::to_json(r.results, m.names), "--dump-detections");
   fmt::print("{}\n", summary.dump());
 }
 
@@ -41,18 +34,13 @@ void run_eval(EvalOptions o) {
 
 void add_eval(CLI::App& app) {
   auto o = std::make_shared<EvalOptions>();
-  auto* c = app.add_subcommand(
-      "eval", "COCO-style box mAP of a model on a folder with images/ and YOLO labels/ "
-              "(conf 0.001, NMS IoU 0.7, at most 300 boxes per image)");
-  c->add_option("model", o->model.path, "ONNX model")->required();
+  auto* c =
+      app.add_subcommand("eval",
+                         "COCO-style box mAP of a model on a folder with images/ and YOLO labels/ "
+                         "(conf 0.001, NMS IoU 0.7, at most 300 boxes per image)");
+  add_detector_model_options(*c, o->model);
   c->add_option("--data", o->data, "dataset folder holding images/ and labels/")->required();
   c->add_option("--json", o->json, "also write {map50, map50_95, images} to FILE");
-  c->add_option("--family", o->model.family,
-                "model family when the model does not say: yolov5, yolov8, yolo11, yolov10, "
-                "yolox");
-  c->add_option("--imgsz", o->model.imgsz,
-                "input size for models with dynamic height/width (default: the export size, "
-                "else 640)");
   c->add_option("--dump-detections", o->dump,
                 "write the evaluated detections as JSON (the `yoloc run --json` format)");
   c->callback([o] { run_eval(*o); });

@@ -2,8 +2,6 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "core/npy.h"
 #include "frontend/onnx/importer.h"
@@ -46,11 +44,13 @@ void run_exec(const ExecOptions& o) {
     for (char& c : file)
       if (c == '/' || c == '\\' || c == ':') c = '_';
     write_npy((std::filesystem::path(o.output_dir) / (file + ".npy")).string(), t);
-    list.push_back({{"name", name}, {"file", file + ".npy"}, {"dtype", dtype_name(t.dtype())},
+    list.push_back({{"name", name},
+                    {"file", file + ".npy"},
+                    {"dtype", dtype_name(t.dtype())},
                     {"shape", t.shape()}});
   }
-  std::ofstream f(std::filesystem::path(o.output_dir) / "outputs.json");
-  f << nlohmann::json{{"outputs", list}}.dump(2) << "\n";
+  write_json_file((std::filesystem::path(o.output_dir) / "outputs.json").string(),
+                  nlohmann::json{{"outputs", list}}, "--output-dir");
   fmt::print("wrote {} output(s) to {}\n", outputs.size(), o.output_dir);
 }
 

@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 
@@ -43,15 +42,17 @@ std::vector<fs::path> plan_drawn_paths(const RunOptions& o) {
     for (const std::string& input : o.images) {
       std::error_code ec;
       if (fs::equivalent(p, input, ec))
-        user_error("--draw {}: the annotated image '{}' would overwrite the input image '{}'; "
-                   "choose another --draw folder",
-                   o.draw_dir, p.string(), input);
+        user_error(
+            "--draw {}: the annotated image '{}' would overwrite the input image '{}'; "
+            "choose another --draw folder",
+            o.draw_dir, p.string(), input);
     }
     auto [it, fresh] = taken.emplace(p.lexically_normal(), image);
     if (!fresh)
-      user_error("--draw {}: the inputs '{}' and '{}' would both be drawn to '{}'; run them "
-                 "separately or rename one",
-                 o.draw_dir, it->second, image, p.string());
+      user_error(
+          "--draw {}: the inputs '{}' and '{}' would both be drawn to '{}'; run them "
+          "separately or rename one",
+          o.draw_dir, it->second, image, p.string());
     out.push_back(p);
   }
   return out;
@@ -104,10 +105,7 @@ void run_run(const RunOptions& o) {
     fmt::print("{}\n", json.dump(2));
     return;
   }
-  if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    if (!(f << json.dump(2) << "\n")) user_error("--json: cannot write '{}'", o.json);
-  }
+  if (!o.json.empty()) write_json_file(o.json, json, "--json");
   print_summary(results, m.names);
   if (!drawn.empty()) fmt::print("annotated images written to {}\n", o.draw_dir);
 }
@@ -117,20 +115,17 @@ void run_run(const RunOptions& o) {
 void add_run(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* c = app.add_subcommand("run", "Detect objects in images with a YOLO model");
-  c->add_option("model", o->model.path, "ONNX model")->required();
+  add_detector_model_options(*c, o->model);
   c->add_option("images", o->images, "image files (JPEG, PNG, BMP)")->required();
-  c->add_option("--conf", o->model.conf, "score threshold")->capture_default_str()
+  c->add_option("--conf", o->model.conf, "score threshold")
+      ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  c->add_option("--iou", o->model.iou, "NMS IoU threshold")->capture_default_str()
+  c->add_option("--iou", o->model.iou, "NMS IoU threshold")
+      ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
-  c->add_option("--imgsz", o->model.imgsz,
-                "input size for models with dynamic height/width (default: the export size, "
-                "else 640)");
-  c->add_option("--family", o->model.family,
-                "model family when the model does not say: yolov5, yolov8, yolo11, yolov10, "
-                "yolox");
   c->add_option("--max-det", o->model.max_det, "most detections per image")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   c->add_option("--json", o->json, "write the detections as JSON to FILE, or to stdout with '-'");
   c->add_option("--draw", o->draw_dir, "write annotated images into DIR");
   c->callback([o] { run_run(*o); });

@@ -1,5 +1,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
 
 namespace yoloc::tools {
 
@@ -10,5 +12,9 @@ void add_exec(CLI::App& app);
 void add_inspect(CLI::App& app);
 void add_run(CLI::App& app);
 void add_eval(CLI::App& app);
+
+/// Writes `j`, indented, to the file `path`; a file that cannot be written is a UserError that
+/// names the command-line `option` the path came from.
+void write_json_file(const std::string& path, const nlohmann::json& j, const std::string& option);
 
 }  // namespace yoloc::tools

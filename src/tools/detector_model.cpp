@@ -65,11 +65,11 @@ DetectorModel load_detector_model(const DetectorModelOptions& o) {
   const bool static_hw = t.dims[2].known() && t.dims[3].known();
   if (o.imgsz != 0 && (o.imgsz < 0 || o.imgsz % stride != 0))
     user_error("--imgsz {} must be a positive multiple of the model's stride {}", o.imgsz, stride);
-  if (static_hw && o.imgsz != 0 &&
-      (t.dims[2].value != o.imgsz || t.dims[3].value != o.imgsz))
-    user_error("'{}' has a static input size {}x{} (HxW); it cannot run at --imgsz {}. Omit "
-               "--imgsz, or export the model with dynamic height and width",
-               o.path, t.dims[2].value, t.dims[3].value, o.imgsz);
+  if (static_hw && o.imgsz != 0 && (t.dims[2].value != o.imgsz || t.dims[3].value != o.imgsz))
+    user_error(
+        "'{}' has a static input size {}x{} (HxW); it cannot run at --imgsz {}. Omit "
+        "--imgsz, or export the model with dynamic height and width",
+        o.path, t.dims[2].value, t.dims[3].value, o.imgsz);
   int want_h = kDefaultImgsz, want_w = kDefaultImgsz;
   if (o.imgsz != 0) {
     want_h = want_w = o.imgsz;
@@ -96,8 +96,8 @@ DetectorModel load_detector_model(const DetectorModelOptions& o) {
   cfg.iou = o.iou;
   cfg.max_det = o.max_det;
   const Shape out = output_dims(*g);
-  cfg.family = o.family.empty() ? detect::detect_family(g->metadata, out)
-                                : detect::parse_family(o.family);
+  cfg.family =
+      o.family.empty() ? detect::detect_family(g->metadata, out) : detect::parse_family(o.family);
 
   DetectorModel m;
   m.names = detect::class_names(g->metadata, num_classes(cfg.family, out));
@@ -112,6 +112,15 @@ DetectorModel load_detector_model(const DetectorModelOptions& o) {
   };
   m.detector = std::make_unique<detect::Detector>(network, cfg);
   return m;
+}
+
+void add_detector_model_options(CLI::App& c, DetectorModelOptions& options) {
+  c.add_option("model", options.path, "ONNX model")->required();
+  c.add_option("--imgsz", options.imgsz,
+               "input size for models with dynamic height/width (default: the export size, else "
+               "640)");
+  c.add_option("--family", options.family,
+               "model family when the model does not say: yolov5, yolov8, yolo11, yolov10, yolox");
 }
 
 }  // namespace yoloc::tools

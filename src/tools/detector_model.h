@@ -1,6 +1,7 @@
 #pragma once
 /// Loads an ONNX detector for `yoloc run` / `yoloc eval`: import (fixing dynamic input sizes),
 /// family and class names from the metadata, and a Detector running the reference executor.
+#include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,5 +31,8 @@ struct DetectorModel {
 /// one-image-input detector, an --imgsz that a static model cannot take (or that is not a
 /// positive multiple of the stride), or a family that cannot be told (see detect_family).
 DetectorModel load_detector_model(const DetectorModelOptions& options);
+
+/// Adds the arguments every detector command takes to `c`: the model, --imgsz and --family.
+void add_detector_model_options(CLI::App& c, DetectorModelOptions& options);
 
 }  // namespace yoloc::tools

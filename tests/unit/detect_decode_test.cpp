@@ -4,9 +4,11 @@
 
 #include "core/error.h"
 #include "detect/decode.h"
+#include "test_util.h"
 
 using namespace yoloc;
 using namespace yoloc::detect;
+using yoloc::testing::error_of;
 
 namespace {
 
@@ -17,26 +19,15 @@ void expect_box(const Box& b, float x1, float y1, float x2, float y2) {
   EXPECT_FLOAT_EQ(b.y2, y2);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 }  // namespace
 
 TEST(Decode, YoloV8ChannelMajorBestClass) {
   // (1, 4 + 2, 3): rows cx, cy, w, h, cls0, cls1; one column per anchor.
-  const Tensor out = Tensor::from_vector<float>({1, 6, 3}, {
-      10, 50, 100,  // cx
-      20, 50, 100,  // cy
-      4, 8, 10,     // w
-      6, 8, 20,     // h
-      0.1f, 0.2f, 0.5f,
-      0.9f, 0.2f, 0.3f});
+  const Tensor out = Tensor::from_vector<float>({1, 6, 3}, {10, 50, 100,  // cx
+                                                            20, 50, 100,  // cy
+                                                            4, 8, 10,     // w
+                                                            6, 8, 20,     // h
+                                                            0.1f, 0.2f, 0.5f, 0.9f, 0.2f, 0.3f});
   const auto dets = decode_head(Family::kYoloV8, out, 0.25f, 640, 640);
   ASSERT_EQ(dets.size(), 2u);  // anchor 1's best score 0.2 is under 0.25
   expect_box(dets[0].box, 8, 17, 12, 23);
@@ -48,9 +39,9 @@ TEST(Decode, YoloV8ChannelMajorBestClass) {
 
 TEST(Decode, YoloV5ScoreIsObjectnessTimesClass) {
   // (1, 2, 5 + 2): cx, cy, w, h, obj, cls0, cls1.
-  const Tensor out = Tensor::from_vector<float>({1, 2, 7}, {
-      10, 10, 4, 4, 0.5f, 0.6f, 0.2f,    // 0.30 > 0.25
-      30, 30, 4, 4, 0.9f, 0.1f, 0.2f});  // 0.18
+  const Tensor out =
+      Tensor::from_vector<float>({1, 2, 7}, {10, 10, 4, 4, 0.5f, 0.6f, 0.2f,    // 0.30 > 0.25
+                                             30, 30, 4, 4, 0.9f, 0.1f, 0.2f});  // 0.18
   const auto dets = decode_head(Family::kYoloV5, out, 0.25f, 640, 640);
   ASSERT_EQ(dets.size(), 1u);
   EXPECT_FLOAT_EQ(dets[0].score, 0.3f);
@@ -85,16 +76,15 @@ TEST(Decode, YoloxRawGrid) {
 }
 
 TEST(Decode, YoloxRowCountMustMatchGrid) {
-  const std::string msg = error_of(
-      [] { decode_head(Family::kYoloX, Tensor(DType::kFloat32, {1, 80, 7}), 0.25f, 64, 64); });
+  const std::string msg = error_of([] {
+    decode_head(Family::kYoloX, Tensor(DType::kFloat32, {1, 80, 7}), 0.25f, 64, 64);
+  });
   EXPECT_NE(msg.find("84 grid cells"), std::string::npos) << msg;
 }
 
 TEST(Decode, YoloV10RowsAsTheyAre) {
-  const Tensor out = Tensor::from_vector<float>({1, 3, 6}, {
-      1, 2, 30, 40, 0.9f, 5,
-      5, 5, 9, 9, 0.1f, 0,
-      0, 0, 10, 10, 0.3f, 2});
+  const Tensor out = Tensor::from_vector<float>(
+      {1, 3, 6}, {1, 2, 30, 40, 0.9f, 5, 5, 5, 9, 9, 0.1f, 0, 0, 0, 10, 10, 0.3f, 2});
   const auto dets = decode_head(Family::kYoloV10, out, 0.25f, 640, 640);
   ASSERT_EQ(dets.size(), 2u);
   expect_box(dets[0].box, 1, 2, 30, 40);

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "detect/eval.h"
+#include "test_util.h"
 
 using namespace yoloc;
 using namespace yoloc::detect;
@@ -15,14 +16,7 @@ namespace {
 Detection det(Box b, float score, int cls = 0) { return {b, score, cls}; }
 GroundTruth gt(Box b, int cls = 0) { return {b, cls}; }
 
-fs::path temp_dir() {
-  const fs::path d = fs::temp_directory_path() /
-                     ("yoloc_detect_eval_" +
-                      std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+fs::path temp_dir() { return yoloc::testing::temp_dir("detect_eval"); }
 
 }  // namespace
 
@@ -43,17 +37,17 @@ TEST(Map, IouDecidesThresholdsPassed) {
 TEST(Map, InterpolatedPrecision101Points) {
   // Two objects; by score: hit, false positive, hit. Recall .5, .5, 1; precision 1, 1/2, 2/3,
   // made monotone: 1, 2/3, 2/3. Recall points 0.00..0.50 (51) read 1, 0.51..1.00 (50) read 2/3.
-  const MapResult r = compute_map({{{det({0, 0, 10, 10}, 0.9f), det({50, 50, 60, 60}, 0.8f),
-                                     det({20, 0, 30, 10}, 0.7f)},
-                                    {gt({0, 0, 10, 10}), gt({20, 0, 30, 10})}}});
+  const MapResult r = compute_map(
+      {{{det({0, 0, 10, 10}, 0.9f), det({50, 50, 60, 60}, 0.8f), det({20, 0, 30, 10}, 0.7f)},
+        {gt({0, 0, 10, 10}), gt({20, 0, 30, 10})}}});
   EXPECT_NEAR(r.map50, (51.0 + 50.0 * 2.0 / 3.0) / 101.0, 1e-12);
 }
 
 TEST(Map, ScoreOrderAcrossImages) {
   // The false positive of image 2 outranks the hit of image 1: precision 0 then 1/2 -> 1/2 at
   // every recall point.
-  const MapResult r = compute_map({{{det({0, 0, 10, 10}, 0.5f)}, {gt({0, 0, 10, 10})}},
-                                   {{det({0, 0, 10, 10}, 0.9f)}, {}}});
+  const MapResult r = compute_map(
+      {{{det({0, 0, 10, 10}, 0.5f)}, {gt({0, 0, 10, 10})}}, {{det({0, 0, 10, 10}, 0.9f)}, {}}});
   EXPECT_NEAR(r.map50, 0.5, 1e-12);
 }
 
@@ -68,12 +62,12 @@ TEST(Map, MatchesHighestIouUnmatchedGroundTruth) {
 
 TEST(Map, OneDetectionMatchesOneObject) {
   // Two detections of one object: the second is a false positive after the hit; AP stays 1.
-  const MapResult r = compute_map(
-      {{{det({0, 0, 10, 10}, 0.9f), det({0, 0, 10, 10}, 0.8f)}, {gt({0, 0, 10, 10})}}});
+  const MapResult r =
+      compute_map({{{det({0, 0, 10, 10}, 0.9f), det({0, 0, 10, 10}, 0.8f)}, {gt({0, 0, 10, 10})}}});
   EXPECT_DOUBLE_EQ(r.map50, 1.0);
   // Reversed scores of a good and a bad box of the same object: precision 0, 1/2 -> AP 1/2.
-  const MapResult r2 = compute_map(
-      {{{det({0, 0, 10, 10}, 0.5f), det({0, 0, 10, 3}, 0.9f)}, {gt({0, 0, 10, 10})}}});
+  const MapResult r2 =
+      compute_map({{{det({0, 0, 10, 10}, 0.5f), det({0, 0, 10, 3}, 0.9f)}, {gt({0, 0, 10, 10})}}});
   EXPECT_NEAR(r2.map50, 0.5, 1e-12);
 }
 

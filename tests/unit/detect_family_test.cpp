@@ -2,28 +2,19 @@
 
 #include "core/error.h"
 #include "detect/family.h"
+#include "test_util.h"
 
 using namespace yoloc;
 using namespace yoloc::detect;
+using yoloc::testing::error_of;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-const Metadata kYoloV8Meta = {{"author", "Ultralytics"},
-                              {"description", "Ultralytics YOLOv8n model trained on coco.yaml"},
-                              {"task", "detect"},
-                              {"stride", "32"},
-                              {"imgsz", "[640, 640]"},
-                              {"names", "{0: 'person', 1: 'bicycle'}"},
-                              {"end2end", "False"}};
+const Metadata kYoloV8Meta = {
+    {"author", "Ultralytics"}, {"description", "Ultralytics YOLOv8n model trained on coco.yaml"},
+    {"task", "detect"},        {"stride", "32"},
+    {"imgsz", "[640, 640]"},   {"names", "{0: 'person', 1: 'bicycle'}"},
+    {"end2end", "False"}};
 
 }  // namespace
 
@@ -90,7 +81,9 @@ TEST(Family, NoMetadataAsksForFamilyOption) {
 TEST(Family, OtherTasksAreRejected) {
   Metadata seg = kYoloV8Meta;
   seg["task"] = "segment";
-  EXPECT_NE(error_of([&] { detect_family(seg, {1, 116, 8400}); }).find("segment"),
+  EXPECT_NE(error_of([&] {
+              detect_family(seg, {1, 116, 8400});
+            }).find("segment"),
             std::string::npos);
 }
 

@@ -5,30 +5,16 @@
 
 #include "core/error.h"
 #include "detect/image.h"
+#include "test_util.h"
 
 using namespace yoloc;
 using namespace yoloc::detect;
+using yoloc::testing::error_of;
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path temp_dir() {
-  const fs::path d = fs::temp_directory_path() /
-                     ("yoloc_detect_image_" + std::to_string(::testing::UnitTest::GetInstance()
-                                                                 ->random_seed()) +
-                      "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::create_directories(d);
-  return d;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
+fs::path temp_dir() { return yoloc::testing::temp_dir("detect_image"); }
 
 }  // namespace
 

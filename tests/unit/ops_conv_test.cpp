@@ -1,5 +1,5 @@
 // Conv, ConvInteger and ConvTranspose on small hand-computed cases.
-#include "nn_op_runner.h"
+#include "op_test_util.h"
 
 using namespace yoloc;
 using namespace yoloc::testing;
@@ -13,7 +13,7 @@ Tensor iota_image(int64_t h, int64_t w) {  // 1, 2, 3, ... in a 1x1xhxw image
   return tensor<float>({1, 1, h, w}, v);
 }
 
-Tensor ones(Shape s) { return tensor<float>(s, std::vector<float>(shape_numel(s), 1.0f)); }
+Tensor ones(const Shape& s) { return tensor<float>(s, std::vector<float>(shape_numel(s), 1.0f)); }
 
 }  // namespace
 

@@ -1,5 +1,5 @@
 // MatMul, MatMulInteger and Gemm on small hand-computed cases.
-#include "nn_op_runner.h"
+#include "op_test_util.h"
 
 using namespace yoloc;
 using namespace yoloc::testing;

@@ -1,5 +1,5 @@
 // BatchNormalization, InstanceNormalization and LayerNormalization on hand-computed cases.
-#include "nn_op_runner.h"
+#include "op_test_util.h"
 
 using namespace yoloc;
 using namespace yoloc::testing;

@@ -1,30 +1,21 @@
 // MaxPool, AveragePool, LpPool and the global pools on small hand-computed cases.
-#include "nn_op_runner.h"
+#include "op_test_util.h"
 
 using namespace yoloc;
 using namespace yoloc::testing;
 using Ints = std::vector<int64_t>;
 
-namespace {
-
-Tensor iota4x4() {  // 0..15 in a 1x1x4x4 image
-  std::vector<float> v(16);
-  for (int i = 0; i < 16; ++i) v[i] = static_cast<float>(i);
-  return tensor<float>({1, 1, 4, 4}, v);
-}
-
-}  // namespace
-
 TEST(MaxPool, StridedWindowsWithIndices) {
   const Attrs a = attrs({{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
-  auto y = run_op("MaxPool", {iota4x4()}, a, 2);
+  auto y = run_op("MaxPool", {iota_f32({1, 1, 4, 4})}, a, 2);
   expect_values(y[0], {1, 1, 2, 2}, {5, 7, 13, 15});
   EXPECT_EQ(y[1].dtype(), DType::kInt64);
   expect_values(y[1], {1, 1, 2, 2}, {5, 7, 13, 15});
   Attrs col = a;
   col.set("storage_order", int64_t{1});
   // Column-major index of (h, w) is w * H + h.
-  expect_values(run_op("MaxPool", {iota4x4()}, col, 2)[1], {1, 1, 2, 2}, {5, 13, 7, 15});
+  expect_values(run_op("MaxPool", {iota_f32({1, 1, 4, 4})}, col, 2)[1], {1, 1, 2, 2},
+                {5, 13, 7, 15});
 }
 
 TEST(MaxPool, CeilModeDilationsAndPads) {
@@ -60,7 +51,7 @@ TEST(AveragePool, CountIncludePad) {
 }
 
 TEST(AveragePool, TwoDimensional) {
-  expect_values(run_op("AveragePool", {iota4x4()},
+  expect_values(run_op("AveragePool", {iota_f32({1, 1, 4, 4})},
                        attrs({{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}}))[0],
                 {1, 1, 2, 2}, {2.5, 4.5, 10.5, 12.5});
 }
@@ -82,6 +73,7 @@ TEST(Pool, InferenceAndErrors) {
   auto t = infer_op("MaxPool", {x}, {},
                     attrs({{"kernel_shape", Ints{5, 5}}, {"pads", Ints{2, 2, 2, 2}}}));
   EXPECT_EQ(t[0].str(), "float32[batch, 8, 20, 20]");
-  EXPECT_THROW(run_op("MaxPool", {iota4x4()}), UserError);  // no kernel_shape
-  EXPECT_THROW(run_op("MaxPool", {iota4x4()}, attrs({{"kernel_shape", Ints{5, 5}}})), UserError);
+  EXPECT_THROW(run_op("MaxPool", {iota_f32({1, 1, 4, 4})}), UserError);  // no kernel_shape
+  EXPECT_THROW(run_op("MaxPool", {iota_f32({1, 1, 4, 4})}, attrs({{"kernel_shape", Ints{5, 5}}})),
+               UserError);
 }

@@ -1,5 +1,5 @@
 // QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear: rounding, saturation, per-axis.
-#include "nn_op_runner.h"
+#include "op_test_util.h"
 
 using namespace yoloc;
 using namespace yoloc::testing;

@@ -1,6 +1,6 @@
 // Resize on hand-computed cases: every mode, the coordinate transformations that differ, crop
 // with extrapolation, keep_aspect_ratio_policy and shape inference.
-#include "nn_op_runner.h"
+#include "op_test_util.h"
 
 using namespace yoloc;
 using namespace yoloc::testing;
@@ -8,9 +8,6 @@ using namespace yoloc::testing;
 namespace {
 
 Tensor scales(std::vector<float> s) { return tensor<float>({static_cast<int64_t>(s.size())}, s); }
-Tensor sizes(std::vector<int64_t> s) {
-  return tensor<int64_t>({static_cast<int64_t>(s.size())}, s);
-}
 Attrs resize_attrs(const std::string& mode, const std::string& coord) {
   Attrs a;
   a.set("mode", mode);
@@ -31,14 +28,14 @@ TEST(Resize, NearestAsymmetricUpsample) {
 TEST(Resize, NearestModes) {
   // half_pixel, 2 -> 3: sources -1/6, 1/2, 7/6.
   Attrs a = resize_attrs("nearest", "half_pixel");
-  expect_values(run_op("Resize", {kRow, Tensor(), Tensor(), sizes({1, 1, 1, 3})}, a)[0],
-                {1, 1, 1, 3}, {0, 0, 4});
+  expect_values(run_op("Resize", {kRow, Tensor(), Tensor(), i64({1, 1, 1, 3})}, a)[0], {1, 1, 1, 3},
+                {0, 0, 4});
   a.set("nearest_mode", std::string("round_prefer_ceil"));
-  expect_values(run_op("Resize", {kRow, Tensor(), Tensor(), sizes({1, 1, 1, 3})}, a)[0],
-                {1, 1, 1, 3}, {0, 4, 4});
+  expect_values(run_op("Resize", {kRow, Tensor(), Tensor(), i64({1, 1, 1, 3})}, a)[0], {1, 1, 1, 3},
+                {0, 4, 4});
   a.set("nearest_mode", std::string("ceil"));
-  expect_values(run_op("Resize", {kRow, Tensor(), Tensor(), sizes({1, 1, 1, 3})}, a)[0],
-                {1, 1, 1, 3}, {0, 4, 4});
+  expect_values(run_op("Resize", {kRow, Tensor(), Tensor(), i64({1, 1, 1, 3})}, a)[0], {1, 1, 1, 3},
+                {0, 4, 4});
 }
 
 TEST(Resize, LinearCoordinateModes) {
@@ -49,14 +46,14 @@ TEST(Resize, LinearCoordinateModes) {
   expect_values(run_op("Resize", {kRow, Tensor(), scales({1, 1, 1, 2})},
                        resize_attrs("linear", "asymmetric"))[0],
                 {1, 1, 1, 4}, {0, 2, 4, 4});
-  expect_values(run_op("Resize", {kRow, Tensor(), Tensor(), sizes({1, 1, 1, 3})},
+  expect_values(run_op("Resize", {kRow, Tensor(), Tensor(), i64({1, 1, 1, 3})},
                        resize_attrs("linear", "align_corners"))[0],
                 {1, 1, 1, 3}, {0, 2, 4});
 }
 
 TEST(Resize, BilinearMixesBothAxes) {
   auto x = tensor<float>({1, 1, 2, 2}, {0, 1, 2, 3});
-  auto y = run_op("Resize", {x, Tensor(), Tensor(), sizes({1, 1, 3, 3})},
+  auto y = run_op("Resize", {x, Tensor(), Tensor(), i64({1, 1, 3, 3})},
                   resize_attrs("linear", "align_corners"));
   expect_values(y[0], {1, 1, 3, 3}, {0, 0.5, 1, 1, 1.5, 2, 2, 2.5, 3});
 }
@@ -78,7 +75,7 @@ TEST(Resize, CropAndResizeExtrapolates) {
   Attrs a = resize_attrs("linear", "tf_crop_and_resize");
   a.set("extrapolation_value", 9.0f);
   // Width roi [-1, 1] samples at -2, 0, 2.
-  auto y = run_op("Resize", {x, tensor<float>({4}, {0, -1, 1, 1}), Tensor(), sizes({1, 3})}, a);
+  auto y = run_op("Resize", {x, tensor<float>({4}, {0, -1, 1, 1}), Tensor(), i64({1, 3})}, a);
   expect_values(y[0], {1, 3}, {9, 1, 3});
 }
 
@@ -87,10 +84,10 @@ TEST(Resize, AxesAndKeepAspectRatio) {
   Attrs a = resize_attrs("nearest", "asymmetric");
   a.set("axes", std::vector<int64_t>{2, 3});
   a.set("keep_aspect_ratio_policy", std::string("not_larger"));
-  auto y = run_op("Resize", {x, Tensor(), Tensor(), sizes({4, 4})}, a);
+  auto y = run_op("Resize", {x, Tensor(), Tensor(), i64({4, 4})}, a);
   expect_values(y[0], {1, 1, 4, 2}, {1, 1, 1, 1, 2, 2, 2, 2});
   a.set("keep_aspect_ratio_policy", std::string("not_smaller"));
-  EXPECT_EQ(run_op("Resize", {x, Tensor(), Tensor(), sizes({4, 4})}, a)[0].shape(),
+  EXPECT_EQ(run_op("Resize", {x, Tensor(), Tensor(), i64({4, 4})}, a)[0].shape(),
             (Shape{1, 1, 8, 4}));
 }
 

@@ -2,10 +2,10 @@
 // sub-graphs. Expected values are hand-computed.
 #include <gtest/gtest.h>
 
-#include "ops_test_util.h"
+#include "op_test_util.h"
 
 using namespace yoloc;
-using yoloc::test::run_op;
+using yoloc::testing::run_op;
 
 namespace {
 

@@ -5,13 +5,13 @@
 
 namespace yoloc::onnx_frontend {
 
-ConvertContext::ConvertContext(Graph& g, const onnx::NodeProto& node, int64_t opset_,
+ConvertContext::ConvertContext(Graph& g, const onnx::NodeProto& node, int64_t opset_version,
                                std::vector<Value*> inputs, Attrs attrs,
                                std::vector<std::string> output_names,
                                const std::map<std::string, TensorType>& declared)
     : graph(g),
       proto(node),
-      opset(opset_),
+      opset(opset_version),
       inputs_(std::move(inputs)),
       attrs_(std::move(attrs)),
       output_names_(std::move(output_names)),
@@ -30,16 +30,16 @@ Node* ConvertContext::emit(const std::string& op, std::vector<Value*> inputs, At
     if (d != declared_.end()) v->type = d->second;
     outs.push_back(v);
   }
-  Node* node = graph.add_node_with_outputs(op, std::move(inputs), std::move(outs),
-                                           std::move(attrs), node_name());
+  Node* node = graph.add_node_with_outputs(op, std::move(inputs), std::move(outs), std::move(attrs),
+                                           node_name());
   infer_node(*node);
   return node;
 }
 
 Node* ConvertContext::emit_internal(const std::string& op, std::vector<Value*> inputs, Attrs attrs,
                                     size_t num_outputs) {
-  Node* node = graph.add_node(op, std::move(inputs), num_outputs, std::move(attrs),
-                              node_name() + "/" + op);
+  Node* node =
+      graph.add_node(op, std::move(inputs), num_outputs, std::move(attrs), node_name() + "/" + op);
   infer_node(*node);
   return node;
 }
@@ -87,6 +87,26 @@ void convert_passthrough(ConvertContext& ctx) {
   if (!OpRegistry::global().find(ctx.op_type()))
     internal_error("converter for {} passes through to an unregistered IR op", ctx.op_type());
   ctx.passthrough();
+}
+
+Value* ints_constant(ConvertContext& ctx, const std::vector<int64_t>& v, const std::string& hint) {
+  return ctx.constant(Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v), hint);
+}
+
+std::vector<Value*> variadic_inputs(const ConvertContext& ctx) {
+  std::vector<Value*> ins;
+  for (Value* v : ctx.inputs())
+    if (v) ins.push_back(v);
+  if (ins.empty()) ctx.fail("needs at least one input");
+  return ins;
+}
+
+Value* chain_internal(ConvertContext& ctx, const std::string& op,
+                      const std::vector<Value*>& values) {
+  Value* acc = values.at(0);
+  for (size_t i = 1; i < values.size(); ++i)
+    acc = ctx.emit_internal(op, {acc, values[i]}, {})->outputs[0];
+  return acc;
 }
 
 }  // namespace yoloc::onnx_frontend

@@ -83,9 +83,21 @@ class ConverterRegistry {
 /// A converter that emits the node unchanged (the ONNX op and the IR op agree).
 void convert_passthrough(ConvertContext& ctx);
 
+/// A new constant holding `v` as a 1-D int64 tensor (the axes, pads, starts... that older opsets
+/// gave as attributes).
+Value* ints_constant(ConvertContext& ctx, const std::vector<int64_t>& v, const std::string& hint);
+
+/// The present inputs of a variadic op (Sum, Mean, Max, Min); a UserError when there are none.
+std::vector<Value*> variadic_inputs(const ConvertContext& ctx);
+
+/// `values` (at least one) combined left to right with the binary IR op `op`, in intermediate
+/// nodes.
+Value* chain_internal(ConvertContext& ctx, const std::string& op,
+                      const std::vector<Value*>& values);
+
 }  // namespace yoloc::onnx_frontend
 
 /// Registers a converter: `YOLOC_REGISTER_CONVERTER("Split", 13, convert_split_13);`.
-#define YOLOC_REGISTER_CONVERTER(op_type, since, fn)                                          \
-  static const bool YOLOC_CONCAT(yoloc_conv_registered_, __LINE__) [[maybe_unused]] =         \
+#define YOLOC_REGISTER_CONVERTER(op_type, since, fn)                                  \
+  static const bool YOLOC_CONCAT(yoloc_conv_registered_, __LINE__) [[maybe_unused]] = \
       ::yoloc::onnx_frontend::ConverterRegistry::global().add(op_type, since, fn)

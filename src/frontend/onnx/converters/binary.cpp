@@ -26,17 +26,14 @@ void convert_pow(ConvertContext& ctx) {
 /// Max/Min/Sum of 1..N inputs -> a chain of binary ops (an Identity for one input).
 void convert_variadic(ConvertContext& ctx) {
   const std::string op = ctx.op_type() == "Sum" ? "Add" : ctx.op_type();
-  std::vector<Value*> ins;
-  for (Value* v : ctx.inputs())
-    if (v) ins.push_back(v);
-  if (ins.empty()) ctx.fail("needs at least one input");
+  std::vector<Value*> ins = variadic_inputs(ctx);
   if (ins.size() == 1) {
-    ctx.emit("Identity", {ins[0]}, {});
+    ctx.emit("Identity", ins, {});
     return;
   }
-  Value* acc = ins[0];
-  for (size_t i = 1; i + 1 < ins.size(); ++i) acc = ctx.emit_internal(op, {acc, ins[i]}, {})->outputs[0];
-  ctx.emit(op, {acc, ins.back()}, {});
+  Value* last = ins.back();
+  ins.pop_back();
+  ctx.emit(op, {chain_internal(ctx, op, ins), last}, {});
 }
 
 }  // namespace

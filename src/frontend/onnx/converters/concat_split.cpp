@@ -6,10 +6,6 @@ namespace yoloc::onnx_frontend {
 
 namespace {
 
-Value* ints_constant(ConvertContext& ctx, const std::vector<int64_t>& v, const std::string& hint) {
-  return ctx.constant(Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v), hint);
-}
-
 /// Split < 13: attribute split -> input.
 void convert_split_2(ConvertContext& ctx) {
   Attrs a = ctx.attrs();

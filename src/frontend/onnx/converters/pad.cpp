@@ -12,12 +12,7 @@ void convert_pad_2(ConvertContext& ctx) {
   Tensor value = Tensor::scalar<float>(ctx.attrs().get_float("value", 0.0f)).cast(x->type.dtype);
   Attrs a;
   a.set("mode", ctx.attrs().get_string("mode", "constant"));
-  ctx.emit("Pad",
-           {x,
-            ctx.constant(Tensor::from_vector<int64_t>({static_cast<int64_t>(pads.size())}, pads),
-                         "pads"),
-            ctx.constant(value, "value")},
-           a);
+  ctx.emit("Pad", {x, ints_constant(ctx, pads, "pads"), ctx.constant(value, "value")}, a);
 }
 
 }  // namespace

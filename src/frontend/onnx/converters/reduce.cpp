@@ -10,9 +10,7 @@ namespace {
 void convert_reduce_axes_attr(ConvertContext& ctx) {
   std::vector<Value*> ins{ctx.input(0)};
   if (ctx.attrs().has("axes")) {
-    const std::vector<int64_t> axes = ctx.attrs().get_ints("axes");
-    ins.push_back(ctx.constant(
-        Tensor::from_vector<int64_t>({static_cast<int64_t>(axes.size())}, axes), "axes"));
+    ins.push_back(ints_constant(ctx, ctx.attrs().get_ints("axes"), "axes"));
   }
   Attrs a;
   a.set("keepdims", ctx.attrs().get_int("keepdims", 1));
@@ -21,17 +19,12 @@ void convert_reduce_axes_attr(ConvertContext& ctx) {
 
 /// Mean of 1..N inputs -> a chain of Adds divided by N (an Identity for one input).
 void convert_mean(ConvertContext& ctx) {
-  std::vector<Value*> ins;
-  for (Value* v : ctx.inputs())
-    if (v) ins.push_back(v);
-  if (ins.empty()) ctx.fail("needs at least one input");
+  const std::vector<Value*> ins = variadic_inputs(ctx);
   if (ins.size() == 1) {
-    ctx.emit("Identity", {ins[0]}, {});
+    ctx.emit("Identity", ins, {});
     return;
   }
-  Value* acc = ins[0];
-  for (size_t i = 1; i < ins.size(); ++i)
-    acc = ctx.emit_internal("Add", {acc, ins[i]}, {})->outputs[0];
+  Value* acc = chain_internal(ctx, "Add", ins);
   const Tensor n = Tensor::scalar<float>(static_cast<float>(ins.size())).cast(acc->type.dtype);
   ctx.emit("Div", {acc, ctx.constant(n, "count")}, {});
 }

@@ -11,9 +11,7 @@ void convert_axes_attr(ConvertContext& ctx) {
   Attrs a = ctx.attrs();
   std::vector<Value*> ins{ctx.input(0)};
   if (a.has("axes")) {
-    const std::vector<int64_t> axes = a.get_ints("axes");
-    ins.push_back(ctx.constant(
-        Tensor::from_vector<int64_t>({static_cast<int64_t>(axes.size())}, axes), "axes"));
+    ins.push_back(ints_constant(ctx, a.get_ints("axes"), "axes"));
     a.erase("axes");
   } else if (ctx.op_type() == "Unsqueeze") {
     ctx.fail("attribute 'axes' is required");
