@@ -2,14 +2,16 @@
 // own input size): imports and optimizes the model for target "cpu", builds all conv groups
 // with their default schedule configs into one shared object, times each layer (median of N
 // runs) and the whole sequence at 1 and 2 threads, and compares with ONNX Runtime's time for
-// the whole model (bench/ort_model.py, run before and after ours). Writes JSON.
+// the whole model (bench/ort_model.py), in alternating rounds. Writes JSON.
 //
-//   yoloc_cpu_conv_bench [MODEL.onnx] [--iters N] [--json FILE] [--ort-script PATH]
+//   yoloc_cpu_conv_bench [MODEL.onnx] [--iters N] [--rounds N] [--json FILE] [--ort-script PATH]
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -44,6 +46,12 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
 nlohmann::json run_ort(const std::string& script, const std::string& model, int threads) {
   const std::string cmd = "python3 '" + script + "' --model '" + model + "' --threads " +
                           std::to_string(threads) + " 2>/dev/null";
@@ -65,10 +73,11 @@ nlohmann::json run_ort(const std::string& script, const std::string& model, int 
 int main(int argc, char** argv) {
   std::string model = "/work/shared/models/yolov8n.onnx", json_path = "cpu_conv_bench.json";
   std::string ort_script = std::string(YOLOC_SOURCE_DIR) + "/bench/ort_model.py";
-  int iters = 15;
+  int iters = 15, rounds = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--iters" && i + 1 < argc) iters = std::stoi(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc) rounds = std::stoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--ort-script" && i + 1 < argc) ort_script = argv[++i];
     else model = a;
@@ -136,56 +145,97 @@ int main(int argc, char** argv) {
     result["gflop"] = gflop;
     result["compile_s"] = compile_s;
     result["hardware_threads"] = std::thread::hardware_concurrency();
-    result["ort_before"] = run_ort(ort_script, model, 2);
-    for (int threads : {1, 2}) {
-      ThreadPool pool(threads);
-      const auto run_layer = [&](Layer& l) {
-        pool.parallel_for(l.kernel.work_items, [&](int64_t b, int64_t e) {
-          l.fn(l.in.data(), l.w.data(), l.bias.data(), l.res.empty() ? nullptr : l.res.data(),
-               l.out.data(), b, e);
-        });
-      };
+    // Per-layer medians, then alternating rounds of ONNX Runtime (whole model) and our conv
+    // sequence at 1 and 2 threads, so both see the same machine load.
+    std::vector<std::unique_ptr<ThreadPool>> pools;
+    for (int threads : {1, 2}) pools.push_back(std::make_unique<ThreadPool>(threads));
+    const auto run_layer = [&](ThreadPool& pool, Layer& l) {
+      pool.parallel_for(l.kernel.work_items, [&](int64_t b, int64_t e) {
+        l.fn(l.in.data(), l.w.data(), l.bias.data(), l.res.empty() ? nullptr : l.res.data(),
+             l.out.data(), b, e);
+      });
+    };
+    for (auto& pool : pools) {
       nlohmann::json per_layer = nlohmann::json::array();
       double sum_ms = 0;
       for (Layer& l : layers) {
-        run_layer(l);
+        run_layer(*pool, l);
         std::vector<double> ms;
         for (int i = 0; i < iters; ++i) {
           const auto a = Clock::now();
-          run_layer(l);
+          run_layer(*pool, l);
           ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - a).count());
         }
         const double m = median(ms);
         sum_ms += m;
         per_layer.push_back({{"key", l.task.key()}, {"config", l.cfg.str()}, {"median_ms", m},
                              {"gflops", l.task.flops() / m / 1e6}});
-        if (threads == 2) {
-          std::printf("  %-80s %-40s %7.3f ms %6.1f GFLOP/s\n", l.task.key().c_str(),
+        if (pool->threads() == 2) {
+          std::printf("  %-72s %-38s %7.3f ms %6.1f GFLOP/s\n", l.task.key().c_str(),
                       l.cfg.str().c_str(), m, l.task.flops() / m / 1e6);
         }
       }
-      std::vector<double> seq;
-      for (int i = 0; i < iters; ++i) {
-        const auto a = Clock::now();
-        for (Layer& l : layers) run_layer(l);
-        seq.push_back(std::chrono::duration<double, std::milli>(Clock::now() - a).count());
-      }
-      const double seq_ms = median(seq);
-      std::printf("threads %d: sum of layer medians %.2f ms (%.1f GFLOP/s), whole sequence median "
-                  "%.2f ms (min %.2f)\n", threads, sum_ms, gflop / sum_ms * 1e3, seq_ms,
-                  *std::min_element(seq.begin(), seq.end()));
-      const std::string k = "threads_" + std::to_string(threads);
-      result[k] = {{"sum_of_layer_medians_ms", sum_ms}, {"sequence_median_ms", seq_ms},
-                   {"sequence_min_ms", *std::min_element(seq.begin(), seq.end())},
-                   {"layers", per_layer}};
+      const std::string k = "threads_" + std::to_string(pool->threads());
+      result[k]["sum_of_layer_medians_ms"] = sum_ms;
+      result[k]["layers"] = per_layer;
+      std::printf("threads %d: sum of layer medians %.2f ms (%.1f GFLOP/s)\n", pool->threads(),
+                  sum_ms, gflop / sum_ms * 1e3);
     }
-    result["ort_after"] = run_ort(ort_script, model, 2);
-    for (const char* k : {"ort_before", "ort_after"}) {
-      if (!result[k].is_null()) {
-        std::printf("ONNX Runtime %s, whole model, 2 threads (%s): median %.2f ms, min %.2f ms\n",
-                    result[k].value("ort_version", "?").c_str(), k,
-                    result[k]["median_ms"].get<double>(), result[k]["min_ms"].get<double>());
+    // CPU time of one thread is nearly independent of the machine's load (other processes only
+    // pollute caches), so ORT with 1 thread vs our 1-thread sequence in CPU time is the fairer
+    // comparison on a shared machine.
+    std::vector<double> ort_ms, ort1_cpu_ms, seq_cpu_ms, seq_ms[2];
+    nlohmann::json ort_rounds = nlohmann::json::array();
+    for (int r = 0; r < rounds; ++r) {
+      const nlohmann::json ort = run_ort(ort_script, model, 2);
+      if (!ort.is_null()) ort_ms.push_back(ort["median_ms"].get<double>());
+      ort_rounds.push_back(ort);
+      const nlohmann::json ort1 = run_ort(ort_script, model, 1);
+      if (!ort1.is_null()) ort1_cpu_ms.push_back(ort1["cpu_median_ms"].get<double>());
+      {
+        std::vector<double> cpu;
+        for (int i = 0; i < iters; ++i) {
+          const double c0 = thread_cpu_ms();
+          for (Layer& l : layers) run_layer(*pools[0], l);
+          cpu.push_back(thread_cpu_ms() - c0);
+        }
+        seq_cpu_ms.push_back(median(cpu));
       }
+      for (int p = 0; p < 2; ++p) {
+        std::vector<double> seq;
+        for (int i = 0; i < iters; ++i) {
+          const auto a = Clock::now();
+          for (Layer& l : layers) run_layer(*pools[static_cast<size_t>(p)], l);
+          seq.push_back(std::chrono::duration<double, std::milli>(Clock::now() - a).count());
+        }
+        seq_ms[p].push_back(median(seq));
+      }
+      std::printf("round %d: ORT whole model (2 threads) %.2f ms | our convs: 1 thread %.2f ms, "
+                  "2 threads %.2f ms\n", r, ort_ms.empty() ? -1.0 : ort_ms.back(),
+                  seq_ms[0].back(), seq_ms[1].back());
+    }
+    result["ort_rounds"] = ort_rounds;
+    for (int p = 0; p < 2; ++p) {
+      const std::string k = "threads_" + std::to_string(p + 1);
+      result[k]["sequence_round_medians_ms"] = seq_ms[p];
+      result[k]["sequence_median_ms"] = median(seq_ms[p]);
+    }
+    result["threads_1"]["sequence_cpu_median_ms"] = median(seq_cpu_ms);
+    if (!ort1_cpu_ms.empty()) {
+      result["ort_1thread_cpu_median_ms"] = median(ort1_cpu_ms);
+      std::printf("CPU time, 1 thread: ORT whole model %.2f ms; our convs %.2f ms = %.2fx ORT\n",
+                  median(ort1_cpu_ms), median(seq_cpu_ms), median(seq_cpu_ms) / median(ort1_cpu_ms));
+    }
+    if (!ort_ms.empty()) {
+      result["ort_median_ms"] = median(ort_ms);
+      result["conv2_over_ort"] = median(seq_ms[1]) / median(ort_ms);
+      std::printf("median over %d rounds: ORT %s whole model %.2f ms; our %d convs %.2f ms (1 "
+                  "thread), %.2f ms (2 threads) = %.2fx ORT\n", rounds,
+                  ort_rounds[0].value("ort_version", "?").c_str(), median(ort_ms),
+                  static_cast<int>(layers.size()), median(seq_ms[0]), median(seq_ms[1]),
+                  median(seq_ms[1]) / median(ort_ms));
+    } else {
+      std::printf("ONNX Runtime not measured (python3 + onnxruntime missing?)\n");
     }
     std::ofstream(json_path) << result.dump(2) << "\n";
     std::printf("wrote %s\n", json_path.c_str());
