@@ -36,9 +36,16 @@ void write_file(const fs::path& p, const std::string& data) {
 
 // Single quotes make the shell take every argument literally.
 std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
+  std::string q(1, '\'');
+  for (char c : s) {
+    if (c == '\'') {
+      q.append("'\\''");
+    } else {
+      q.push_back(c);
+    }
+  }
+  q.push_back('\'');
+  return q;
 }
 
 }  // namespace
@@ -47,10 +54,12 @@ SharedObject compile_shared_object(const std::string& source, const HostCompiler
   const fs::path dir = make_temp_dir();
   const fs::path src = dir / "kernels.cpp", so = dir / "kernels.so", log = dir / "compile.log";
   write_file(src, source);
-  std::string cmd = shell_quote(opts.cxx);
-  for (const std::string& f : opts.flags) cmd += " " + shell_quote(f);
-  cmd += " " + shell_quote(src.string()) + " -o " + shell_quote(so.string()) + " > " +
-         shell_quote(log.string()) + " 2>&1";
+  std::vector<std::string> args = {opts.cxx};
+  args.insert(args.end(), opts.flags.begin(), opts.flags.end());
+  for (const std::string& a : {src.string(), std::string("-o"), so.string()}) args.push_back(a);
+  std::string cmd;
+  for (const std::string& a : args) cmd.append(shell_quote(a)).append(" ");
+  cmd.append("> ").append(shell_quote(log.string())).append(" 2>&1");
   const int status = std::system(cmd.c_str());
   SharedObject out;
   out.log = read_file(log);
