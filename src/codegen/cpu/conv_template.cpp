@@ -11,6 +11,7 @@ namespace yoloc::codegen::cpu {
 namespace {
 
 constexpr int kVectorRegisters = 32;
+constexpr int64_t kL1WeightBytes = 32 * 1024;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t in_blocks(const ConvTask& t) { return ceil_div(t.c, kBlock); }
@@ -50,7 +51,9 @@ static inline __attribute__((always_inline)) __m512 yc_none(__m512 x) { return x
 #endif
 )";
 
-// One kernel; @NAME@ placeholders are replaced by the task's and config's constants. Tiles
+// One kernel; @NAME@ placeholders are replaced by the task's and config's constants. A tile
+// accumulates input channel blocks [cb0, cb0 + ICT) over the bias (first cache tile) or the
+// partial sums stored in the output (later ones), and applies the epilogue after the last. Tiles
 // whose input columns all lie inside the image (kEdge false) skip the bounds checks; the
 // right-hand remainder tile (TAIL columns) always checks.
 constexpr const char* kKernel = R"(
@@ -67,61 +70,60 @@ constexpr int64_t WG = CB * KH * KW * CI * OCB * 16;
 template <int NW, bool kEdge>
 static inline __attribute__((always_inline)) void tile(
     const float* __restrict in, const float* __restrict w, const float* __restrict bias,
-    const float* __restrict res, float* __restrict out, int64_t g, int64_t oh, int64_t ow0) {
+    const float* __restrict res, float* __restrict out, int64_t g, int64_t oh, int64_t ow0,
+    int64_t cb0) {
   __m512 acc[OCB][NW];
   const float* wg = w + g * WG;
-  for (int64_t cb0 = 0; cb0 < CB; cb0 += ICT) {
 #pragma GCC unroll 16
-    for (int o = 0; o < OCB; ++o) {
-      const int64_t ob = ((g * OCB + o) * OH + oh) * OW + ow0;
+  for (int o = 0; o < OCB; ++o) {
+    const int64_t ob = ((g * OCB + o) * OH + oh) * OW + ow0;
 #pragma GCC unroll 32
-      for (int j = 0; j < NW; ++j) {
-        acc[o][j] = cb0 == 0 ? _mm512_loadu_ps(bias + (g * OCB + o) * 16)
-                             : _mm512_loadu_ps(out + (ob + j) * 16);
-      }
+    for (int j = 0; j < NW; ++j) {
+      acc[o][j] = cb0 == 0 ? _mm512_loadu_ps(bias + (g * OCB + o) * 16)
+                           : _mm512_loadu_ps(out + (ob + j) * 16);
     }
-    const int64_t cb1 = cb0 + ICT < CB ? cb0 + ICT : CB;
-    for (int64_t cb = cb0; cb < cb1; ++cb) {
-      for (int64_t r = 0; r < KH; ++r) {
-        const int64_t ih = oh * SH - PH + r * DH;
-        if (ih < 0 || ih >= H) continue;
-        const float* row = in + (cb * H + ih) * W * XS;
-        for (int64_t s = 0; s < KW; ++s) {
-          const float* wp = wg + ((cb * KH + r) * KW + s) * CI * OCB * 16;
-          const int64_t iw0 = ow0 * SW - PW + s * DW;
-          int jlo = 0, jhi = NW;
-          if (kEdge) {
-            while (jlo < NW && iw0 + jlo * SW < 0) ++jlo;
-            while (jhi > jlo && iw0 + (jhi - 1) * SW >= W) --jhi;
-          }
+  }
+  const int64_t cb1 = cb0 + ICT < CB ? cb0 + ICT : CB;
+  for (int64_t cb = cb0; cb < cb1; ++cb) {
+    for (int64_t r = 0; r < KH; ++r) {
+      const int64_t ih = oh * SH - PH + r * DH;
+      if (ih < 0 || ih >= H) continue;
+      const float* row = in + (cb * H + ih) * W * XS;
+      for (int64_t s = 0; s < KW; ++s) {
+        const float* wp = wg + ((cb * KH + r) * KW + s) * CI * OCB * 16;
+        const int64_t iw0 = ow0 * SW - PW + s * DW;
+        int jlo = 0, jhi = NW;
+        if (kEdge) {
+          while (jlo < NW && iw0 + jlo * SW < 0) ++jlo;
+          while (jhi > jlo && iw0 + (jhi - 1) * SW >= W) --jhi;
+        }
 #pragma GCC unroll @UNROLL@
-          for (int64_t ci = 0; ci < CI; ++ci) {
-            __m512 wv[OCB];
+        for (int64_t ci = 0; ci < CI; ++ci) {
+          __m512 wv[OCB];
 #pragma GCC unroll 16
-            for (int o = 0; o < OCB; ++o) wv[o] = _mm512_loadu_ps(wp + (ci * OCB + o) * 16);
+          for (int o = 0; o < OCB; ++o) wv[o] = _mm512_loadu_ps(wp + (ci * OCB + o) * 16);
 #pragma GCC unroll 32
-            for (int j = 0; j < NW; ++j) {
-              if (kEdge && (j < jlo || j >= jhi)) continue;
-              const __m512 xv = _mm512_set1_ps(row[(iw0 + j * SW) * XS + ci * CS]);
+          for (int j = 0; j < NW; ++j) {
+            if (kEdge && (j < jlo || j >= jhi)) continue;
+            const __m512 xv = _mm512_set1_ps(row[(iw0 + j * SW) * XS + ci * CS]);
 #pragma GCC unroll 16
-              for (int o = 0; o < OCB; ++o) acc[o][j] = _mm512_fmadd_ps(wv[o], xv, acc[o][j]);
-            }
+            for (int o = 0; o < OCB; ++o) acc[o][j] = _mm512_fmadd_ps(wv[o], xv, acc[o][j]);
           }
         }
       }
     }
+  }
 #pragma GCC unroll 16
-    for (int o = 0; o < OCB; ++o) {
-      const int64_t ob = ((g * OCB + o) * OH + oh) * OW + ow0;
+  for (int o = 0; o < OCB; ++o) {
+    const int64_t ob = ((g * OCB + o) * OH + oh) * OW + ow0;
 #pragma GCC unroll 32
-      for (int j = 0; j < NW; ++j) {
-        __m512 v = acc[o][j];
-        if (cb1 == CB) {
-          v = @ACT@(v);
-          if (@RES@) v = _mm512_add_ps(v, _mm512_loadu_ps(res + (ob + j) * 16));
-        }
-        _mm512_storeu_ps(out + (ob + j) * 16, v);
+    for (int j = 0; j < NW; ++j) {
+      __m512 v = acc[o][j];
+      if (cb1 == CB) {
+        v = @ACT@(v);
+        if (@RES@) v = _mm512_add_ps(v, _mm512_loadu_ps(res + (ob + j) * 16));
       }
+      _mm512_storeu_ps(out + (ob + j) * 16, v);
     }
   }
 }
@@ -137,15 +139,19 @@ extern "C" void @SYM@(const float* in, const float* w, const float* bias, const 
     const float* xin = in + n * IN_N;
     const float* xres = @RES@ ? res + n * KB * OH * OW * 16 : nullptr;
     float* xout = out + n * KB * OH * OW * 16;
-    int64_t ow0 = 0;
-    for (; ow0 + OWB <= OW; ow0 += OWB) {
-      if (ow0 * SW - PW < 0 || (ow0 + OWB - 1) * SW - PW + (KW - 1) * DW >= W) {
-        tile<OWB, true>(xin, w, bias, xres, xout, g, oh, ow0);
-      } else {
-        tile<OWB, false>(xin, w, bias, xres, xout, g, oh, ow0);
+    // The cache tile over input channels is outside the column tiles, so its slice of the
+    // weights stays in L1 across the row.
+    for (int64_t cb0 = 0; cb0 < CB; cb0 += ICT) {
+      int64_t ow0 = 0;
+      for (; ow0 + OWB <= OW; ow0 += OWB) {
+        if (ow0 * SW - PW < 0 || (ow0 + OWB - 1) * SW - PW + (KW - 1) * DW >= W) {
+          tile<OWB, true>(xin, w, bias, xres, xout, g, oh, ow0, cb0);
+        } else {
+          tile<OWB, false>(xin, w, bias, xres, xout, g, oh, ow0, cb0);
+        }
       }
+      if constexpr (OW % OWB != 0) tile<TAIL, true>(xin, w, bias, xres, xout, g, oh, ow0, cb0);
     }
-    if constexpr (OW % OWB != 0) tile<TAIL, true>(xin, w, bias, xres, xout, g, oh, ow0);
   }
 }
 )";
@@ -288,7 +294,14 @@ ScheduleConfig ConvTemplate::default_config(const ConvTask& t) {
       }
     }
   }
-  best.set("ict", sp.find("ict")->domain.back());
+  // Input channel blocks per cache tile: as many as keep the tile's weights within ~32 KiB of
+  // L1, so they are reused across the row's column tiles.
+  const int64_t per_block = t.kh * t.kw * in_lanes(t) * best.get("ocb") * kBlock * 4;
+  int64_t ict = 1;
+  for (int64_t v : sp.find("ict")->domain) {
+    if (v * per_block <= kL1WeightBytes) ict = v;
+  }
+  best.set("ict", ict);
   best.set("order", 0);
   best.set("unroll", in_lanes(t) >= 4 ? 4 : 1);
   YOLOC_CHECK(valid(t, best), "default conv config {} invalid for {}", best.str(), t.key());

@@ -63,8 +63,9 @@ struct CpuKernel {
 };
 
 /// The conv template. Knobs: "ocb" (output channel blocks per register tile), "owb" (output
-/// columns per register tile), "ict" (input channel blocks per cache tile; partial sums go
-/// through the output between tiles), "order" (0: channel groups outer, rows inner; 1: rows
+/// columns per register tile), "ict" (input channel blocks per cache tile: a row's column tiles
+/// all run over one slice of the weights before the next, partial sums going through the output),
+/// "order" (0: channel groups outer, rows inner; 1: rows
 /// outer), "unroll" (unroll factor of the inner channel loop).
 class ConvTemplate {
  public:
