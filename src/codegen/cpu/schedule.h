@@ -1,0 +1,91 @@
+#pragma once
+/// Schedule configurations: the named integer knobs of a kernel template, each with a declared
+/// domain, so the tuner can enumerate and the records database can store them. Generic over
+/// templates and targets; a template adds its own validity rule (KernelTemplate::valid).
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace yoloc::codegen {
+
+/// One knob: its name, what it controls, and the values it may take (in the order a search
+/// should try them).
+struct Knob {
+  std::string name;
+  std::string doc;
+  std::vector<int64_t> domain;
+};
+
+/// The search space of one template for one task: its knobs in a fixed order.
+struct ScheduleSpace {
+  std::vector<Knob> knobs;
+
+  /// The knob called `name`, or nullptr.
+  const Knob* find(const std::string& name) const {
+    for (const Knob& k : knobs) {
+      if (k.name == name) return &k;
+    }
+    return nullptr;
+  }
+  /// Number of points (product of domain sizes); invalid points are included.
+  int64_t size() const {
+    int64_t n = 1;
+    for (const Knob& k : knobs) n *= static_cast<int64_t>(k.domain.size());
+    return n;
+  }
+};
+
+/// A point of a ScheduleSpace: a value for each knob.
+class ScheduleConfig {
+ public:
+  ScheduleConfig() = default;
+  ScheduleConfig(std::map<std::string, int64_t> values) : values_(std::move(values)) {}  // NOLINT
+
+  /// The value of knob `name`; raises InternalError when the config lacks it.
+  int64_t get(const std::string& name) const {
+    auto it = values_.find(name);
+    YOLOC_CHECK(it != values_.end(), "schedule config has no knob '{}'", name);
+    return it->second;
+  }
+  void set(const std::string& name, int64_t v) { values_[name] = v; }
+  const std::map<std::string, int64_t>& values() const { return values_; }
+
+  /// True when every knob of `space` is set to a value of its domain (and nothing else is set).
+  bool in_space(const ScheduleSpace& space) const {
+    if (values_.size() != space.knobs.size()) return false;
+    for (const Knob& k : space.knobs) {
+      auto it = values_.find(k.name);
+      if (it == values_.end()) return false;
+      bool found = false;
+      for (int64_t v : k.domain) found = found || v == it->second;
+      if (!found) return false;
+    }
+    return true;
+  }
+  /// Canonical text form "name=value,..." (sorted by name), stable for records and hashes.
+  std::string str() const {
+    std::string s;
+    for (const auto& [k, v] : values_) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
+    return s;
+  }
+  /// The i-th point of `space` (mixed radix over the knobs in order), for exhaustive search.
+  static ScheduleConfig at(const ScheduleSpace& space, int64_t i) {
+    ScheduleConfig c;
+    for (auto it = space.knobs.rbegin(); it != space.knobs.rend(); ++it) {
+      const auto n = static_cast<int64_t>(it->domain.size());
+      c.set(it->name, it->domain[static_cast<size_t>(i % n)]);
+      i /= n;
+    }
+    return c;
+  }
+
+  bool operator==(const ScheduleConfig& o) const { return values_ == o.values_; }
+
+ private:
+  std::map<std::string, int64_t> values_;
+};
+
+}  // namespace yoloc::codegen

@@ -1,0 +1,173 @@
+// The CPU conv template: every kernel variant (1x1, 3x3, stride 1 and 2, padding, first-conv
+// input with 3 channels, ReLU/SiLU epilogue, residual add) x several schedule configs, built
+// with the host compiler and compared with the reference Conv (+ activation + Add) ops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "codegen/cpu/conv_template.h"
+#include "codegen/cpu/host_compiler.h"
+#include "codegen/cpu/parallel.h"
+#include "core/error.h"
+#include "nn_op_runner.h"
+
+namespace yoloc::codegen::cpu {
+namespace {
+
+using testing::OpInput;
+using testing::run_op;
+
+Tensor random_tensor(Shape shape, std::mt19937& rng) {
+  Tensor t(DType::kFloat32, shape);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+struct Case {
+  ConvTask task;
+  ScheduleConfig cfg;
+  std::string symbol;
+};
+
+// Reference: Conv then the activation op then Add, through the ops' reference kernels.
+Tensor reference(const ConvTask& t, const Tensor& x, const Tensor& w, const Tensor& b,
+                 const Tensor& res) {
+  Attrs a;
+  a.set("kernel_shape", std::vector<int64_t>{t.kh, t.kw});
+  a.set("strides", std::vector<int64_t>{t.sh, t.sw});
+  a.set("pads", std::vector<int64_t>{t.ph, t.pw, t.ph, t.pw});
+  Tensor y = run_op("Conv", {x, OpInput::constant_of(w), OpInput::constant_of(b)}, a)[0];
+  if (t.act == Activation::kRelu) y = run_op("Relu", {y})[0];
+  if (t.act == Activation::kSilu) y = run_op("SiLU", {y})[0];
+  if (t.residual) y = run_op("Add", {y, res})[0];
+  return y;
+}
+
+// Several valid configs per task: the default plus register tiles, cache tiles, orders and
+// unrolls that differ from it.
+std::vector<ScheduleConfig> configs_of(const ConvTask& t) {
+  std::vector<ScheduleConfig> out = {ConvTemplate::default_config(t)};
+  const ScheduleSpace space = ConvTemplate::space(t);
+  const std::vector<std::map<std::string, int64_t>> tries = {
+      {{"ocb", 1}, {"owb", 1}, {"ict", 1}, {"order", 1}, {"unroll", 1}},
+      {{"ocb", 2}, {"owb", 7}, {"ict", 1}, {"order", 0}, {"unroll", 16}},
+      {{"ocb", 1}, {"owb", 28}, {"ict", 2}, {"order", 1}, {"unroll", 2}},
+      {{"ocb", 4}, {"owb", 6}, {"ict", space.find("ict")->domain.back()}, {"order", 1},
+       {"unroll", 8}}};
+  for (const auto& v : tries) {
+    ScheduleConfig c(v);
+    if (ConvTemplate::valid(t, c)) out.push_back(c);
+  }
+  return out;
+}
+
+void check_tasks(const std::vector<ConvTask>& tasks, int threads) {
+  std::vector<Case> cases;
+  std::string source;
+  for (const ConvTask& t : tasks) {
+    ASSERT_TRUE(ConvTemplate::matches(t)) << t.key();
+    for (const ScheduleConfig& cfg : configs_of(t)) {
+      ASSERT_TRUE(ConvTemplate::valid(t, cfg)) << cfg.str();
+      Case c{t, cfg, "conv_" + std::to_string(cases.size())};
+      source += ConvTemplate::emit(t, cfg, c.symbol).source;
+      cases.push_back(c);
+    }
+  }
+  const SharedObject so = compile_shared_object(source);
+  LoadedLibrary lib(so.bytes);
+  ThreadPool pool(threads);
+  std::mt19937 rng(7);
+  for (const Case& c : cases) {
+    const ConvTask& t = c.task;
+    SCOPED_TRACE(t.key() + " | " + c.cfg.str());
+    const Tensor x = random_tensor({t.n, t.c, t.h, t.w}, rng);
+    const Tensor w = random_tensor({t.k, t.c, t.kh, t.kw}, rng);
+    const Tensor b = random_tensor({t.k}, rng);
+    const Tensor res = random_tensor({t.n, t.k, t.oh, t.ow}, rng);
+    const Tensor want = reference(t, x, w, b, res);
+
+    const auto xin = t.c < kBlock ? std::vector<float>(x.data<float>(), x.data<float>() + x.numel())
+                                   : to_nchw16c(x.data<float>(), t.n, t.c, t.h, t.w);
+    const auto xres = to_nchw16c(res.data<float>(), t.n, t.k, t.oh, t.ow);
+    const auto packed = ConvTemplate::pack_weights(t, c.cfg, w.data<float>());
+    std::vector<float> out(xres.size(), std::nanf(""));
+    using Fn = void (*)(const float*, const float*, const float*, const float*, float*, int64_t,
+                        int64_t);
+    const auto fn = reinterpret_cast<Fn>(lib.symbol(c.symbol));
+    const CpuKernel k = ConvTemplate::emit(t, c.cfg, c.symbol);
+    pool.parallel_for(k.work_items, [&](int64_t b0, int64_t e0) {
+      fn(xin.data(), packed.data(), b.data<float>(), xres.data(), out.data(), b0, e0);
+    });
+    const auto got = from_nchw16c(out.data(), t.n, t.k, t.oh, t.ow);
+    ASSERT_EQ(static_cast<int64_t>(got.size()), want.numel());
+    int bad = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const float ref = want.data<float>()[i];
+      if (!(std::fabs(got[i] - ref) <= 1e-4f * std::max(1.f, std::fabs(ref))) && bad++ < 5) {
+        ADD_FAILURE() << "element " << i << ": got " << got[i] << ", want " << ref;
+      }
+    }
+    EXPECT_EQ(bad, 0);
+  }
+}
+
+TEST(CpuConv, PointwiseAndEpilogues) {
+  check_tasks({ConvTask::make(1, 32, 9, 11, 16, 1, 1, 0),
+               ConvTask::make(1, 64, 8, 8, 32, 1, 1, 0, Activation::kSilu),
+               ConvTask::make(1, 48, 7, 13, 64, 1, 1, 0, Activation::kRelu, true),
+               ConvTask::make(2, 16, 5, 6, 80, 1, 1, 0, Activation::kSilu)},
+              2);
+}
+
+TEST(CpuConv, Spatial3x3) {
+  check_tasks({ConvTask::make(1, 16, 12, 12, 32, 3, 1, 1, Activation::kSilu, true),
+               ConvTask::make(1, 32, 13, 10, 64, 3, 2, 1, Activation::kSilu),
+               ConvTask::make(1, 32, 6, 30, 32, 3, 1, 1, Activation::kNone),
+               ConvTask::make(1, 64, 9, 9, 16, 3, 2, 0, Activation::kRelu)},
+              2);
+}
+
+TEST(CpuConv, FirstConvThreeChannels) {
+  check_tasks({ConvTask::make(2, 3, 20, 22, 16, 3, 2, 1, Activation::kSilu),
+               ConvTask::make(1, 3, 9, 17, 32, 3, 1, 1, Activation::kNone, true)},
+              1);
+}
+
+TEST(CpuConv, SpaceAndValidity) {
+  const ConvTask t = ConvTask::make(1, 64, 20, 20, 80, 3, 1, 1);
+  const ScheduleSpace s = ConvTemplate::space(t);
+  EXPECT_TRUE(ConvTemplate::valid(t, ConvTemplate::default_config(t)));
+  // K/16 = 5: a 2-block register tile does not divide it; 6x8 tiles overflow the registers.
+  EXPECT_FALSE(ConvTemplate::valid(
+      t, ScheduleConfig({{"ocb", 2}, {"owb", 8}, {"ict", 4}, {"order", 0}, {"unroll", 1}})));
+  EXPECT_FALSE(ConvTemplate::valid(
+      t, ScheduleConfig({{"ocb", 5}, {"owb", 8}, {"ict", 4}, {"order", 0}, {"unroll", 1}})));
+  EXPECT_TRUE(ConvTemplate::valid(
+      t, ScheduleConfig({{"ocb", 5}, {"owb", 4}, {"ict", 4}, {"order", 0}, {"unroll", 1}})));
+  EXPECT_FALSE(ConvTemplate::valid(
+      t, ScheduleConfig({{"ocb", 5}, {"owb", 4}, {"ict", 3}, {"order", 0}, {"unroll", 1}})));
+  EXPECT_FALSE(ConvTemplate::matches(ConvTask::make(1, 24, 8, 8, 16, 1, 1, 0)));
+  EXPECT_FALSE(ConvTemplate::matches(ConvTask::make(1, 32, 8, 8, 24, 1, 1, 0)));
+  int64_t valid = 0;
+  for (int64_t i = 0; i < s.size(); ++i) valid += ConvTemplate::valid(t, ScheduleConfig::at(s, i));
+  EXPECT_GT(valid, 50);
+}
+
+TEST(CpuConv, CompilerErrorIsUserErrorWithLog) {
+  try {
+    compile_shared_object("int main( { return 0; }\n");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("compiler log"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("kernels.cpp"), std::string::npos) << e.what();
+  }
+  HostCompilerOptions missing;
+  missing.cxx = "/nonexistent/c++";
+  EXPECT_THROW(compile_shared_object("int x;", missing), UserError);
+}
+
+}  // namespace
+}  // namespace yoloc::codegen::cpu
