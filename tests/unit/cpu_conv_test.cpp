@@ -11,7 +11,7 @@
 #include "codegen/cpu/host_compiler.h"
 #include "codegen/cpu/parallel.h"
 #include "core/error.h"
-#include "nn_op_runner.h"
+#include "op_test_util.h"
 
 namespace yoloc::codegen::cpu {
 namespace {
@@ -39,7 +39,7 @@ Tensor reference(const ConvTask& t, const Tensor& x, const Tensor& w, const Tens
   a.set("kernel_shape", std::vector<int64_t>{t.kh, t.kw});
   a.set("strides", std::vector<int64_t>{t.sh, t.sw});
   a.set("pads", std::vector<int64_t>{t.ph, t.pw, t.ph, t.pw});
-  Tensor y = run_op("Conv", {x, OpInput::constant_of(w), OpInput::constant_of(b)}, a)[0];
+  Tensor y = run_op("Conv", {x, testing::constant(w), testing::constant(b)}, a)[0];
   if (t.act == Activation::kRelu) y = run_op("Relu", {y})[0];
   if (t.act == Activation::kSilu) y = run_op("SiLU", {y})[0];
   if (t.residual) y = run_op("Add", {y, res})[0];

@@ -86,8 +86,8 @@ TEST(ShapeOp, RangeCountsAndAccumulates) {
 TEST(ShapeOp, RangeOfHalfComputesInTheStashType) {
   // Range-27: float16 start + i * delta in float32 (stash_type 1), rounded once. Accumulating in
   // float16 would end at 1.99609375 instead of 2 (numpy).
-  const std::vector<Tensor> in{Tensor::scalar<Half>(Half(0.0f)), Tensor::scalar<Half>(Half(2.0f)),
-                               Tensor::scalar<Half>(Half(0.1f))};
+  const std::vector<yoloc::testing::OpInput> in{Tensor::scalar<Half>(Half(0.0f)), Tensor::scalar<Half>(Half(2.0f)),
+                                Tensor::scalar<Half>(Half(0.1f))};
   for (int64_t stash : {int64_t{1}, int64_t{11}}) {
     Attrs a;
     a.set("stash_type", stash);
