@@ -424,23 +424,29 @@ Dim scale_dim(const Dim& d, int64_t mul, int64_t div, const InferContext& ctx, c
   return Dim(d.value / div * mul);
 }
 
+/// DepthToSpace (to_space) and SpaceToDepth: channels / b^2 and spatial dims * b, or the inverse.
+std::vector<TensorType> infer_block_move(const InferContext& ctx, bool to_space) {
+  const TensorType& t = ctx.type(0);
+  const int64_t b = blocksize(ctx.node);
+  crd_mode(ctx.node);
+  if (!t.has_rank) return {TensorType(t.dtype, {Dim(), Dim(), Dim(), Dim()})};
+  if (t.rank() != 4) ctx.fail("the input must be 4-D (NCHW), got {}", t.str());
+  const int64_t bb = b * b;
+  return {TensorType(t.dtype, {t.dims[0],
+                               to_space ? scale_dim(t.dims[1], 1, bb, ctx, "channels")
+                                        : scale_dim(t.dims[1], bb, 1, ctx, "channels"),
+                               to_space ? scale_dim(t.dims[2], b, 1, ctx, "height")
+                                        : scale_dim(t.dims[2], 1, b, ctx, "height"),
+                               to_space ? scale_dim(t.dims[3], b, 1, ctx, "width")
+                                        : scale_dim(t.dims[3], 1, b, ctx, "width")})};
+}
+
 OpDef make_depth_to_space() {
   OpDef d;
   d.name = "DepthToSpace";
   d.traits = kTraitInjective | kTraitLayoutSensitive;
   d.doc = "moves channel blocks into spatial blocks (NCHW; DCR or CRD order)";
-  d.infer = [](const InferContext& ctx) {
-    const TensorType& t = ctx.type(0);
-    const int64_t b = blocksize(ctx.node);
-    crd_mode(ctx.node);
-    if (!t.has_rank)
-      return std::vector<TensorType>{TensorType(t.dtype, {Dim(), Dim(), Dim(), Dim()})};
-    if (t.rank() != 4) ctx.fail("the input must be 4-D (NCHW), got {}", t.str());
-    return std::vector<TensorType>{TensorType(
-        t.dtype,
-        {t.dims[0], scale_dim(t.dims[1], 1, b * b, ctx, "channels"),
-         scale_dim(t.dims[2], b, 1, ctx, "height"), scale_dim(t.dims[3], b, 1, ctx, "width")})};
-  };
+  d.infer = [](const InferContext& ctx) { return infer_block_move(ctx, /*to_space=*/true); };
   d.reference = [](const Node& n, const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
     const int64_t b = blocksize(n);
@@ -460,18 +466,7 @@ OpDef make_space_to_depth() {
   d.name = "SpaceToDepth";
   d.traits = kTraitInjective | kTraitLayoutSensitive;
   d.doc = "moves spatial blocks into channels (NCHW; DCR or CRD order)";
-  d.infer = [](const InferContext& ctx) {
-    const TensorType& t = ctx.type(0);
-    const int64_t b = blocksize(ctx.node);
-    crd_mode(ctx.node);
-    if (!t.has_rank)
-      return std::vector<TensorType>{TensorType(t.dtype, {Dim(), Dim(), Dim(), Dim()})};
-    if (t.rank() != 4) ctx.fail("the input must be 4-D (NCHW), got {}", t.str());
-    return std::vector<TensorType>{TensorType(
-        t.dtype,
-        {t.dims[0], scale_dim(t.dims[1], b * b, 1, ctx, "channels"),
-         scale_dim(t.dims[2], 1, b, ctx, "height"), scale_dim(t.dims[3], 1, b, ctx, "width")})};
-  };
+  d.infer = [](const InferContext& ctx) { return infer_block_move(ctx, /*to_space=*/false); };
   d.reference = [](const Node& n, const std::vector<Tensor>& in) {
     const Tensor& x = in[0];
     const int64_t b = blocksize(n);
