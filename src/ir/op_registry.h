@@ -25,6 +25,7 @@ enum OpTrait : uint32_t {
   kTraitQuant = 1u << 5,            ///< quantize / dequantize / integer arithmetic
   kTraitShape = 1u << 6,            ///< computes on shapes (Shape, Range, ConstantOfShape...)
   kTraitCommutative = 1u << 7,      ///< binary op with a op b == b op a
+  kTraitReshape = 1u << 8,          ///< only re-reads contiguous data with another shape
 };
 
 /// What an inference function sees of a node.

@@ -96,7 +96,7 @@ std::vector<Dim> reshape_dims(const InferContext& ctx, const std::vector<SymElem
 OpDef make_reshape() {
   OpDef d;
   d.name = "Reshape";
-  d.traits = kTraitInjective;
+  d.traits = kTraitInjective | kTraitReshape;
   d.min_inputs = d.max_inputs = 2;
   d.doc = "the data with another shape (0 copies an input dim unless allowzero, -1 is inferred)";
   d.infer = [](const InferContext& ctx) {
@@ -164,7 +164,7 @@ int64_t flatten_axis(const Node& n, int64_t rank) {
 OpDef make_flatten() {
   OpDef d;
   d.name = "Flatten";
-  d.traits = kTraitInjective;
+  d.traits = kTraitInjective | kTraitReshape;
   d.doc = "a 2-D view: dims before axis times dims from axis on";
   d.infer = [](const InferContext& ctx) {
     const TensorType& t = ctx.type(0);
@@ -229,7 +229,7 @@ Shape to_shape(const std::vector<Dim>& dims) {
 OpDef make_squeeze() {
   OpDef d;
   d.name = "Squeeze";
-  d.traits = kTraitInjective;
+  d.traits = kTraitInjective | kTraitReshape;
   d.max_inputs = 2;
   d.doc = "removes the size-1 dims listed in axes (all size-1 dims when axes is omitted)";
   d.infer = [](const InferContext& ctx) {
@@ -280,7 +280,7 @@ std::vector<Dim> unsqueeze_dims(const Node& n, const std::vector<Dim>& dims,
 OpDef make_unsqueeze() {
   OpDef d;
   d.name = "Unsqueeze";
-  d.traits = kTraitInjective;
+  d.traits = kTraitInjective | kTraitReshape;
   d.min_inputs = d.max_inputs = 2;
   d.doc = "inserts size-1 dims at the output positions listed in axes";
   d.infer = [](const InferContext& ctx) {

@@ -73,7 +73,7 @@ OpDef float_predicate(const char* name, const char* doc, Make make) {
 OpDef identity_def() {
   OpDef d;
   d.name = "Identity";
-  d.traits = kTraitElementwise | kTraitInjective;
+  d.traits = kTraitElementwise | kTraitInjective | kTraitReshape;
   d.doc = "output = input";
   d.infer = [](const InferContext& ctx) {
     require_types(ctx, 0, TypeSet::kAll);

@@ -14,10 +14,7 @@ Value* passthrough_input(const Node& n) {
   const TensorType& out = n.outputs[0]->type;
   const bool same_static = x->type.is_static() && out.is_static() && x->type == out;
   if (n.op == "Identity") return x;
-  if ((n.op == "Reshape" || n.op == "Flatten" || n.op == "Squeeze" || n.op == "Unsqueeze" ||
-       n.op == "Expand") &&
-      same_static)
-    return x;
+  if ((n.def->has(kTraitReshape) || n.op == "Expand") && same_static) return x;
   if (n.op == "Cast" && x->type.dtype == out.dtype) return x;
   if (n.op == "Transpose" && n.attrs.has("perm")) {
     const auto perm = n.attrs.get_ints("perm");

@@ -19,10 +19,7 @@ bool kernel_written(const Graph& g, const Value* v) {
 }
 
 /// Reshape-like ops re-address contiguous memory and never need a copy.
-bool is_reshape_like(const Node& n) {
-  return n.op == "Reshape" || n.op == "Flatten" || n.op == "Squeeze" || n.op == "Unsqueeze" ||
-         n.op == "Identity";
-}
+bool is_reshape_like(const Node& n) { return n.def->has(kTraitReshape); }
 
 }  // namespace
 
