@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "codegen/cpu/dwconv_template.h"
 #include "codegen/cpu/elementwise_template.h"
@@ -110,14 +111,16 @@ void run_cases(const std::vector<Case>& cases) {
       held[v] = to_layout(v, t);
     }
     std::vector<const float*> in;
-    for (const Value* v : c.args) in.push_back(v->is_constant() ? v->data.data<float>() : held[v].data());
+    for (const Value* v : c.args)
+      in.push_back(v->is_constant() ? v->data.data<float>() : held[v].data());
     std::vector<std::vector<float>> outs;
     std::vector<float*> out;
     for (const Value* v : c.io.outputs) outs.emplace_back(shape_numel(v->type.static_shape()), NAN);
     for (auto& o : outs) out.push_back(o.data());
     using Fn = void (*)(const float* const*, float* const*, int64_t, int64_t);
     const auto fn = reinterpret_cast<Fn>(lib.symbol(c.kernel.symbol));
-    pool.parallel_for(c.kernel.work_items, [&](int64_t b, int64_t e) { fn(in.data(), out.data(), b, e); });
+    pool.parallel_for(c.kernel.work_items,
+                      [&](int64_t b, int64_t e) { fn(in.data(), out.data(), b, e); });
     const auto want = run_reference(*ref, feeds);
     for (size_t i = 0; i < outs.size(); ++i) {
       expect_close(from_layout(c.io.outputs[i], outs[i]), want[i].tensor, c.what);
@@ -157,7 +160,8 @@ void add_cases(std::vector<Case>& cases, const Graph& g, const FusedGroup& grp, 
   }
   for (const ScheduleConfig& cfg : cfgs) {
     const std::string sym = "k" + std::to_string(cases.size());
-    cases.push_back({&g, group_io(g, grp), args, T::emit(t, cfg, sym), grp.name + " | " + cfg.str()});
+    cases.push_back(
+        {&g, group_io(g, grp), args, T::emit(t, cfg, sym), grp.name + " | " + cfg.str()});
   }
 }
 
@@ -180,11 +184,11 @@ Value* conv(Graph& g, Value* x, int64_t out_c, int64_t k, int64_t stride, int64_
 TEST(CpuTemplates, DepthwiseConv) {
   auto g = std::make_unique<Graph>();
   Value* x = input(*g, "x", {2, 8, 13, 11});
-  Value* a = node(*g, "SiLU", {conv(*g, x, 32, 1, 1, 1, 1)});               // blocked, 32
-  Value* d1 = node(*g, "SiLU", {conv(*g, a, 32, 3, 1, 32, 3)});             // 3x3 s1
+  Value* a = node(*g, "SiLU", {conv(*g, x, 32, 1, 1, 1, 1)});    // blocked, 32
+  Value* d1 = node(*g, "SiLU", {conv(*g, a, 32, 3, 1, 32, 3)});  // 3x3 s1
   Value* d2 = node(*g, "Add", {node(*g, "Relu", {conv(*g, d1, 32, 5, 1, 32, 5)}), a});
-  Value* d3 = conv(*g, d2, 32, 3, 2, 32, 7);                                // 3x3 s2
-  Value* p = conv(*g, x, 8, 3, 1, 8, 9);                                    // plain, 8
+  Value* d3 = conv(*g, d2, 32, 3, 2, 32, 7);  // 3x3 s2
+  Value* p = conv(*g, x, 8, 3, 1, 8, 9);      // plain, 8
   g->outputs = {conv(*g, d3, 16, 1, 1, 1, 11), conv(*g, p, 16, 1, 1, 1, 13)};
   g = optimized(std::move(g));
   struct DwCase {
@@ -198,8 +202,8 @@ TEST(CpuTemplates, DepthwiseConv) {
     const auto t = conv_task_from_group(*g, *grp);
     if (!t || !DwConvTemplate::matches(*t)) continue;
     for (int64_t owb : {int64_t{0}, int64_t{1}, int64_t{4}, int64_t{16}}) {
-      const ScheduleConfig cfg = owb == 0 ? DwConvTemplate::default_config(*t)
-                                          : ScheduleConfig({{"owb", owb}});
+      const ScheduleConfig cfg =
+          owb == 0 ? DwConvTemplate::default_config(*t) : ScheduleConfig({{"owb", owb}});
       if (!DwConvTemplate::valid(*t, cfg)) continue;
       cases.push_back({*t, group_io(*g, *grp),
                        DwConvTemplate::emit(*t, cfg, "dw" + std::to_string(cases.size()))});
@@ -223,13 +227,14 @@ TEST(CpuTemplates, DepthwiseConv) {
     const auto rv = res ? to_layout(res, feeds[res->name]) : std::vector<float>{};
     const auto w = DwConvTemplate::pack_weights(c.t, cv.input(1)->data.data<float>());
     std::vector<float> out(shape_numel(c.io.outputs[0]->type.static_shape()), NAN);
-    using Fn = void (*)(const float*, const float*, const float*, const float*, float*, int64_t,
-                        int64_t);
+    using Fn =
+        void (*)(const float*, const float*, const float*, const float*, float*, int64_t, int64_t);
     const auto fn = reinterpret_cast<Fn>(lib.symbol(c.k.symbol));
     pool.parallel_for(c.k.work_items, [&](int64_t b, int64_t e) {
       fn(xv.data(), w.data(), cv.input(2)->data.data<float>(), rv.data(), out.data(), b, e);
     });
-    expect_close(from_layout(c.io.outputs[0], out), run_reference(*ref, feeds)[0].tensor, c.t.key());
+    expect_close(from_layout(c.io.outputs[0], out), run_reference(*ref, feeds)[0].tensor,
+                 c.t.key());
   }
 }
 
@@ -258,10 +263,11 @@ TEST(CpuTemplates, MaxPoolSppfAndSpp) {
   cat.set("axis", int64_t{1});
   Value* sppf = node(*g, "Concat", {a, p1, p2, p3}, cat);
   Value* b = conv(*g, x, 16, 1, 1, 1, 3);
-  Value* spp = node(*g, "Concat", {b, maxpool(*g, b, 5, 1, 2), maxpool(*g, b, 9, 1, 4),
-                                   maxpool(*g, b, 13, 1, 6)}, cat);
-  Value* s2 = maxpool(*g, conv(*g, x, 16, 1, 1, 1, 5), 3, 2, 1);   // blocked, stride 2
-  Value* plain = maxpool(*g, x, 2, 2, 0);                          // plain NCHW
+  Value* spp =
+      node(*g, "Concat",
+           {b, maxpool(*g, b, 5, 1, 2), maxpool(*g, b, 9, 1, 4), maxpool(*g, b, 13, 1, 6)}, cat);
+  Value* s2 = maxpool(*g, conv(*g, x, 16, 1, 1, 1, 5), 3, 2, 1);  // blocked, stride 2
+  Value* plain = maxpool(*g, x, 2, 2, 0);                         // plain NCHW
   g->outputs = {conv(*g, sppf, 16, 1, 1, 1, 7), conv(*g, spp, 16, 1, 1, 1, 9),
                 conv(*g, s2, 16, 1, 1, 1, 11), conv(*g, plain, 16, 1, 1, 1, 13)};
   g = optimized(std::move(g));
@@ -286,9 +292,11 @@ TEST(CpuTemplates, SppfOfYolov8n) {
   ASSERT_EQ(sppf.size(), 1u);
   const auto t = pool_task_from_group(*g, *sppf[0]);
   ASSERT_TRUE(t);
-  EXPECT_EQ(t->key(), "maxpool_f32 n1 c128 h20 w20 nchw16c copy 5x5s1x1p2x2 9x9s1x1p4x4 13x13s1x1p6x6");
+  EXPECT_EQ(t->key(),
+            "maxpool_f32 n1 c128 h20 w20 nchw16c copy 5x5s1x1p2x2 9x9s1x1p4x4 13x13s1x1p6x6");
   std::vector<Case> cases;
-  add_cases<PoolTemplate>(cases, *g, *sppf[0], *t, {group_io(*g, *sppf[0]).inputs[0]}, pool_configs());
+  add_cases<PoolTemplate>(cases, *g, *sppf[0], *t, {group_io(*g, *sppf[0]).inputs[0]},
+                          pool_configs());
   run_cases(cases);
 }
 
@@ -299,8 +307,10 @@ TEST(CpuTemplates, NearestIndices) {
   EXPECT_EQ(nearest_indices(3, 6, 2.0, "asymmetric", "floor"), (V{0, 0, 1, 1, 2, 2}));
   EXPECT_EQ(nearest_indices(3, 6, 2.0, "half_pixel", "round_prefer_floor"), (V{0, 0, 1, 1, 2, 2}));
   // align_corners 3 -> 5: x = 0, .5, 1, 1.5, 2.
-  EXPECT_EQ(nearest_indices(3, 5, 5.0 / 3, "align_corners", "round_prefer_floor"), (V{0, 0, 1, 1, 2}));
-  EXPECT_EQ(nearest_indices(3, 5, 5.0 / 3, "align_corners", "round_prefer_ceil"), (V{0, 1, 1, 2, 2}));
+  EXPECT_EQ(nearest_indices(3, 5, 5.0 / 3, "align_corners", "round_prefer_floor"),
+            (V{0, 0, 1, 1, 2}));
+  EXPECT_EQ(nearest_indices(3, 5, 5.0 / 3, "align_corners", "round_prefer_ceil"),
+            (V{0, 1, 1, 2, 2}));
   // asymmetric 4 -> 2 (downscale 0.5): x = 0, 2; ceil of 4 -> 3 (scale .75): 0, 1.33, 2.67.
   EXPECT_EQ(nearest_indices(4, 2, 0.5, "asymmetric", "floor"), (V{0, 2}));
   EXPECT_EQ(nearest_indices(4, 3, 0.75, "asymmetric", "ceil"), (V{0, 2, 3}));
@@ -334,7 +344,10 @@ TEST(CpuTemplates, NearestResize) {
   g = optimized(std::move(g));
   std::vector<Case> cases;
   int in_concat = 0;
-  const std::vector<ScheduleConfig> cfgs = {ScheduleConfig({{"unroll", 1}}), ScheduleConfig({{"unroll", 8}})};
+  std::optional<ResizeTask> sliced;
+  const FusedGroup* sliced_group = nullptr;
+  const std::vector<ScheduleConfig> cfgs = {ScheduleConfig({{"unroll", 1}}),
+                                            ScheduleConfig({{"unroll", 8}})};
   for (const FusedGroup& grp : g->groups) {
     const auto t = resize_task_from_group(*g, grp);
     if (!t) continue;
@@ -344,6 +357,7 @@ TEST(CpuTemplates, NearestResize) {
     if (t->out_batch_stride != t->c * t->oh * t->ow) {
       EXPECT_EQ(t->out_batch_stride, (16 + 32) * t->oh * t->ow) << t->key();
       ++in_concat;
+      sliced = t, sliced_group = &grp;
       ResizeTask dense = *t;
       dense.out_batch_stride = t->c * t->oh * t->ow;
       add_cases<ResizeTemplate>(cases, *g, grp, dense, {group_io(*g, grp).inputs[0]}, cfgs);
@@ -354,6 +368,33 @@ TEST(CpuTemplates, NearestResize) {
   EXPECT_EQ(in_concat, 1);
   EXPECT_EQ(cases.size(), 8u);  // 3 resizes x the default and 1-2 other configs
   run_cases(cases);
+
+  // The resize into its concat slice for real: both images into a 48-channel NCHW16c buffer
+  // behind the 16 channels of the conv, which must stay untouched.
+  ASSERT_TRUE(sliced);
+  const GroupIO io = group_io(*g, *sliced_group);
+  const CpuKernel k = ResizeTemplate::emit(*sliced, ResizeTemplate::default_config(*sliced), "rs");
+  const SharedObject so = compile_shared_object(k.source);
+  LoadedLibrary lib(so.bytes);
+  const Value* xv = io.inputs[0];
+  const Tensor xt = random_tensor(xv->type.static_shape(), 99, -3.f, 3.f);
+  const auto xin = to_layout(xv, xt);
+  const int64_t plane = sliced->oh * sliced->ow * kBlock, blocks = 3;
+  std::vector<float> buf(static_cast<size_t>(sliced->n * blocks * plane), NAN);
+  const float* ins[] = {xin.data()};
+  float* outs[] = {buf.data() + plane};
+  ThreadPool pool(2);
+  using Fn = void (*)(const float* const*, float* const*, int64_t, int64_t);
+  const auto fn = reinterpret_cast<Fn>(lib.symbol("rs"));
+  pool.parallel_for(k.work_items, [&](int64_t b, int64_t e) { fn(ins, outs, b, e); });
+  std::vector<float> mine;
+  for (int64_t n = 0; n < sliced->n; ++n) {
+    EXPECT_TRUE(std::isnan(buf[static_cast<size_t>(n * blocks * plane)]));
+    const auto first = buf.begin() + (n * blocks + 1) * plane;
+    mine.insert(mine.end(), first, first + 2 * plane);
+  }
+  const auto want = run_reference(*subgraph(io), {{xv->name, xt}});
+  expect_close(from_layout(io.outputs[0], mine), want[0].tensor, "resize into a concat slice");
 }
 
 // --- elementwise chains ---
@@ -379,7 +420,8 @@ TEST(CpuTemplates, ElementwiseChains) {
   Value* f = node(*g, "Relu", {node(*g, "Add", {p, q})});
   Attrs lr;
   lr.set("alpha", 0.2f);
-  f = node(*g, "LeakyRelu", {node(*g, "Sub", {f, g->add_constant("h", random_tensor({12, 1, 1}, 8))})}, lr);
+  f = node(*g, "LeakyRelu",
+           {node(*g, "Sub", {f, g->add_constant("h", random_tensor({12, 1, 1}, 8))})}, lr);
   f = node(*g, "HardSwish", {f});
   g->outputs = {conv(*g, e, 16, 1, 1, 1, 9), conv(*g, a, 16, 1, 1, 1, 11),
                 conv(*g, b, 16, 1, 1, 1, 13), conv(*g, f, 16, 1, 1, 1, 15)};
@@ -390,8 +432,9 @@ TEST(CpuTemplates, ElementwiseChains) {
     const auto t = elementwise_task_from_group(*g, *grp);
     ASSERT_TRUE(t) << grp->name;
     blocked_groups += t->blocked;
-    add_cases<ElementwiseTemplate>(cases, *g, *grp, *t, t->io.inputs,
-                                   {ScheduleConfig({{"unroll", 1}}), ScheduleConfig({{"unroll", 16}})});
+    add_cases<ElementwiseTemplate>(
+        cases, *g, *grp, *t, t->io.inputs,
+        {ScheduleConfig({{"unroll", 1}}), ScheduleConfig({{"unroll", 16}})});
   }
   EXPECT_EQ(blocked_groups, 1);
   EXPECT_GE(cases.size(), 4u);

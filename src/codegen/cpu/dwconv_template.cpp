@@ -57,8 +57,8 @@ extern "C" void @SYM@(const float* in, const float* w, const float* bias, const 
 }  // namespace
 
 bool DwConvTemplate::matches(const ConvTask& t) {
-  return t.n > 0 && t.c > 0 && t.h > 0 && t.w > 0 && t.oh > 0 && t.ow > 0 && t.kh > 0 &&
-         t.kw > 0 && t.sh > 0 && t.sw > 0 && t.dh > 0 && t.dw > 0 && t.ph >= 0 && t.pw >= 0 &&
+  return t.n > 0 && t.c > 0 && t.h > 0 && t.w > 0 && t.oh > 0 && t.ow > 0 && t.kh > 0 && t.kw > 0 &&
+         t.sh > 0 && t.sw > 0 && t.dh > 0 && t.dw > 0 && t.ph >= 0 && t.pw >= 0 &&
          t.groups == t.c && t.k == t.c;
 }
 
@@ -91,15 +91,19 @@ CpuKernel DwConvTemplate::emit(const ConvTask& t, const ScheduleConfig& cfg,
   const int64_t l = lanes(t);
   std::string body = kKernel;
   const auto num = [](int64_t v) { return std::to_string(v); };
-  const char* act = t.act == Activation::kSilu ? "yc_silu"
+  const char* act = t.act == Activation::kSilu   ? "yc_silu"
                     : t.act == Activation::kRelu ? "yc_relu1"
                                                  : "";
   const std::pair<const char*, std::string> subs[] = {
-      {"@SYM@", symbol}, {"@L@", num(l)}, {"@CB@", num(t.c / l)}, {"@H@", num(t.h)},
-      {"@W@", num(t.w)}, {"@OH@", num(t.oh)}, {"@OW@", num(t.ow)}, {"@KH@", num(t.kh)},
-      {"@KW@", num(t.kw)}, {"@SH@", num(t.sh)}, {"@SW@", num(t.sw)}, {"@PH@", num(t.ph)},
-      {"@PW@", num(t.pw)}, {"@DH@", num(t.dh)}, {"@DW@", num(t.dw)},
-      {"@OWB@", num(cfg.get("owb"))}, {"@ACT@", act}, {"@RES@", t.residual ? "true" : "false"}};
+      {"@SYM@", symbol},      {"@L@", num(l)},
+      {"@CB@", num(t.c / l)}, {"@H@", num(t.h)},
+      {"@W@", num(t.w)},      {"@OH@", num(t.oh)},
+      {"@OW@", num(t.ow)},    {"@KH@", num(t.kh)},
+      {"@KW@", num(t.kw)},    {"@SH@", num(t.sh)},
+      {"@SW@", num(t.sw)},    {"@PH@", num(t.ph)},
+      {"@PW@", num(t.pw)},    {"@DH@", num(t.dh)},
+      {"@DW@", num(t.dw)},    {"@OWB@", num(cfg.get("owb"))},
+      {"@ACT@", act},         {"@RES@", t.residual ? "true" : "false"}};
   for (const auto& [from, to] : subs) replace_all(body, from, to);
   CpuKernel k;
   k.symbol = symbol;

@@ -50,7 +50,9 @@ std::optional<ElementwiseTask> elementwise_task_from_group(const Graph& g,
   }
   if (!t.blocked && layout.layout != Layout::kNCHW) return std::nullopt;
   for (const Value* o : t.io.outputs) {
-    if (static_f32_shape(o) != t.shape || o->layout != layout) return std::nullopt;
+    if (static_f32_shape(o) != t.shape || o->layout != layout || !dense_output(g, o)) {
+      return std::nullopt;
+    }
   }
   for (const Node* n : t.io.nodes) {
     if (!n->def->has(kTraitElementwise) || n->outputs.size() != 1) return std::nullopt;

@@ -93,6 +93,14 @@ GroupIO group_io(const Graph& g, const FusedGroup& group) {
   return io;
 }
 
+bool dense_output(const Graph& g, const Value* v) {
+  if (v->type.dims.empty() || (v->type.dims[0].known() && v->type.dims[0].value == 1)) return true;
+  for (const Node* u : g.users(v)) {
+    if (u->op == "Concat" && u->attrs.get_int("view", 0) != 0) return false;
+  }
+  return true;
+}
+
 std::optional<std::string> elementwise_expr(const Node& n, const std::vector<std::string>& a) {
   const std::string& op = n.op;
   const auto f = [](float v) { return fmt::format("{:.9g}f", v); };
@@ -109,7 +117,8 @@ std::optional<std::string> elementwise_expr(const Node& n, const std::vector<std
     if (op == "Reciprocal") return fmt::format("(1.f / {})", a[0]);
     if (op == "Identity") return a[0];
     if (op == "LeakyRelu") {
-      return fmt::format("({0} < 0.f ? {1} * {0} : {0})", a[0], f(n.attrs.get_float("alpha", 0.01f)));
+      return fmt::format("({0} < 0.f ? {1} * {0} : {0})", a[0],
+                         f(n.attrs.get_float("alpha", 0.01f)));
     }
     if (op == "HardSigmoid") {
       return fmt::format("std::fmin(std::fmax({1} * {0} + {2}, 0.f), 1.f)", a[0],

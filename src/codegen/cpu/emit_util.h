@@ -41,6 +41,10 @@ struct GroupIO {
 };
 GroupIO group_io(const Graph& g, const FusedGroup& group);
 
+/// False when v is written into a view Concat of several images: its images then lie apart in
+/// the concat buffer, which a kernel writing v densely cannot address.
+bool dense_output(const Graph& g, const Value* v);
+
 /// The C++ float expression of elementwise node n applied to `args` (one expression per input,
 /// in input order), or nullopt when the op (or its attributes) is not supported. Needs the
 /// functions of kScalarPrelude.

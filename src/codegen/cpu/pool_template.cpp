@@ -89,8 +89,8 @@ std::optional<PoolWindow> window_of(const Node* pool, const Value* x) {
   };
   const auto prev = window_of(pool->input(0)->producer, x);
   if (!prev || !same(w) || !same(*prev)) return std::nullopt;
-  return PoolWindow{prev->kh + w.kh - 1, prev->kw + w.kw - 1, 1, 1, prev->ph + w.ph,
-                    prev->pw + w.pw};
+  return PoolWindow{prev->kh + w.kh - 1, prev->kw + w.kw - 1, 1, 1,
+                    prev->ph + w.ph,     prev->pw + w.pw};
 }
 
 }  // namespace
@@ -111,7 +111,8 @@ std::optional<PoolTask> pool_task_from_group(const Graph& g, const FusedGroup& g
   const Value* y = io.outputs[0];
   const auto xs = static_f32_shape(x);
   const auto ys = static_f32_shape(y);
-  if (!xs || !ys || xs->size() != 4 || ys->size() != 4 || x->layout != y->layout) {
+  if (!xs || !ys || xs->size() != 4 || ys->size() != 4 || x->layout != y->layout ||
+      !dense_output(g, y)) {
     return std::nullopt;
   }
   PoolTask t;
@@ -183,20 +184,28 @@ CpuKernel PoolTemplate::emit(const PoolTask& t, const ScheduleConfig& cfg,
   for (size_t j = 0; j < t.windows.size(); ++j) {
     std::string part = cfg.get("separable") ? kSeparable : kDirect;
     const PoolWindow& v = t.windows[j];
-    const std::pair<const char*, int64_t> subs[] = {{"@KH@", v.kh}, {"@KW@", v.kw},
-                                                    {"@SH@", v.sh}, {"@SW@", v.sw},
-                                                    {"@PH@", v.ph}, {"@PW@", v.pw},
+    const std::pair<const char*, int64_t> subs[] = {{"@KH@", v.kh},
+                                                    {"@KW@", v.kw},
+                                                    {"@SH@", v.sh},
+                                                    {"@SW@", v.sw},
+                                                    {"@PH@", v.ph},
+                                                    {"@PW@", v.pw},
                                                     {"@J@", static_cast<int64_t>(j)}};
     for (const auto& [from, to] : subs) replace_all(part, from, std::to_string(to));
     body += part;
   }
   body += "  }\n}\n";
   const std::pair<const char*, std::string> subs[] = {
-      {"@SYM@", symbol}, {"@L@", std::to_string(t.lanes)},
-      {"@CB@", std::to_string(t.c / t.lanes)}, {"@H@", std::to_string(t.h)},
-      {"@W@", std::to_string(t.w)}, {"@OH@", std::to_string(t.oh)},
-      {"@OW@", std::to_string(t.ow)}, {"@OCB@", std::to_string(t.out_c() / t.lanes)},
-      {"@COPY@", t.copy_input ? "1" : "0"}, {"@N@", std::to_string(t.n)}};
+      {"@SYM@", symbol},
+      {"@L@", std::to_string(t.lanes)},
+      {"@CB@", std::to_string(t.c / t.lanes)},
+      {"@H@", std::to_string(t.h)},
+      {"@W@", std::to_string(t.w)},
+      {"@OH@", std::to_string(t.oh)},
+      {"@OW@", std::to_string(t.ow)},
+      {"@OCB@", std::to_string(t.out_c() / t.lanes)},
+      {"@COPY@", t.copy_input ? "1" : "0"},
+      {"@N@", std::to_string(t.n)}};
   for (const auto& [from, to] : subs) replace_all(body, from, to);
   CpuKernel k;
   k.symbol = symbol;

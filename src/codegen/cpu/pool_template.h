@@ -25,12 +25,14 @@ struct PoolWindow {
 /// The workload of one pooling group.
 struct PoolTask {
   int64_t n = 1, c = 0, h = 0, w = 0, oh = 0, ow = 0;
-  int64_t lanes = kBlock;  ///< 16: NCHW16c; 1: plain NCHW
+  int64_t lanes = kBlock;   ///< 16: NCHW16c; 1: plain NCHW
   bool copy_input = false;  ///< y starts with a copy of x (SPPF / SPP)
   std::vector<PoolWindow> windows;
 
   /// Output channels: C per window, plus C for the copy.
-  int64_t out_c() const { return c * (static_cast<int64_t>(windows.size()) + (copy_input ? 1 : 0)); }
+  int64_t out_c() const {
+    return c * (static_cast<int64_t>(windows.size()) + (copy_input ? 1 : 0));
+  }
   /// e.g. "maxpool_f32 n1 c256 h20 w20 nchw16c copy 5x5s1p2 9x9s1p4 13x13s1p6".
   std::string key() const;
 };

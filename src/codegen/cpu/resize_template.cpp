@@ -159,11 +159,16 @@ CpuKernel ResizeTemplate::emit(const ResizeTask& t, const ScheduleConfig& cfg,
   YOLOC_CHECK(is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
   std::string body = kKernel;
   const std::pair<const char*, std::string> subs[] = {
-      {"@SYM@", symbol}, {"@L@", std::to_string(t.lanes)},
-      {"@CB@", std::to_string(t.c / t.lanes)}, {"@H@", std::to_string(t.h)},
-      {"@W@", std::to_string(t.w)}, {"@OH@", std::to_string(t.oh)},
-      {"@OW@", std::to_string(t.ow)}, {"@OBS@", std::to_string(t.out_batch_stride)},
-      {"@ROWS@", join(t.rows)}, {"@COLS@", join(t.cols)},
+      {"@SYM@", symbol},
+      {"@L@", std::to_string(t.lanes)},
+      {"@CB@", std::to_string(t.c / t.lanes)},
+      {"@H@", std::to_string(t.h)},
+      {"@W@", std::to_string(t.w)},
+      {"@OH@", std::to_string(t.oh)},
+      {"@OW@", std::to_string(t.ow)},
+      {"@OBS@", std::to_string(t.out_batch_stride)},
+      {"@ROWS@", join(t.rows)},
+      {"@COLS@", join(t.cols)},
       {"@UNROLL@", std::to_string(cfg.get("unroll"))}};
   for (const auto& [from, to] : subs) replace_all(body, from, to);
   CpuKernel k;

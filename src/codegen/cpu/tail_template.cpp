@@ -59,10 +59,9 @@ class Emitter {
     const Shape dims = {s[0], s[1] / b, s[2], s[3], b};
     code_ += fmt::format("  std::vector<float> plain{0}({1});\n  float* {2} = plain{0}.data();\n",
                          k, shape_numel(s), wr(v));
-    code_ += emit_loop_nest(
-        dims, {{fmt::format("in[{}]", k), 0, dense_strides(dims)}},
-        {{wr(v), 0, {s[1] * hw, b * hw, s[3], 1, hw}}}, "", {"x0"}, "0",
-        std::to_string(loop_items(dims)), unroll_);
+    code_ += emit_loop_nest(dims, {{fmt::format("in[{}]", k), 0, dense_strides(dims)}},
+                            {{wr(v), 0, {s[1] * hw, b * hw, s[3], 1, hw}}}, "", {"x0"}, "0",
+                            std::to_string(loop_items(dims)), unroll_);
     code_ += fmt::format("  const float* {} = {};\n", rd(v), wr(v));
     bound_.insert(v);
     return true;
@@ -204,7 +203,8 @@ class Emitter {
     int64_t offset = 0;
     for (const Value* x : n.inputs) {
       const Shape xs = shape(x);
-      if (shape_numel(xs) > 0) copy(xs, {rd(x), 0, dense_strides(xs)}, {wr(y), offset * yst[axis], yst});
+      if (shape_numel(xs) > 0)
+        copy(xs, {rd(x), 0, dense_strides(xs)}, {wr(y), offset * yst[axis], yst});
       offset += xs.at(axis);
     }
     return true;
@@ -220,7 +220,8 @@ class Emitter {
     for (const Value* y : n.outputs) {
       const Shape ys = shape(y);
       define(y);
-      if (shape_numel(ys) > 0) copy(ys, {rd(x), offset * xst[axis], xst}, {wr(y), 0, dense_strides(ys)});
+      if (shape_numel(ys) > 0)
+        copy(ys, {rd(x), offset * xst[axis], xst}, {wr(y), 0, dense_strides(ys)});
       offset += ys.at(axis);
     }
     return true;
@@ -263,7 +264,8 @@ class Emitter {
       return false;
     }
     define(y);
-    code_ += fmt::format(R"(  for (int64_t n = 0; n < {N}; ++n)
+    code_ += fmt::format(
+        R"(  for (int64_t n = 0; n < {N}; ++n)
     for (int64_t k = 0; k < {K}; ++k)
       for (int64_t oh = 0; oh < {OH}; ++oh)
         for (int64_t ow = 0; ow < {OW}; ++ow) {{
@@ -283,14 +285,12 @@ class Emitter {
           {YP}[((n * {K} + k) * {OH} + oh) * {OW} + ow] = acc;
         }}
 )",
-                         fmt::arg("N", xs[0]), fmt::arg("K", ys[1]), fmt::arg("OH", ys[2]),
-                         fmt::arg("OW", ys[3]), fmt::arg("G", g), fmt::arg("CG", ws[1]),
-                         fmt::arg("BIAS", b ? rd(b) + "[k]" : "0.f"), fmt::arg("KH", ws[2]),
-                         fmt::arg("KW", ws[3]), fmt::arg("SH", st[0]), fmt::arg("SW", st[1]),
-                         fmt::arg("PH", pd[0]), fmt::arg("PW", pd[1]), fmt::arg("DH", dl[0]),
-                         fmt::arg("DW", dl[1]), fmt::arg("H", xs[2]), fmt::arg("W", xs[3]),
-                         fmt::arg("C", xs[1]), fmt::arg("WP", rd(w)), fmt::arg("XP", rd(x)),
-                         fmt::arg("YP", wr(y)));
+        fmt::arg("N", xs[0]), fmt::arg("K", ys[1]), fmt::arg("OH", ys[2]), fmt::arg("OW", ys[3]),
+        fmt::arg("G", g), fmt::arg("CG", ws[1]), fmt::arg("BIAS", b ? rd(b) + "[k]" : "0.f"),
+        fmt::arg("KH", ws[2]), fmt::arg("KW", ws[3]), fmt::arg("SH", st[0]), fmt::arg("SW", st[1]),
+        fmt::arg("PH", pd[0]), fmt::arg("PW", pd[1]), fmt::arg("DH", dl[0]), fmt::arg("DW", dl[1]),
+        fmt::arg("H", xs[2]), fmt::arg("W", xs[3]), fmt::arg("C", xs[1]), fmt::arg("WP", rd(w)),
+        fmt::arg("XP", rd(x)), fmt::arg("YP", wr(y)));
     return true;
   }
 
@@ -327,7 +327,7 @@ std::optional<TailTask> tail_task_from_group(const Graph& g, const FusedGroup& g
     }
   }
   for (const Value* o : t.io.outputs) {
-    if (o->layout.layout != Layout::kNCHW) return std::nullopt;
+    if (o->layout.layout != Layout::kNCHW || !dense_output(g, o)) return std::nullopt;
   }
   if (!Emitter(t, 1).run()) return std::nullopt;
   return t;
