@@ -3,8 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
-
+#include "codegen/cpu/emit_util.h"
 #include "core/error.h"
 
 namespace yoloc::codegen::cpu {
@@ -13,7 +12,6 @@ namespace {
 constexpr int kVectorRegisters = 32;
 constexpr int64_t kL1WeightBytes = 32 * 1024;
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t in_blocks(const ConvTask& t) { return ceil_div(t.c, kBlock); }
 int64_t in_lanes(const ConvTask& t) { return std::min(t.c, kBlock); }
 
@@ -156,12 +154,6 @@ extern "C" void @SYM@(const float* in, const float* w, const float* bias, const 
 }
 )";
 
-void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) {
-    s.replace(p, from.size(), to);
-  }
-}
-
 const char* act_name(Activation a) {
   switch (a) {
     case Activation::kNone: return "none";
@@ -171,17 +163,12 @@ const char* act_name(Activation a) {
   return "none";
 }
 
-bool is_c_identifier(const std::string& s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; });
-}
-
 }  // namespace
 
 std::string ConvTask::key() const {
-  return fmt::format("conv2d_nchw16c_f32 n{} c{} h{} w{} k{} {}x{} s{}x{} p{}x{} d{}x{} {}{}", n, c,
-                     h, w, k, kh, kw, sh, sw, ph, pw, dh, dw, act_name(act), residual ? " add" : "");
+  return fmt::format("conv2d_nchw16c_f32 n{} c{} h{} w{} k{} {}x{} s{}x{} p{}x{} d{}x{} {}{}{}", n,
+                     c, h, w, k, kh, kw, sh, sw, ph, pw, dh, dw, act_name(act),
+                     residual ? " add" : "", groups == 1 ? "" : fmt::format(" g{}", groups));
 }
 
 ConvTask ConvTask::make(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t kernel,
@@ -210,13 +197,13 @@ std::optional<ConvTask> conv_task_from_group(const Graph& g, const FusedGroup& g
     if (!v || v->type.dtype != DType::kFloat32 || v->type.dims.size() != 4) return false;
     return std::all_of(v->type.dims.begin(), v->type.dims.end(), [](const Dim& d) { return d.known(); });
   };
-  if (!static_4d(x) || !static_4d(w) || !static_4d(y) || conv.attrs.get_int("group", 1) != 1) {
-    return std::nullopt;
-  }
+  if (!static_4d(x) || !static_4d(w) || !static_4d(y)) return std::nullopt;
   const auto dims = [](const Value* v, size_t i) { return v->type.dims[i].value; };
   ConvTask t;
   t.n = dims(x, 0), t.c = dims(x, 1), t.h = dims(x, 2), t.w = dims(x, 3);
   t.k = dims(y, 1), t.oh = dims(y, 2), t.ow = dims(y, 3), t.kh = dims(w, 2), t.kw = dims(w, 3);
+  t.groups = conv.attrs.get_int("group", 1);
+  if (t.groups < 1 || t.c % t.groups != 0 || dims(w, 1) != t.c / t.groups) return std::nullopt;
   const auto strides = conv.attrs.get_ints("strides", {1, 1});
   const auto dil = conv.attrs.get_ints("dilations", {1, 1});
   const auto pads = conv.attrs.get_ints("pads", {0, 0, 0, 0});
@@ -249,7 +236,8 @@ bool ConvTemplate::matches(const ConvTask& t) {
   const bool sizes = t.n > 0 && t.c > 0 && t.h > 0 && t.w > 0 && t.oh > 0 && t.ow > 0 &&
                      t.kh > 0 && t.kw > 0 && t.sh > 0 && t.sw > 0 && t.dh > 0 && t.dw > 0 &&
                      t.ph >= 0 && t.pw >= 0;
-  return sizes && t.k > 0 && t.k % kBlock == 0 && (t.c % kBlock == 0 || t.c < kBlock);
+  return sizes && t.groups == 1 && t.k > 0 && t.k % kBlock == 0 &&
+         (t.c % kBlock == 0 || t.c < kBlock);
 }
 
 ScheduleSpace ConvTemplate::space(const ConvTask& t) {

@@ -34,6 +34,7 @@ struct ConvTask {
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;  ///< window (pads: top/left)
   Activation act = Activation::kNone;
   bool residual = false;  ///< adds a tensor of the output's shape after the activation
+  int64_t groups = 1;     ///< Conv's `group` (channels split into this many independent convs)
 
   /// Canonical workload key, e.g. "conv2d_nchw16c_f32 n1 c64 h80 w80 k64 3x3 s1x1 p1x1 d1x1 silu add".
   std::string key() const;
@@ -48,7 +49,8 @@ struct ConvTask {
 
 /// The conv task of a fused group (an anchor group whose anchor is a Conv with its epilogue in
 /// the order bias, activation, residual Add), or nullopt when the group has another form
-/// (grouped conv, 1-D/3-D, non-float, unknown dims, asymmetric pads, other epilogue ops).
+/// (1-D/3-D, non-float, unknown dims, asymmetric pads, other epilogue ops). Grouped convs are
+/// returned with `groups` set; ConvTemplate takes groups == 1, DwConvTemplate depthwise ones.
 std::optional<ConvTask> conv_task_from_group(const Graph& g, const FusedGroup& group);
 
 /// One generated kernel: source text of one extern "C" function
@@ -69,7 +71,8 @@ struct CpuKernel {
 /// outer), "unroll" (unroll factor of the inner channel loop).
 class ConvTemplate {
  public:
-  /// True when the kernel can compute the task: C a multiple of 16 or below 16, K a multiple of 16.
+  /// True when the kernel can compute the task: groups 1, C a multiple of 16 or below 16, K a
+  /// multiple of 16.
   static bool matches(const ConvTask& t);
   /// The knobs and their domains for t.
   static ScheduleSpace space(const ConvTask& t);

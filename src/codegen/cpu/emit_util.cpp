@@ -1,0 +1,200 @@
+#include "codegen/cpu/emit_util.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "passes/rewrite_util.h"
+
+namespace yoloc::codegen::cpu {
+
+const char* const kScalarPrelude = R"(#ifndef YOLOC_CPU_SCALAR_PRELUDE
+#define YOLOC_CPU_SCALAR_PRELUDE
+#include <cmath>
+#include <cstdint>
+#include <vector>
+static inline float yc_sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+static inline float yc_silu(float x) { return x / (1.f + std::exp(-x)); }
+static inline float yc_relu1(float x) { return x > 0.f ? x : 0.f; }
+#endif
+)";
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) {
+    s.replace(p, from.size(), to);
+  }
+}
+
+bool is_c_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  return std::all_of(s.begin(), s.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+  });
+}
+
+std::optional<Shape> static_f32_shape(const Value* v) {
+  if (!v || v->type.dtype != DType::kFloat32 || !v->type.has_rank || !v->type.is_static()) {
+    return std::nullopt;
+  }
+  return v->type.static_shape();
+}
+
+std::vector<int64_t> dense_strides(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+std::optional<std::vector<int64_t>> broadcast_strides(const Shape& in, const Shape& out) {
+  if (in.size() > out.size()) return std::nullopt;
+  const std::vector<int64_t> own = dense_strides(in);
+  std::vector<int64_t> st(out.size(), 0);
+  const size_t lead = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == out[lead + i]) {
+      st[lead + i] = in[i] == 1 ? 0 : own[i];
+    } else if (in[i] != 1) {
+      return std::nullopt;
+    }
+  }
+  return st;
+}
+
+GroupIO group_io(const Graph& g, const FusedGroup& group) {
+  GroupIO io;
+  std::set<const Value*> made;
+  for (const Node* n : g.nodes()) {
+    if (n->group != group.id) continue;
+    io.nodes.push_back(n);
+    for (const Value* o : n->outputs) made.insert(o);
+  }
+  std::vector<const Value*> acts, consts;
+  std::set<const Value*> seen;
+  for (const Node* n : io.nodes) {
+    for (const Value* in : n->inputs) {
+      if (!in || made.count(in) || !seen.insert(in).second) continue;
+      (in->is_constant() ? consts : acts).push_back(in);
+    }
+  }
+  io.inputs = acts;
+  io.inputs.insert(io.inputs.end(), consts.begin(), consts.end());
+  for (const Node* n : io.nodes) {
+    for (const Value* o : n->outputs) {
+      bool outside = is_graph_output(g, o);
+      for (const Node* u : g.users(o)) outside = outside || u->group != group.id;
+      if (outside) io.outputs.push_back(o);
+    }
+  }
+  return io;
+}
+
+bool dense_output(const Graph& g, const Value* v) {
+  if (v->type.dims.empty() || (v->type.dims[0].known() && v->type.dims[0].value == 1)) return true;
+  for (const Node* u : g.users(v)) {
+    if (u->op == "Concat" && u->attrs.get_int("view", 0) != 0) return false;
+  }
+  return true;
+}
+
+std::optional<std::string> elementwise_expr(const Node& n, const std::vector<std::string>& a) {
+  const std::string& op = n.op;
+  const auto f = [](float v) { return fmt::format("{:.9g}f", v); };
+  if (a.size() == 1) {
+    if (op == "Relu") return fmt::format("std::fmax({}, 0.f)", a[0]);
+    if (op == "Sigmoid") return fmt::format("yc_sigmoid({})", a[0]);
+    if (op == "SiLU") return fmt::format("yc_silu({})", a[0]);
+    if (op == "Tanh") return fmt::format("std::tanh({})", a[0]);
+    if (op == "Exp") return fmt::format("std::exp({})", a[0]);
+    if (op == "Log") return fmt::format("std::log({})", a[0]);
+    if (op == "Sqrt") return fmt::format("std::sqrt({})", a[0]);
+    if (op == "Abs") return fmt::format("std::fabs({})", a[0]);
+    if (op == "Neg") return fmt::format("(-{})", a[0]);
+    if (op == "Reciprocal") return fmt::format("(1.f / {})", a[0]);
+    if (op == "Identity") return a[0];
+    if (op == "LeakyRelu") {
+      return fmt::format("({0} < 0.f ? {1} * {0} : {0})", a[0],
+                         f(n.attrs.get_float("alpha", 0.01f)));
+    }
+    if (op == "HardSigmoid") {
+      return fmt::format("std::fmin(std::fmax({1} * {0} + {2}, 0.f), 1.f)", a[0],
+                         f(n.attrs.get_float("alpha", 0.2f)), f(n.attrs.get_float("beta", 0.5f)));
+    }
+    if (op == "HardSwish") {
+      return fmt::format("({0} * std::fmin(std::fmax({0} / 6.f + 0.5f, 0.f), 1.f))", a[0]);
+    }
+    return std::nullopt;
+  }
+  if (op == "Clip") {
+    // Omitted bounds do not clip; an empty-name input reaches here as an absent argument.
+    std::string e = a[0];
+    if (a.size() > 1 && !a[1].empty()) e = fmt::format("std::fmax({}, {})", e, a[1]);
+    if (a.size() > 2 && !a[2].empty()) e = fmt::format("std::fmin({}, {})", e, a[2]);
+    return e;
+  }
+  if (a.size() != 2) return std::nullopt;
+  if (op == "Add") return fmt::format("({} + {})", a[0], a[1]);
+  if (op == "Sub") return fmt::format("({} - {})", a[0], a[1]);
+  if (op == "Mul") return fmt::format("({} * {})", a[0], a[1]);
+  if (op == "Div") return fmt::format("({} / {})", a[0], a[1]);
+  if (op == "Max") return fmt::format("std::fmax({}, {})", a[0], a[1]);
+  if (op == "Min") return fmt::format("std::fmin({}, {})", a[0], a[1]);
+  if (op == "Pow") return fmt::format("std::pow({}, {})", a[0], a[1]);
+  return std::nullopt;
+}
+
+int64_t loop_items(const Shape& dims) {
+  int64_t n = 1;
+  for (size_t i = 0; i + 2 < dims.size(); ++i) n *= dims[i];
+  return n;
+}
+
+std::string emit_loop_nest(const Shape& dims, const std::vector<LoopOperand>& reads,
+                           const std::vector<LoopOperand>& writes, const std::string& body,
+                           const std::vector<std::string>& values, const std::string& begin,
+                           const std::string& end, int64_t unroll) {
+  // Pad to rank 2 so the two inner loops always exist.
+  Shape d = dims;
+  const size_t pad = d.size() < 2 ? 2 - d.size() : 0;
+  d.insert(d.begin(), pad, 1);
+  const size_t r = d.size(), lead = r - 2;
+  const auto stride = [&](const LoopOperand& o, size_t i) {
+    return i < pad ? int64_t{0} : o.strides.at(i - pad);
+  };
+  std::string s = fmt::format("  for (int64_t it = {}; it < {}; ++it) {{\n    int64_t rest = it;\n",
+                              begin, end);
+  for (size_t i = lead; i-- > 0;) {
+    s += fmt::format("    const int64_t i{0} = rest % {1}; rest /= {1};\n", i, d[i]);
+  }
+  s += "    (void)rest;\n";
+  const auto base = [&](const LoopOperand& o, const std::string& name) {
+    std::string e = fmt::format("{}", o.base);
+    for (size_t i = 0; i < lead; ++i) {
+      if (stride(o, i) != 0) e += fmt::format(" + i{} * {}", i, stride(o, i));
+    }
+    return fmt::format("    {} = {} + ({});\n", name, o.ptr, e);
+  };
+  for (size_t k = 0; k < reads.size(); ++k) s += base(reads[k], fmt::format("const float* r{}", k));
+  for (size_t k = 0; k < writes.size(); ++k) s += base(writes[k], fmt::format("float* w{}", k));
+  s += fmt::format("    for (int64_t j = 0; j < {}; ++j) {{\n#pragma GCC unroll {}\n", d[r - 2],
+                   unroll);
+  s += fmt::format("      for (int64_t k = 0; k < {}; ++k) {{\n", d[r - 1]);
+  const auto at = [&](const LoopOperand& o) {
+    return fmt::format("j * {} + k * {}", stride(o, r - 2), stride(o, r - 1));
+  };
+  for (size_t k = 0; k < reads.size(); ++k) {
+    s += fmt::format("        const float x{} = r{}[{}];\n", k, k, at(reads[k]));
+  }
+  s += body;
+  for (size_t k = 0; k < writes.size(); ++k) {
+    s += fmt::format("        w{}[{}] = {};\n", k, at(writes[k]), values.at(k));
+  }
+  s += "      }\n    }\n  }\n";
+  return s;
+}
+
+}  // namespace yoloc::codegen::cpu

@@ -1,0 +1,370 @@
+#include "codegen/cpu/tail_template.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "ir/op_registry.h"
+
+namespace yoloc::codegen::cpu {
+
+namespace {
+
+bool is_alias(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
+         op == "Identity";
+}
+
+int64_t norm_axis(int64_t axis, size_t rank) {
+  return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+}
+
+// Emits the tail's code node by node; nullopt as soon as something is unsupported.
+class Emitter {
+ public:
+  Emitter(const TailTask& t, int64_t unroll) : t_(t), unroll_(unroll) {}
+
+  std::optional<std::string> run() {
+    for (size_t k = 0; k < t_.args.size(); ++k) {
+      if (!bind_input(t_.args[k], k)) return std::nullopt;
+    }
+    for (const Node* n : t_.io.nodes) {
+      for (const Value* o : n->outputs) {
+        if (!static_f32_shape(o)) return std::nullopt;
+      }
+      if (!emit_node(*n)) return std::nullopt;
+    }
+    return code_;
+  }
+
+ private:
+  static std::string rd(const Value* v) { return fmt::format("v{}", v->id); }
+  static std::string wr(const Value* v) { return fmt::format("w{}", v->id); }
+  static Shape shape(const Value* v) { return v->type.static_shape(); }
+
+  bool bind_input(const Value* v, size_t k) {
+    const Shape s = shape(v);
+    if (v->is_constant() || v->layout.layout == Layout::kNCHW) {
+      code_ += fmt::format("  const float* {} = in[{}];\n", rd(v), k);
+      bound_.insert(v);
+      return true;
+    }
+    if (v->layout.layout != Layout::kNCHWc || s.size() != 4 || s[1] % v->layout.block != 0) {
+      return false;
+    }
+    // NCHWc -> NCHW: loop over the blocked dims, scatter to the plain offsets.
+    const int64_t b = v->layout.block, hw = s[2] * s[3];
+    const Shape dims = {s[0], s[1] / b, s[2], s[3], b};
+    code_ += fmt::format("  std::vector<float> plain{0}({1});\n  float* {2} = plain{0}.data();\n",
+                         k, shape_numel(s), wr(v));
+    code_ += emit_loop_nest(dims, {{fmt::format("in[{}]", k), 0, dense_strides(dims)}},
+                            {{wr(v), 0, {s[1] * hw, b * hw, s[3], 1, hw}}}, "", {"x0"}, "0",
+                            std::to_string(loop_items(dims)), unroll_);
+    code_ += fmt::format("  const float* {} = {};\n", rd(v), wr(v));
+    bound_.insert(v);
+    return true;
+  }
+
+  // A buffer for v: the kernel's output when v leaves the group, else a local vector.
+  void define(const Value* v) {
+    const auto it = std::find(t_.io.outputs.begin(), t_.io.outputs.end(), v);
+    if (it != t_.io.outputs.end()) {
+      code_ += fmt::format("  float* {} = out[{}];\n", wr(v), it - t_.io.outputs.begin());
+    } else {
+      code_ += fmt::format("  std::vector<float> buf{0}({1});\n  float* {2} = buf{0}.data();\n",
+                           v->id, shape_numel(shape(v)), wr(v));
+    }
+    code_ += fmt::format("  const float* {} = {};\n", rd(v), wr(v));
+    bound_.insert(v);
+  }
+
+  void copy(const Shape& dims, LoopOperand from, LoopOperand to) {
+    code_ += emit_loop_nest(dims, {std::move(from)}, {std::move(to)}, "", {"x0"}, "0",
+                            std::to_string(loop_items(dims)), unroll_);
+  }
+
+  bool emit_node(const Node& n) {
+    if (n.outputs.size() != 1 && n.op != "Split") return false;
+    const Value* y = n.outputs[0];
+    // Data operands must be float32 arrays the kernel holds; integer constants (shapes, slice
+    // bounds) are read at compile time by the emitters that take them.
+    const size_t data_inputs = n.def->has(kTraitElementwise) || n.op == "Concat" ? n.inputs.size()
+                               : n.op == "Conv"                                  ? 3
+                                                                                 : 1;
+    for (size_t i = 0; i < std::min(data_inputs, n.inputs.size()); ++i) {
+      if (n.input(i) && !bound_.count(n.input(i))) return false;
+    }
+    code_ += fmt::format("  // {}\n", n.label());
+    if (is_alias(n.op)) {
+      const bool leaves =
+          std::find(t_.io.outputs.begin(), t_.io.outputs.end(), y) != t_.io.outputs.end();
+      if (!leaves) {
+        code_ += fmt::format("  const float* {} = {};\n", rd(y), rd(n.input(0)));
+        bound_.insert(y);
+        return true;
+      }
+      define(y);
+      const Shape s = {shape_numel(shape(y))};
+      copy(s, {rd(n.input(0)), 0, {1}}, {wr(y), 0, {1}});
+      return true;
+    }
+    if (n.def->has(kTraitElementwise)) return elementwise(n);
+    if (n.op == "Transpose") return transpose(n);
+    if (n.op == "Slice") return slice(n);
+    if (n.op == "Concat") return concat(n);
+    if (n.op == "Split") return split(n);
+    if (n.op == "Softmax") return softmax(n);
+    if (n.op == "Conv") return conv(n);
+    return false;
+  }
+
+  bool elementwise(const Node& n) {
+    const Value* y = n.outputs[0];
+    const Shape s = shape(y);
+    std::vector<LoopOperand> reads;
+    std::vector<std::string> args;
+    for (const Value* in : n.inputs) {
+      if (!in) {
+        args.emplace_back();
+        continue;
+      }
+      const auto xs = static_f32_shape(in);
+      if (!xs) return false;
+      const auto st = broadcast_strides(*xs, s);
+      if (!st) return false;
+      args.push_back(fmt::format("x{}", reads.size()));
+      reads.push_back({rd(in), 0, *st});
+    }
+    const auto e = elementwise_expr(n, args);
+    if (!e) return false;
+    define(y);
+    code_ += emit_loop_nest(s, reads, {{wr(y), 0, dense_strides(s)}},
+                            fmt::format("        const float y = {};\n", *e), {"y"}, "0",
+                            std::to_string(loop_items(s)), unroll_);
+    return true;
+  }
+
+  bool transpose(const Node& n) {
+    const Value *x = n.input(0), *y = n.outputs[0];
+    const Shape xs = shape(x), ys = shape(y);
+    std::vector<int64_t> perm = n.attrs.get_ints("perm", {});
+    if (perm.empty()) {
+      for (size_t i = xs.size(); i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+    }
+    if (perm.size() != xs.size()) return false;
+    const std::vector<int64_t> xst = dense_strides(xs);
+    std::vector<int64_t> st;
+    for (int64_t p : perm) st.push_back(xst.at(static_cast<size_t>(p)));
+    define(y);
+    copy(ys, {rd(x), 0, st}, {wr(y), 0, dense_strides(ys)});
+    return true;
+  }
+
+  bool slice(const Node& n) {
+    const Value *x = n.input(0), *y = n.outputs[0];
+    const Shape xs = shape(x), ys = shape(y);
+    const auto ints = [&](size_t i) -> std::optional<std::vector<int64_t>> {
+      const Value* v = n.input(i);
+      if (!v) return std::vector<int64_t>{};
+      if (!v->known()) return std::nullopt;
+      std::vector<int64_t> out;
+      for (double d : v->known()->to_doubles()) out.push_back(static_cast<int64_t>(d));
+      return out;
+    };
+    const auto starts = ints(1), axes = ints(3), steps = ints(4);
+    if (!starts || !axes || !steps) return false;
+    const std::vector<int64_t> xst = dense_strides(xs);
+    std::vector<int64_t> st = xst;
+    int64_t base = 0;
+    for (size_t i = 0; i < starts->size(); ++i) {
+      const int64_t d = axes->empty() ? static_cast<int64_t>(i) : norm_axis((*axes)[i], xs.size());
+      if (d < 0 || d >= static_cast<int64_t>(xs.size())) return false;
+      const int64_t dim = xs[static_cast<size_t>(d)];
+      const int64_t step = steps->empty() ? 1 : (*steps)[i];
+      int64_t s0 = (*starts)[i] < 0 ? (*starts)[i] + dim : (*starts)[i];
+      s0 = step > 0 ? std::clamp<int64_t>(s0, 0, dim) : std::clamp<int64_t>(s0, 0, dim - 1);
+      base += s0 * xst[static_cast<size_t>(d)];
+      st[static_cast<size_t>(d)] = step * xst[static_cast<size_t>(d)];
+    }
+    define(y);
+    if (shape_numel(ys) > 0) copy(ys, {rd(x), base, st}, {wr(y), 0, dense_strides(ys)});
+    return true;
+  }
+
+  bool concat(const Node& n) {
+    const Value* y = n.outputs[0];
+    const Shape ys = shape(y);
+    const auto axis = static_cast<size_t>(norm_axis(n.attrs.get_int("axis", 0), ys.size()));
+    if (axis >= ys.size()) return false;
+    define(y);
+    const std::vector<int64_t> yst = dense_strides(ys);
+    int64_t offset = 0;
+    for (const Value* x : n.inputs) {
+      const Shape xs = shape(x);
+      if (shape_numel(xs) > 0)
+        copy(xs, {rd(x), 0, dense_strides(xs)}, {wr(y), offset * yst[axis], yst});
+      offset += xs.at(axis);
+    }
+    return true;
+  }
+
+  bool split(const Node& n) {
+    const Value* x = n.input(0);
+    const Shape xs = shape(x);
+    const auto axis = static_cast<size_t>(norm_axis(n.attrs.get_int("axis", 0), xs.size()));
+    if (axis >= xs.size()) return false;
+    const std::vector<int64_t> xst = dense_strides(xs);
+    int64_t offset = 0;
+    for (const Value* y : n.outputs) {
+      const Shape ys = shape(y);
+      define(y);
+      if (shape_numel(ys) > 0)
+        copy(ys, {rd(x), offset * xst[axis], xst}, {wr(y), 0, dense_strides(ys)});
+      offset += ys.at(axis);
+    }
+    return true;
+  }
+
+  bool softmax(const Node& n) {
+    const Value *x = n.input(0), *y = n.outputs[0];
+    const Shape s = shape(x);
+    const auto axis = static_cast<size_t>(norm_axis(n.attrs.get_int("axis", -1), s.size()));
+    if (axis >= s.size()) return false;
+    int64_t outer = 1, inner = 1;
+    for (size_t i = 0; i < axis; ++i) outer *= s[i];
+    for (size_t i = axis + 1; i < s.size(); ++i) inner *= s[i];
+    define(y);
+    code_ += fmt::format(R"(  for (int64_t o = 0; o < {0}; ++o) {{
+    for (int64_t i = 0; i < {2}; ++i) {{
+      const float* xp = {3} + o * {1} * {2} + i;
+      float* yp = {4} + o * {1} * {2} + i;
+      float m = -INFINITY, sum = 0.f;
+      for (int64_t a = 0; a < {1}; ++a) m = std::fmax(m, xp[a * {2}]);
+      for (int64_t a = 0; a < {1}; ++a) sum += (yp[a * {2}] = std::exp(xp[a * {2}] - m));
+      for (int64_t a = 0; a < {1}; ++a) yp[a * {2}] /= sum;
+    }}
+  }}
+)",
+                         outer, s[axis], inner, rd(x), wr(y));
+    return true;
+  }
+
+  bool conv(const Node& n) {
+    const Value *x = n.input(0), *w = n.input(1), *b = n.input(2), *y = n.outputs[0];
+    if (!static_f32_shape(w) || (b && !static_f32_shape(b))) return false;
+    const Shape xs = shape(x), ws = shape(w), ys = shape(y);
+    const auto st = n.attrs.get_ints("strides", {1, 1});
+    const auto pd = n.attrs.get_ints("pads", {0, 0, 0, 0});
+    const auto dl = n.attrs.get_ints("dilations", {1, 1});
+    const int64_t g = n.attrs.get_int("group", 1);
+    if (xs.size() != 4 || st.size() != 2 || pd.size() != 4 || dl.size() != 2 || g < 1 ||
+        n.attrs.get_string("auto_pad", "NOTSET") != "NOTSET" || xs[1] != ws[1] * g) {
+      return false;
+    }
+    define(y);
+    code_ += fmt::format(
+        R"(  for (int64_t n = 0; n < {N}; ++n)
+    for (int64_t k = 0; k < {K}; ++k)
+      for (int64_t oh = 0; oh < {OH}; ++oh)
+        for (int64_t ow = 0; ow < {OW}; ++ow) {{
+          const int64_t g0 = k / ({K} / {G}) * {CG};
+          float acc = {BIAS};
+          for (int64_t c = 0; c < {CG}; ++c)
+            for (int64_t r = 0; r < {KH}; ++r) {{
+              const int64_t ih = oh * {SH} - {PH} + r * {DH};
+              if (ih < 0 || ih >= {H}) continue;
+              for (int64_t s = 0; s < {KW}; ++s) {{
+                const int64_t iw = ow * {SW} - {PW} + s * {DW};
+                if (iw < 0 || iw >= {W}) continue;
+                acc += {WP}[((k * {CG} + c) * {KH} + r) * {KW} + s] *
+                       {XP}[((n * {C} + g0 + c) * {H} + ih) * {W} + iw];
+              }}
+            }}
+          {YP}[((n * {K} + k) * {OH} + oh) * {OW} + ow] = acc;
+        }}
+)",
+        fmt::arg("N", xs[0]), fmt::arg("K", ys[1]), fmt::arg("OH", ys[2]), fmt::arg("OW", ys[3]),
+        fmt::arg("G", g), fmt::arg("CG", ws[1]), fmt::arg("BIAS", b ? rd(b) + "[k]" : "0.f"),
+        fmt::arg("KH", ws[2]), fmt::arg("KW", ws[3]), fmt::arg("SH", st[0]), fmt::arg("SW", st[1]),
+        fmt::arg("PH", pd[0]), fmt::arg("PW", pd[1]), fmt::arg("DH", dl[0]), fmt::arg("DW", dl[1]),
+        fmt::arg("H", xs[2]), fmt::arg("W", xs[3]), fmt::arg("C", xs[1]), fmt::arg("WP", rd(w)),
+        fmt::arg("XP", rd(x)), fmt::arg("YP", wr(y)));
+    return true;
+  }
+
+  const TailTask& t_;
+  int64_t unroll_;
+  std::string code_;
+  std::set<const Value*> bound_;  ///< values with a pointer in the code so far
+};
+
+}  // namespace
+
+std::string TailTask::key() const {
+  std::string s = "detect_tail_f32";
+  for (const Node* n : io.nodes) {
+    s += " " + n->op + "[";
+    for (const Value* o : n->outputs) {
+      for (const Dim& d : o->type.dims) s += std::to_string(d.value) + ",";
+    }
+    s += "]";
+  }
+  return s;
+}
+
+std::optional<TailTask> tail_task_from_group(const Graph& g, const FusedGroup& group) {
+  TailTask t;
+  t.io = group_io(g, group);
+  if (t.io.nodes.empty() || t.io.outputs.empty()) return std::nullopt;
+  for (const Value* in : t.io.inputs) {
+    if (!in->is_constant()) {
+      if (!static_f32_shape(in)) return std::nullopt;
+      t.args.push_back(in);
+    } else if (in->type.dtype == DType::kFloat32) {
+      t.args.push_back(in);
+    }
+  }
+  for (const Value* o : t.io.outputs) {
+    if (o->layout.layout != Layout::kNCHW || !dense_output(g, o)) return std::nullopt;
+  }
+  if (!Emitter(t, 1).run()) return std::nullopt;
+  return t;
+}
+
+bool TailTemplate::matches(const TailTask& t) {
+  return !t.io.nodes.empty() && !t.io.outputs.empty() && Emitter(t, 1).run().has_value();
+}
+
+ScheduleSpace TailTemplate::space(const TailTask&) {
+  ScheduleSpace s;
+  s.knobs.push_back({"unroll", "unroll of every innermost loop", {1, 4, 8}});
+  return s;
+}
+
+bool TailTemplate::valid(const TailTask& t, const ScheduleConfig& cfg) {
+  return cfg.in_space(space(t)) && matches(t);
+}
+
+ScheduleConfig TailTemplate::default_config(const TailTask& t) {
+  YOLOC_CHECK(matches(t), "tail template does not match {}", t.key());
+  return ScheduleConfig({{"unroll", 4}});
+}
+
+CpuKernel TailTemplate::emit(const TailTask& t, const ScheduleConfig& cfg,
+                             const std::string& symbol) {
+  YOLOC_CHECK(valid(t, cfg), "tail config {} invalid for {}", cfg.str(), t.key());
+  YOLOC_CHECK(is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
+  CpuKernel k;
+  k.symbol = symbol;
+  k.work_items = 1;
+  k.source = fmt::format(
+      "{}// detect_tail_f32 ({} nodes) | {}\nextern \"C\" void {}(const float* const* in, "
+      "float* const* out, int64_t begin, int64_t end) {{\n  if (begin > 0 || end < 1) return;\n"
+      "{}}}\n",
+      kScalarPrelude, t.io.nodes.size(), cfg.str(), symbol, *Emitter(t, cfg.get("unroll")).run());
+  return k;
+}
+
+}  // namespace yoloc::codegen::cpu

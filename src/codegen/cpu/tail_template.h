@@ -1,0 +1,50 @@
+#pragma once
+/// The CPU kernel template of the detect-head tail (yolov8's Reshape / Concat / Split /
+/// Transpose / Softmax / DFL conv / Slice / box arithmetic / Sigmoid / Concat, YOLOX's Sigmoid /
+/// Concat / Reshape / Transpose): one kernel that computes the model's final output from the head
+/// convolutions' outputs. It is driven by the group's IR: each node becomes a straight-line loop
+/// nest over its static shape (reshape-like nodes become pointer aliases), intermediates live in
+/// buffers of the kernel, and head outputs stored in NCHW16c are re-laid to NCHW first.
+///
+/// IR-driven ABI (emit_util.h): in = TailTask::args (the group's activations, then its float32
+/// constants; integer constants such as shapes and slice bounds are baked into the code),
+/// out = the group's outputs. One work item (the tail is a few MFLOPs; its nodes depend on
+/// each other).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/cpu/conv_template.h"
+#include "codegen/cpu/emit_util.h"
+#include "codegen/cpu/schedule.h"
+
+namespace yoloc::codegen::cpu {
+
+/// The workload of one tail group.
+struct TailTask {
+  GroupIO io;
+  std::vector<const Value*> args;  ///< kernel inputs: activations, then float32 constants
+
+  /// "detect_tail_f32 " + the ops and output shapes, e.g. "... Reshape[1,144,6400],...".
+  std::string key() const;
+};
+
+/// The task of a group whose nodes the tail emitter supports (reshape-like ops, Transpose, Slice,
+/// Concat, Split, Softmax, 2-D Conv and the float32 elementwise ops), every value being static
+/// (float32 data, or integer constants read at compile time) and every output plain NCHW and
+/// dense (dense_output); nullopt otherwise. Being generic, it also serves groups no other
+/// template takes (YOLOX's Focus slices, its 5-channel head convs).
+std::optional<TailTask> tail_task_from_group(const Graph& g, const FusedGroup& group);
+
+/// The tail template. Knob "unroll": unroll of every innermost loop.
+class TailTemplate {
+ public:
+  static bool matches(const TailTask& t);
+  static ScheduleSpace space(const TailTask& t);
+  static bool valid(const TailTask& t, const ScheduleConfig& cfg);
+  static ScheduleConfig default_config(const TailTask& t);
+  /// Raises InternalError when the task does not match or cfg is not valid.
+  static CpuKernel emit(const TailTask& t, const ScheduleConfig& cfg, const std::string& symbol);
+};
+
+}  // namespace yoloc::codegen::cpu

@@ -1,0 +1,482 @@
+// The CPU templates other than dense conv (depthwise conv, max-pool / SPPF / SPP, nearest
+// resize, elementwise chains, detect tail): groups made by the optimizer (target "cpu") from
+// small graphs and from the shared models, each x several schedule configs, built into one
+// shared object per test and compared with the group's nodes run by the reference executor.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+
+#include "codegen/cpu/dwconv_template.h"
+#include "codegen/cpu/elementwise_template.h"
+#include "codegen/cpu/host_compiler.h"
+#include "codegen/cpu/parallel.h"
+#include "codegen/cpu/pool_template.h"
+#include "codegen/cpu/resize_template.h"
+#include "codegen/cpu/tail_template.h"
+#include "frontend/onnx/importer.h"
+#include "graph_builder.h"
+#include "passes/pipeline.h"
+
+namespace yoloc::codegen::cpu {
+namespace {
+
+using testing::input;
+using testing::node;
+using testing::random_tensor;
+
+// The group's nodes as a graph of their own: its activations become inputs, its outputs the
+// graph's outputs (in GroupIO order).
+std::unique_ptr<Graph> subgraph(const GroupIO& io) {
+  auto s = std::make_unique<Graph>();
+  std::map<const Value*, Value*> m;
+  for (const Value* v : io.inputs) {
+    if (v->is_constant()) {
+      m[v] = s->add_constant(v->name, v->data);
+    } else {
+      m[v] = s->add_value(v->name, v->type);
+      s->inputs.push_back(m[v]);
+    }
+  }
+  for (const Node* n : io.nodes) {
+    std::vector<Value*> ins;
+    for (const Value* v : n->inputs) ins.push_back(v ? m.at(v) : nullptr);
+    Node* c = s->add_node(n->op, ins, n->outputs.size(), n->attrs, n->name);
+    for (size_t i = 0; i < n->outputs.size(); ++i) m[n->outputs[i]] = c->outputs[i];
+  }
+  for (const Value* v : io.outputs) s->outputs.push_back(m.at(v));
+  infer_shapes(*s);
+  return s;
+}
+
+bool blocked(const Value* v) { return v->layout.layout == Layout::kNCHWc; }
+
+// A logical NCHW tensor in the value's layout, and back.
+std::vector<float> to_layout(const Value* v, const Tensor& t) {
+  const float* d = t.data<float>();
+  if (!blocked(v)) return std::vector<float>(d, d + t.numel());
+  const Shape s = t.shape();
+  return to_nchw16c(d, s[0], s[1], s[2], s[3]);
+}
+std::vector<float> from_layout(const Value* v, const std::vector<float>& x) {
+  if (!blocked(v)) return x;
+  const Shape s = v->type.static_shape();
+  return from_nchw16c(x.data(), s[0], s[1], s[2], s[3]);
+}
+
+void expect_close(const std::vector<float>& got, const Tensor& want, const std::string& what) {
+  ASSERT_EQ(static_cast<int64_t>(got.size()), want.numel()) << what;
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float ref = want.data<float>()[i];
+    if (!(std::fabs(got[i] - ref) <= 1e-4f * std::max(1.f, std::fabs(ref))) && bad++ < 5) {
+      ADD_FAILURE() << what << " element " << i << ": got " << got[i] << ", want " << ref;
+    }
+  }
+  EXPECT_EQ(bad, 0) << what;
+}
+
+// One kernel of the IR-driven ABI to check: its group, the arrays it takes and makes.
+struct Case {
+  const Graph* g;
+  GroupIO io;
+  std::vector<const Value*> args;
+  CpuKernel kernel;
+  std::string what;
+};
+
+// Builds all cases into one shared object, runs each on random activations with 2 threads and
+// compares every output with the reference run of the group's nodes.
+void run_cases(const std::vector<Case>& cases) {
+  ASSERT_FALSE(cases.empty());
+  std::string source;
+  for (const Case& c : cases) source += c.kernel.source;
+  const SharedObject so = compile_shared_object(source);
+  LoadedLibrary lib(so.bytes);
+  ThreadPool pool(2);
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    auto ref = subgraph(c.io);
+    std::map<std::string, Tensor> feeds;
+    std::map<const Value*, std::vector<float>> held;
+    for (const Value* v : c.io.inputs) {
+      if (v->is_constant()) continue;
+      const Tensor t = random_tensor(v->type.static_shape(), seed++, -3.f, 3.f);
+      feeds[v->name] = t;
+      held[v] = to_layout(v, t);
+    }
+    std::vector<const float*> in;
+    for (const Value* v : c.args)
+      in.push_back(v->is_constant() ? v->data.data<float>() : held[v].data());
+    std::vector<std::vector<float>> outs;
+    std::vector<float*> out;
+    for (const Value* v : c.io.outputs) outs.emplace_back(shape_numel(v->type.static_shape()), NAN);
+    for (auto& o : outs) out.push_back(o.data());
+    using Fn = void (*)(const float* const*, float* const*, int64_t, int64_t);
+    const auto fn = reinterpret_cast<Fn>(lib.symbol(c.kernel.symbol));
+    pool.parallel_for(c.kernel.work_items,
+                      [&](int64_t b, int64_t e) { fn(in.data(), out.data(), b, e); });
+    const auto want = run_reference(*ref, feeds);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      expect_close(from_layout(c.io.outputs[i], outs[i]), want[i].tensor, c.what);
+    }
+  }
+}
+
+std::unique_ptr<Graph> optimized(std::unique_ptr<Graph> g) {
+  PassContext ctx;
+  ctx.target = "cpu";
+  optimize(*g, ctx);
+  return g;
+}
+
+std::unique_ptr<Graph> shared_model(const std::string& file) {
+  const char* env = std::getenv("YOLOC_SHARED_DIR");
+  const auto path = std::filesystem::path(env ? env : YOLOC_SHARED_DIR) / "models" / file;
+  if (!std::filesystem::exists(path)) return nullptr;
+  return optimized(onnx_frontend::import_onnx(path.string()));
+}
+
+std::vector<const FusedGroup*> groups_of(const Graph& g, GroupKind kind) {
+  std::vector<const FusedGroup*> out;
+  for (const FusedGroup& grp : g.groups) {
+    if (grp.kind == kind) out.push_back(&grp);
+  }
+  return out;
+}
+
+// Cases for every config of `space` whose index is in `picks` (and valid), plus the default.
+template <class T, class Task>
+void add_cases(std::vector<Case>& cases, const Graph& g, const FusedGroup& grp, const Task& t,
+               const std::vector<const Value*>& args, const std::vector<ScheduleConfig>& extra) {
+  std::vector<ScheduleConfig> cfgs = {T::default_config(t)};
+  for (const ScheduleConfig& c : extra) {
+    if (T::valid(t, c) && !(c == cfgs[0])) cfgs.push_back(c);
+  }
+  for (const ScheduleConfig& cfg : cfgs) {
+    const std::string sym = "k" + std::to_string(cases.size());
+    cases.push_back(
+        {&g, group_io(g, grp), args, T::emit(t, cfg, sym), grp.name + " | " + cfg.str()});
+  }
+}
+
+Attrs conv_attrs(int64_t k, int64_t stride, int64_t pad, int64_t group) {
+  Attrs a = testing::conv_attrs(k, pad, group);
+  a.set("strides", std::vector<int64_t>{stride, stride});
+  return a;
+}
+
+Value* conv(Graph& g, Value* x, int64_t out_c, int64_t k, int64_t stride, int64_t group,
+            uint32_t seed) {
+  const int64_t in_c = x->type.dims[1].value;
+  Value* w = g.add_constant("w", random_tensor({out_c, in_c / group, k, k}, seed));
+  Value* b = g.add_constant("b", random_tensor({out_c}, seed + 1));
+  return node(g, "Conv", {x, w, b}, conv_attrs(k, stride, k / 2, group));
+}
+
+// --- depthwise conv: its own ABI (the conv one) ---
+
+TEST(CpuTemplates, DepthwiseConv) {
+  auto g = std::make_unique<Graph>();
+  Value* x = input(*g, "x", {2, 8, 13, 11});
+  Value* a = node(*g, "SiLU", {conv(*g, x, 32, 1, 1, 1, 1)});    // blocked, 32
+  Value* d1 = node(*g, "SiLU", {conv(*g, a, 32, 3, 1, 32, 3)});  // 3x3 s1
+  Value* d2 = node(*g, "Add", {node(*g, "Relu", {conv(*g, d1, 32, 5, 1, 32, 5)}), a});
+  Value* d3 = conv(*g, d2, 32, 3, 2, 32, 7);  // 3x3 s2
+  Value* p = conv(*g, x, 8, 3, 1, 8, 9);      // plain, 8
+  g->outputs = {conv(*g, d3, 16, 1, 1, 1, 11), conv(*g, p, 16, 1, 1, 1, 13)};
+  g = optimized(std::move(g));
+  struct DwCase {
+    ConvTask t;
+    GroupIO io;
+    CpuKernel k;
+  };
+  std::vector<DwCase> cases;
+  std::string source;
+  for (const FusedGroup* grp : groups_of(*g, GroupKind::kAnchor)) {
+    const auto t = conv_task_from_group(*g, *grp);
+    if (!t || !DwConvTemplate::matches(*t)) continue;
+    for (int64_t owb : {int64_t{0}, int64_t{1}, int64_t{4}, int64_t{16}}) {
+      const ScheduleConfig cfg =
+          owb == 0 ? DwConvTemplate::default_config(*t) : ScheduleConfig({{"owb", owb}});
+      if (!DwConvTemplate::valid(*t, cfg)) continue;
+      cases.push_back({*t, group_io(*g, *grp),
+                       DwConvTemplate::emit(*t, cfg, "dw" + std::to_string(cases.size()))});
+      source += cases.back().k.source;
+    }
+  }
+  ASSERT_GE(cases.size(), 10u);  // 4 depthwise groups x 3-4 configs
+  const SharedObject so = compile_shared_object(source);
+  LoadedLibrary lib(so.bytes);
+  ThreadPool pool(2);
+  for (const DwCase& c : cases) {
+    SCOPED_TRACE(c.t.key() + " | " + c.k.source.substr(c.k.source.find("| "), 12));
+    const Node& cv = *c.io.nodes[0];
+    const Value* xin = cv.input(0);
+    const Value* res = c.t.residual ? c.io.inputs[1] : nullptr;
+    auto ref = subgraph(c.io);
+    std::map<std::string, Tensor> feeds;
+    feeds[xin->name] = random_tensor(xin->type.static_shape(), 21, -3.f, 3.f);
+    if (res) feeds[res->name] = random_tensor(res->type.static_shape(), 22);
+    const auto xv = to_layout(xin, feeds[xin->name]);
+    const auto rv = res ? to_layout(res, feeds[res->name]) : std::vector<float>{};
+    const auto w = DwConvTemplate::pack_weights(c.t, cv.input(1)->data.data<float>());
+    std::vector<float> out(shape_numel(c.io.outputs[0]->type.static_shape()), NAN);
+    using Fn =
+        void (*)(const float*, const float*, const float*, const float*, float*, int64_t, int64_t);
+    const auto fn = reinterpret_cast<Fn>(lib.symbol(c.k.symbol));
+    pool.parallel_for(c.k.work_items, [&](int64_t b, int64_t e) {
+      fn(xv.data(), w.data(), cv.input(2)->data.data<float>(), rv.data(), out.data(), b, e);
+    });
+    expect_close(from_layout(c.io.outputs[0], out), run_reference(*ref, feeds)[0].tensor,
+                 c.t.key());
+  }
+}
+
+// --- pooling ---
+
+Value* maxpool(Graph& g, Value* x, int64_t k, int64_t s, int64_t p) {
+  Attrs a;
+  a.set("kernel_shape", std::vector<int64_t>{k, k});
+  a.set("strides", std::vector<int64_t>{s, s});
+  a.set("pads", std::vector<int64_t>{p, p, p, p});
+  return node(g, "MaxPool", {x}, a);
+}
+
+std::vector<ScheduleConfig> pool_configs() {
+  return {ScheduleConfig({{"separable", 0}}), ScheduleConfig({{"separable", 1}})};
+}
+
+TEST(CpuTemplates, MaxPoolSppfAndSpp) {
+  auto g = std::make_unique<Graph>();
+  Value* x = input(*g, "x", {2, 3, 11, 13});
+  Value* a = conv(*g, x, 32, 3, 1, 1, 1);
+  Value* p1 = maxpool(*g, a, 5, 1, 2);
+  Value* p2 = maxpool(*g, p1, 5, 1, 2);
+  Value* p3 = maxpool(*g, p2, 5, 1, 2);
+  Attrs cat;
+  cat.set("axis", int64_t{1});
+  Value* sppf = node(*g, "Concat", {a, p1, p2, p3}, cat);
+  Value* b = conv(*g, x, 16, 1, 1, 1, 3);
+  Value* spp =
+      node(*g, "Concat",
+           {b, maxpool(*g, b, 5, 1, 2), maxpool(*g, b, 9, 1, 4), maxpool(*g, b, 13, 1, 6)}, cat);
+  Value* s2 = maxpool(*g, conv(*g, x, 16, 1, 1, 1, 5), 3, 2, 1);  // blocked, stride 2
+  Value* plain = maxpool(*g, x, 2, 2, 0);                         // plain NCHW
+  g->outputs = {conv(*g, sppf, 16, 1, 1, 1, 7), conv(*g, spp, 16, 1, 1, 1, 9),
+                conv(*g, s2, 16, 1, 1, 1, 11), conv(*g, plain, 16, 1, 1, 1, 13)};
+  g = optimized(std::move(g));
+  std::vector<Case> cases;
+  int sppf_groups = 0;
+  for (const FusedGroup& grp : g->groups) {
+    const auto t = pool_task_from_group(*g, grp);
+    if (!t) continue;
+    sppf_groups += grp.kind == GroupKind::kSppf;
+    ASSERT_TRUE(PoolTemplate::matches(*t)) << t->key();
+    add_cases<PoolTemplate>(cases, *g, grp, *t, {group_io(*g, grp).inputs[0]}, pool_configs());
+  }
+  EXPECT_EQ(sppf_groups, 2);
+  EXPECT_EQ(cases.size(), 8u);  // 4 groups x 2 configs
+  run_cases(cases);
+}
+
+TEST(CpuTemplates, SppfOfYolov8n) {
+  auto g = shared_model("yolov8n.onnx");
+  if (!g) GTEST_SKIP() << "no yolov8n.onnx";
+  const auto sppf = groups_of(*g, GroupKind::kSppf);
+  ASSERT_EQ(sppf.size(), 1u);
+  const auto t = pool_task_from_group(*g, *sppf[0]);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->key(),
+            "maxpool_f32 n1 c128 h20 w20 nchw16c copy 5x5s1x1p2x2 9x9s1x1p4x4 13x13s1x1p6x6");
+  std::vector<Case> cases;
+  add_cases<PoolTemplate>(cases, *g, *sppf[0], *t, {group_io(*g, *sppf[0]).inputs[0]},
+                          pool_configs());
+  run_cases(cases);
+}
+
+// --- resize ---
+
+TEST(CpuTemplates, NearestIndices) {
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(nearest_indices(3, 6, 2.0, "asymmetric", "floor"), (V{0, 0, 1, 1, 2, 2}));
+  EXPECT_EQ(nearest_indices(3, 6, 2.0, "half_pixel", "round_prefer_floor"), (V{0, 0, 1, 1, 2, 2}));
+  // align_corners 3 -> 5: x = 0, .5, 1, 1.5, 2.
+  EXPECT_EQ(nearest_indices(3, 5, 5.0 / 3, "align_corners", "round_prefer_floor"),
+            (V{0, 0, 1, 1, 2}));
+  EXPECT_EQ(nearest_indices(3, 5, 5.0 / 3, "align_corners", "round_prefer_ceil"),
+            (V{0, 1, 1, 2, 2}));
+  // asymmetric 4 -> 2 (downscale 0.5): x = 0, 2; ceil of 4 -> 3 (scale .75): 0, 1.33, 2.67.
+  EXPECT_EQ(nearest_indices(4, 2, 0.5, "asymmetric", "floor"), (V{0, 2}));
+  EXPECT_EQ(nearest_indices(4, 3, 0.75, "asymmetric", "ceil"), (V{0, 2, 3}));
+  EXPECT_FALSE(nearest_indices(4, 3, 0.75, "bogus", "ceil"));
+}
+
+Value* resize(Graph& g, Value* x, float scale, const std::string& coord, const std::string& mode) {
+  Tensor s(DType::kFloat32, {4});
+  const float sv[4] = {1.f, 1.f, scale, scale};
+  std::copy(sv, sv + 4, s.data<float>());
+  Attrs a;
+  a.set("mode", std::string("nearest"));
+  a.set("coordinate_transformation_mode", coord);
+  a.set("nearest_mode", mode);
+  return node(g, "Resize", {x, nullptr, g.add_constant("scales", s)}, a);
+}
+
+TEST(CpuTemplates, NearestResize) {
+  auto g = std::make_unique<Graph>();
+  Value* x = input(*g, "x", {2, 5, 7, 6});
+  Value* a = conv(*g, x, 32, 1, 1, 1, 1);
+  Value* up = resize(*g, a, 2.f, "asymmetric", "floor");
+  Attrs cat;
+  cat.set("axis", int64_t{1});
+  Value* y = input(*g, "y", {2, 5, 14, 12});
+  Value* joined = node(*g, "Concat", {conv(*g, y, 16, 1, 1, 1, 3), up}, cat);
+  Value* odd = resize(*g, conv(*g, x, 16, 1, 1, 1, 5), 1.5f, "half_pixel", "round_prefer_ceil");
+  Value* plain = resize(*g, x, 2.f, "asymmetric", "floor");
+  g->outputs = {conv(*g, joined, 16, 1, 1, 1, 7), conv(*g, odd, 16, 1, 1, 1, 9),
+                conv(*g, plain, 16, 1, 1, 1, 11)};
+  g = optimized(std::move(g));
+  std::vector<Case> cases;
+  int in_concat = 0;
+  std::optional<ResizeTask> sliced;
+  const FusedGroup* sliced_group = nullptr;
+  const std::vector<ScheduleConfig> cfgs = {ScheduleConfig({{"unroll", 1}}),
+                                            ScheduleConfig({{"unroll", 8}})};
+  for (const FusedGroup& grp : g->groups) {
+    const auto t = resize_task_from_group(*g, grp);
+    if (!t) continue;
+    ASSERT_TRUE(ResizeTemplate::matches(*t)) << t->key();
+    // Written straight into a concat slice the images lie a whole concat apart; the test runs
+    // the kernel on a dense buffer, so it checks the dense ones only and the stride separately.
+    if (t->out_batch_stride != t->c * t->oh * t->ow) {
+      EXPECT_EQ(t->out_batch_stride, (16 + 32) * t->oh * t->ow) << t->key();
+      ++in_concat;
+      sliced = t, sliced_group = &grp;
+      ResizeTask dense = *t;
+      dense.out_batch_stride = t->c * t->oh * t->ow;
+      add_cases<ResizeTemplate>(cases, *g, grp, dense, {group_io(*g, grp).inputs[0]}, cfgs);
+      continue;
+    }
+    add_cases<ResizeTemplate>(cases, *g, grp, *t, {group_io(*g, grp).inputs[0]}, cfgs);
+  }
+  EXPECT_EQ(in_concat, 1);
+  EXPECT_EQ(cases.size(), 8u);  // 3 resizes x the default and 1-2 other configs
+  run_cases(cases);
+
+  // The resize into its concat slice for real: both images into a 48-channel NCHW16c buffer
+  // behind the 16 channels of the conv, which must stay untouched.
+  ASSERT_TRUE(sliced);
+  const GroupIO io = group_io(*g, *sliced_group);
+  const CpuKernel k = ResizeTemplate::emit(*sliced, ResizeTemplate::default_config(*sliced), "rs");
+  const SharedObject so = compile_shared_object(k.source);
+  LoadedLibrary lib(so.bytes);
+  const Value* xv = io.inputs[0];
+  const Tensor xt = random_tensor(xv->type.static_shape(), 99, -3.f, 3.f);
+  const auto xin = to_layout(xv, xt);
+  const int64_t plane = sliced->oh * sliced->ow * kBlock, blocks = 3;
+  std::vector<float> buf(static_cast<size_t>(sliced->n * blocks * plane), NAN);
+  const float* ins[] = {xin.data()};
+  float* outs[] = {buf.data() + plane};
+  ThreadPool pool(2);
+  using Fn = void (*)(const float* const*, float* const*, int64_t, int64_t);
+  const auto fn = reinterpret_cast<Fn>(lib.symbol("rs"));
+  pool.parallel_for(k.work_items, [&](int64_t b, int64_t e) { fn(ins, outs, b, e); });
+  std::vector<float> mine;
+  for (int64_t n = 0; n < sliced->n; ++n) {
+    EXPECT_TRUE(std::isnan(buf[static_cast<size_t>(n * blocks * plane)]));
+    const auto first = buf.begin() + (n * blocks + 1) * plane;
+    mine.insert(mine.end(), first, first + 2 * plane);
+  }
+  const auto want = run_reference(*subgraph(io), {{xv->name, xt}});
+  expect_close(from_layout(io.outputs[0], mine), want[0].tensor, "resize into a concat slice");
+}
+
+// --- elementwise chains ---
+
+TEST(CpuTemplates, ElementwiseChains) {
+  auto g = std::make_unique<Graph>();
+  // Blocked: a conv output read by another conv and by a chain with broadcast constants.
+  Value* x = input(*g, "x", {2, 3, 6, 7});
+  Value* a = conv(*g, x, 32, 3, 1, 1, 1);
+  Value* b = conv(*g, x, 32, 1, 1, 1, 3);
+  Value* per_c = g->add_constant("pc", random_tensor({1, 32, 1, 1}, 5, 0.5f, 2.f));
+  Value* per_w = g->add_constant("pw", random_tensor({7}, 6, 0.5f, 2.f));
+  Value* e = node(*g, "Sigmoid", {a});
+  e = node(*g, "Mul", {e, per_c});
+  e = node(*g, "Add", {e, b});
+  e = node(*g, "Div", {e, per_w});
+  e = node(*g, "Sub", {e, g->add_constant("one", random_tensor({1}, 7))});
+  e = node(*g, "Tanh", {e});
+  // Plain: 12 channels, activations broadcast against each other. The result feeds a conv: a
+  // chain feeding only graph outputs would be taken for a detect tail.
+  Value* p = input(*g, "p", {1, 12, 5, 5});
+  Value* q = input(*g, "q", {1, 1, 5, 5});
+  Value* f = node(*g, "Relu", {node(*g, "Add", {p, q})});
+  Attrs lr;
+  lr.set("alpha", 0.2f);
+  f = node(*g, "LeakyRelu",
+           {node(*g, "Sub", {f, g->add_constant("h", random_tensor({12, 1, 1}, 8))})}, lr);
+  f = node(*g, "HardSwish", {f});
+  g->outputs = {conv(*g, e, 16, 1, 1, 1, 9), conv(*g, a, 16, 1, 1, 1, 11),
+                conv(*g, b, 16, 1, 1, 1, 13), conv(*g, f, 16, 1, 1, 1, 15)};
+  g = optimized(std::move(g));
+  std::vector<Case> cases;
+  int blocked_groups = 0;
+  for (const FusedGroup* grp : groups_of(*g, GroupKind::kElementwise)) {
+    const auto t = elementwise_task_from_group(*g, *grp);
+    ASSERT_TRUE(t) << grp->name;
+    blocked_groups += t->blocked;
+    add_cases<ElementwiseTemplate>(
+        cases, *g, *grp, *t, t->io.inputs,
+        {ScheduleConfig({{"unroll", 1}}), ScheduleConfig({{"unroll", 16}})});
+  }
+  EXPECT_EQ(blocked_groups, 1);
+  EXPECT_GE(cases.size(), 4u);
+  run_cases(cases);
+}
+
+// --- detect tails ---
+
+void check_tail(const std::string& model, int64_t want_nodes) {
+  auto g = shared_model(model);
+  if (!g) GTEST_SKIP() << "no " << model;
+  const auto tails = groups_of(*g, GroupKind::kDetectTail);
+  ASSERT_EQ(tails.size(), 1u);
+  const auto t = tail_task_from_group(*g, *tails[0]);
+  ASSERT_TRUE(t) << model;
+  EXPECT_GE(static_cast<int64_t>(t->io.nodes.size()), want_nodes);
+  std::vector<Case> cases;
+  add_cases<TailTemplate>(cases, *g, *tails[0], *t, t->args, {ScheduleConfig({{"unroll", 1}})});
+  run_cases(cases);
+}
+
+TEST(CpuTemplates, DetectTailOfYolov8n) { check_tail("yolov8n.onnx", 20); }
+TEST(CpuTemplates, DetectTailOfYoloxNano) { check_tail("yolox-nano-facemask.onnx", 4); }
+
+// Every kernel group of the two models has a template that takes it.
+TEST(CpuTemplates, EveryGroupOfTheModelsHasAKernel) {
+  for (const char* model : {"yolov8n.onnx", "yolox-nano-facemask.onnx"}) {
+    auto g = shared_model(model);
+    if (!g) continue;
+    int depthwise = 0;
+    for (const FusedGroup& grp : g->groups) {
+      if (!grp.is_kernel()) continue;
+      const auto conv = conv_task_from_group(*g, grp);
+      depthwise += conv && DwConvTemplate::matches(*conv);
+      const bool ok = (conv && (ConvTemplate::matches(*conv) || DwConvTemplate::matches(*conv))) ||
+                      pool_task_from_group(*g, grp) || resize_task_from_group(*g, grp) ||
+                      elementwise_task_from_group(*g, grp) || tail_task_from_group(*g, grp);
+      EXPECT_TRUE(ok) << model << ": group " << grp.id << " " << grp.name;
+    }
+    if (std::string(model).find("yolox") != std::string::npos) EXPECT_EQ(depthwise, 30);
+  }
+}
+
+}  // namespace
+}  // namespace yoloc::codegen::cpu
