@@ -168,6 +168,12 @@ std::vector<float> reference(const std::vector<float>& x) {
   return y;
 }
 
+DetectorOptions threads(int n) {
+  DetectorOptions o;
+  o.threads = n;
+  return o;
+}
+
 std::string error_of(const std::function<void()>& fn) {
   try {
     fn();
@@ -205,7 +211,7 @@ TEST_F(RuntimeTest, LibrariesLoadedTogetherStayApart) {
   // glibc knows a loaded object by its path: were /proc/self/fd/N reused while the first
   // library is loaded, the second load would return the first library (without `negate`).
   auto [m, p] = conv_net();
-  const Detector a = Detector::load(write("conv.ycm", m, p), {.threads = 2});
+  const Detector a = Detector::load(write("conv.ycm", m, p), threads(2));
   artifact::Manifest mb = m;
   mb.outputs = {{"y", "float32", {1, kC, kH, kW}}};
   Program pb = p;
@@ -217,7 +223,7 @@ TEST_F(RuntimeTest, LibrariesLoadedTogetherStayApart) {
           "extern \"C\" void negate(void* const* a, const int64_t* p, int64_t b, int64_t e) {\n"
           "  for (int64_t i = b; i < e; ++i) ((float*)a[1])[i] = -((const float*)a[0])[i];\n}\n")
           .bytes;
-  const Detector b = Detector::load(write("neg.ycm", mb, pb, lib_b), {.threads = 1});
+  const Detector b = Detector::load(write("neg.ycm", mb, pb, lib_b), threads(1));
   const std::vector<float> x = random_floats(kC * kHW, 5);
   const Tensor in = Tensor::from_vector({1, kC, kH, kW}, x);
   const Tensor ya = a.infer({in})[0], yb = b.infer({in})[0];
@@ -228,7 +234,7 @@ TEST_F(RuntimeTest, LibrariesLoadedTogetherStayApart) {
 
 TEST_F(RuntimeTest, InferChecksInputs) {
   auto [m, p] = conv_net();
-  const Detector d = Detector::load(write("conv.ycm", m, p), {.threads = 1});
+  const Detector d = Detector::load(write("conv.ycm", m, p), threads(1));
   EXPECT_HAS(error_of([&] { d.infer({}); }), "takes 1 input(s), 0 were given");
   EXPECT_HAS(error_of([&] {
                d.infer({Tensor(DType::kFloat32, {1, kC, kH, kW + 1})});
@@ -283,8 +289,9 @@ TEST_F(RuntimeTest, DetectorRunsThePipeline) {
   EXPECT_NEAR(dets[0].box.y1, 24, 1e-4);
   EXPECT_NEAR(dets[0].box.x2, 40, 1e-4);
   EXPECT_NEAR(dets[0].box.y2, 40, 1e-4);
-  EXPECT_TRUE(
-      Detector::load(path("det.ycm"), {.conf = 0.95f}).detect(detect::Image(64, 64)).empty());
+  DetectorOptions strict;
+  strict.conf = 0.95f;
+  EXPECT_TRUE(Detector::load(path("det.ycm"), strict).detect(detect::Image(64, 64)).empty());
 }
 
 TEST_F(RuntimeTest, CApiRoundTrip) {
