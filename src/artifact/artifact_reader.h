@@ -33,6 +33,8 @@ class Artifact {
 
   const Manifest& manifest() const { return manifest_; }
   const Header& header() const { return header_; }
+  /// The path it was opened from.
+  const std::string& path() const { return path_; }
   /// True when a signature was present and checked against ReadOptions::public_key_file.
   bool signature_verified() const { return signature_verified_; }
   /// The bytes of blob `name` (64-byte aligned in memory); raises a UserError if there is none.

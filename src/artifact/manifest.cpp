@@ -103,6 +103,7 @@ nlohmann::json manifest_to_json(const Manifest& m) {
           {"preprocess", m.preprocess},
           {"postprocess", m.postprocess},
           {"memory_plan", m.memory_plan},
+          {"program", m.program},
           {"blobs", blobs}};
 }
 
@@ -123,6 +124,7 @@ Manifest manifest_from_json(const nlohmann::json& j, const std::string& where) {
   m.preprocess = r.object("preprocess");
   m.postprocess = r.object("postprocess");
   m.memory_plan = r.object("memory_plan");
+  if (j.contains("program")) m.program = r.object("program");
   const json& blobs = r.array("blobs");
   for (size_t i = 0; i < blobs.size(); ++i) {
     FieldReader b(blobs[i], r.child("blobs", i), where);

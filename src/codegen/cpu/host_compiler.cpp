@@ -1,6 +1,5 @@
 #include "codegen/cpu/host_compiler.h"
 
-#include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -79,28 +78,6 @@ SharedObject compile_shared_object(const std::string& source, const HostCompiler
                opts.cxx, status, out.log);
   }
   return out;
-}
-
-LoadedLibrary::LoadedLibrary(const std::string& bytes) {
-  const fs::path dir = make_temp_dir();
-  const fs::path so = dir / "kernels.so";
-  write_file(so, bytes);
-  handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  const char* err = handle_ ? nullptr : dlerror();
-  std::error_code ec;
-  fs::remove_all(dir, ec);  // the mapping stays valid after the file is unlinked
-  if (!handle_) user_error("cannot load the generated kernels: {}", err ? err : "unknown error");
-}
-
-LoadedLibrary::~LoadedLibrary() {
-  if (handle_) dlclose(handle_);
-}
-
-void* LoadedLibrary::symbol(const std::string& name) const {
-  dlerror();
-  void* p = dlsym(handle_, name.c_str());
-  if (!p) user_error("the generated kernels lack the symbol '{}'", name);
-  return p;
 }
 
 }  // namespace yoloc::codegen::cpu

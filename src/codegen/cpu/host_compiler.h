@@ -1,8 +1,9 @@
 #pragma once
-/// Builds generated C++ into a shared object with the host compiler (or a cross compiler), and
-/// loads one for tests and benchmarks.
+/// Builds generated C++ into a shared object with the host compiler (or a cross compiler).
 #include <string>
 #include <vector>
+
+#include "runtime/kernel_library.h"
 
 namespace yoloc::codegen::cpu {
 
@@ -27,21 +28,7 @@ struct SharedObject {
 SharedObject compile_shared_object(const std::string& source,
                                    const HostCompilerOptions& opts = {});
 
-/// A dlopen'ed shared object, closed on destruction.
-class LoadedLibrary {
- public:
-  /// Writes `bytes` to a temporary file and loads it (RTLD_NOW | RTLD_LOCAL); raises a
-  /// UserError with dlerror() on failure.
-  explicit LoadedLibrary(const std::string& bytes);
-  ~LoadedLibrary();
-  LoadedLibrary(const LoadedLibrary&) = delete;
-  LoadedLibrary& operator=(const LoadedLibrary&) = delete;
-
-  /// The address of `name`; raises a UserError when the library lacks it.
-  void* symbol(const std::string& name) const;
-
- private:
-  void* handle_ = nullptr;
-};
+/// Loads a built shared object (tests and benchmarks): the runtime's loader.
+using LoadedLibrary = runtime::KernelLibrary;
 
 }  // namespace yoloc::codegen::cpu

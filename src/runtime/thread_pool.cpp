@@ -1,8 +1,8 @@
-#include "codegen/cpu/parallel.h"
+#include "runtime/thread_pool.h"
 
 #include "core/error.h"
 
-namespace yoloc::codegen::cpu {
+namespace yoloc::runtime {
 namespace {
 
 std::pair<int64_t, int64_t> range_of(int64_t items, int parts, int i) {
@@ -68,4 +68,4 @@ void ThreadPool::work(int index) {
   }
 }
 
-}  // namespace yoloc::codegen::cpu
+}  // namespace yoloc::runtime

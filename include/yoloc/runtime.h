@@ -1,0 +1,58 @@
+#pragma once
+/// The yoloc runtime's C++ API: load a compiled `.ycm` artifact and run it, as a detector
+/// (image in, boxes out: pre-processing, network, decoding and NMS as the manifest describes)
+/// or as a raw network (tensors in, tensors out). Errors raise yoloc::UserError with a message
+/// that says what is wrong and what to do. Links against libyoloc_runtime only.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "detect/decode.h"
+#include "detect/image.h"
+
+namespace yoloc {
+
+struct DetectorOptions {
+  int threads = 0;              ///< worker threads; 0: the machine's hardware threads
+  std::optional<float> conf;    ///< score threshold; default: the manifest's, else 0.25
+  std::optional<float> iou;     ///< NMS IoU threshold; default: the manifest's, else 0.45
+  std::optional<int> max_det;   ///< most detections per image; default: manifest's, else 300
+  std::string public_key_file;  ///< when set, the artifact must be signed by this key
+};
+
+/// A loaded artifact. Thread-safe: concurrent calls are serialised (one arena per detector;
+/// load one detector per thread for parallel streams).
+class Detector {
+ public:
+  /// Opens, verifies (digest, and signature with options.public_key_file) and prepares the
+  /// artifact at `path`. Raises a UserError for a missing, corrupt, tampered or unrunnable
+  /// artifact or bad options.
+  static Detector load(const std::string& path, const DetectorOptions& options = {});
+
+  Detector(Detector&&) noexcept;
+  Detector& operator=(Detector&&) noexcept;
+  ~Detector();
+
+  /// Detections on `image` (BGR, see detect::Image) in image pixels, by score descending.
+  /// Raises a UserError for an empty image or an artifact that is not a batch-1 detector.
+  std::vector<detect::Detection> detect(const detect::Image& image) const;
+
+  /// The raw network: `inputs` match the manifest's inputs (count, dtype, shape).
+  std::vector<Tensor> infer(const std::vector<Tensor>& inputs) const;
+
+  /// The class names from the manifest (index = class id).
+  const std::vector<std::string>& class_names() const;
+  /// The detector family ("yolov8", ...), empty for an artifact that is not a detector.
+  const std::string& family() const;
+  int threads() const;
+
+ private:
+  struct Impl;
+  explicit Detector(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace yoloc

@@ -1,0 +1,52 @@
+#pragma once
+/// Runs a CPU artifact's program (runtime/program.h): loads the kernel library from its blob,
+/// resolves every symbol once, owns one 64-byte aligned arena, binds weights in place from the
+/// artifact's mapping and calls the kernels in order over a thread pool.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "artifact/artifact_reader.h"
+#include "core/tensor.h"
+#include "runtime/kernel_library.h"
+#include "runtime/program.h"
+#include "runtime/thread_pool.h"
+#include "yoloc/kernel_abi.h"
+
+namespace yoloc::runtime {
+
+class Executor {
+ public:
+  /// Prepares `artifact` (kept alive by the executor) for runs on `threads` threads (>= 1).
+  /// Raises a UserError for an artifact without a valid program or whose kernels do not load.
+  Executor(std::shared_ptr<const artifact::Artifact> artifact, int threads);
+
+  /// Runs the network. `inputs` must match the manifest's inputs in count, dtype and shape
+  /// (a UserError says which does not). Not reentrant: one run at a time per executor.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+
+  const artifact::Manifest& manifest() const { return artifact_->manifest(); }
+  const Program& program() const { return program_; }
+  int threads() const { return pool_.threads(); }
+
+ private:
+  /// A call with its pointers and function resolved.
+  struct Bound {
+    yoloc_kernel_fn fn = nullptr;
+    std::vector<void*> args;
+    std::vector<int64_t> params;
+    int64_t work_items = 1;
+  };
+  struct FreeDeleter {
+    void operator()(std::byte* p) const;
+  };
+
+  std::shared_ptr<const artifact::Artifact> artifact_;
+  Program program_;
+  std::unique_ptr<KernelLibrary> library_;
+  std::unique_ptr<std::byte, FreeDeleter> arena_;
+  std::vector<Bound> calls_;
+  ThreadPool pool_;
+};
+
+}  // namespace yoloc::runtime

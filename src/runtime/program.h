@@ -1,0 +1,69 @@
+#pragma once
+/// The program of a CPU artifact: which kernels run, in which order, on which bytes. It is the
+/// manifest's "program" object (the compiler writes it, the executor reads it):
+///
+///   "program": {
+///     "abi": 1,                       // YOLOC_KERNEL_ABI_VERSION the kernels were built for
+///     "kernel_blob": "kernels.so",    // the blob holding the shared object
+///     "arena_bytes": 123456,          // size of the one activation arena
+///     "inputs":  [{"offset": 0}],     // arena byte offset of each manifest input, same order
+///     "outputs": [{"offset": 4096}],  // arena byte offset of each manifest output, same order
+///     "calls": [                      // run in this order
+///       {"symbol": "k0", "work_items": 64,
+///        "args": [{"buffer": "arena", "offset": 0, "bytes": 4096},
+///                 {"buffer": "weights", "offset": 128, "bytes": 256}],
+///        "params": [16, 3]}
+///     ]
+///   }
+///
+/// A binding's buffer is "arena" or the name of a blob of the artifact (weights are used in
+/// place, read-only). Every binding must lie inside its buffer, every input and output inside
+/// the arena (their sizes come from the manifest's tensor specs); offsets into the arena are
+/// multiples of 64 only if the compiler wants them aligned (the arena itself starts 64-aligned).
+/// Kernels follow include/yoloc/kernel_abi.h.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "artifact/manifest.h"
+
+namespace yoloc::runtime {
+
+/// Where a kernel argument points.
+struct Binding {
+  std::string buffer;  ///< "arena" or a blob name
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+struct KernelCall {
+  std::string symbol;
+  int64_t work_items = 1;  ///< >= 1
+  std::vector<Binding> args;
+  std::vector<int64_t> params;
+};
+
+struct Program {
+  std::string kernel_blob;
+  uint64_t arena_bytes = 0;
+  std::vector<uint64_t> input_offsets;   ///< parallel to Manifest::inputs
+  std::vector<uint64_t> output_offsets;  ///< parallel to Manifest::outputs
+  std::vector<KernelCall> calls;
+};
+
+/// The buffer name of the arena in bindings.
+inline constexpr const char* kArena = "arena";
+
+/// Byte size of a tensor spec (dtype size times the product of the shape); raises a UserError
+/// naming `where` for an unknown dtype or a negative dimension.
+uint64_t spec_bytes(const artifact::TensorSpec& spec, const std::string& where);
+
+/// Parses and checks m.program: fields present and typed, the ABI version this runtime speaks,
+/// blobs that exist, every binding and tensor inside its buffer. Raises a UserError naming
+/// `where` (the artifact path) and the offending field otherwise.
+Program parse_program(const artifact::Manifest& m, const std::string& where);
+
+/// The program as manifest JSON (what parse_program reads); the compiler side writes it.
+nlohmann::json program_to_json(const Program& p);
+
+}  // namespace yoloc::runtime

@@ -1,0 +1,375 @@
+// The runtime: an artifact built by hand (kernels compiled here to the kernel ABI) runs through
+// the executor, the C++ Detector and the C API, against references computed in the test.
+#include "yoloc/runtime.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "artifact/artifact_writer.h"
+#include "codegen/cpu/host_compiler.h"
+#include "core/error.h"
+#include "detect/image.h"
+#include "runtime/executor.h"
+#include "runtime/program.h"
+#include "yoloc/yoloc.h"
+
+using namespace yoloc;
+using namespace yoloc::runtime;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Three kernels to the ABI: a 1x1 conv (typed, exposed through the wrapper convention of
+// kernel_abi.h), an elementwise add + ReLU, and a fixed YOLOv8 head of one anchor.
+constexpr const char* kKernels = R"(
+#include <stdint.h>
+static void conv1x1(const float* x, const float* w, const float* b, float* y, int64_t c,
+                    int64_t hw, int64_t k0, int64_t k1) {
+  for (int64_t k = k0; k < k1; ++k)
+    for (int64_t p = 0; p < hw; ++p) {
+      float s = b[k];
+      for (int64_t i = 0; i < c; ++i) s += w[k * c + i] * x[i * hw + p];
+      y[k * hw + p] = s;
+    }
+}
+extern "C" void conv1x1_abi(void* const* a, const int64_t* p, int64_t b, int64_t e) {
+  conv1x1((const float*)a[0], (const float*)a[1], (const float*)a[2], (float*)a[3], p[0], p[1],
+          b, e);
+}
+extern "C" void add_relu(void* const* a, const int64_t* p, int64_t b, int64_t e) {
+  const float* x = (const float*)a[0];
+  const float* r = (const float*)a[1];
+  float* y = (float*)a[2];
+  for (int64_t i = b; i < e; ++i) y[i] = x[i] + r[i] > 0 ? x[i] + r[i] : 0;
+}
+extern "C" void fixed_head(void* const* a, const int64_t* p, int64_t b, int64_t e) {
+  float* y = (float*)a[1];
+  const float v[6] = {16, 16, 8, 8, 0.9f, 0.1f};  // cx, cy, w, h, two class scores
+  for (int i = 0; i < 6; ++i) y[i] = v[i];
+}
+)";
+
+const std::string& kernel_library() {
+  static const std::string bytes = codegen::cpu::compile_shared_object(kKernels).bytes;
+  return bytes;
+}
+
+constexpr int64_t kC = 5, kK = 7, kH = 3, kW = 4, kHW = kH * kW;
+
+std::vector<float> random_floats(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
+std::string as_bytes(const std::vector<float>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+/// The conv + add + ReLU network's weights: conv weights [K][C], bias [K], residual [K][HW].
+struct Weights {
+  std::vector<float> w = random_floats(kK * kC, 1), b = random_floats(kK, 2),
+                     r = random_floats(kK * kHW, 3);
+};
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("yoloc_runtime_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  /// y = relu(conv1x1(x) + r): x at arena 0, the conv output at 256, y at 640.
+  static std::pair<artifact::Manifest, Program> conv_net() {
+    artifact::Manifest m;
+    m.tool_version = "test";
+    m.target = "cpu";
+    m.precision = "fp32";
+    m.inputs = {{"x", "float32", {1, kC, kH, kW}}};
+    m.outputs = {{"y", "float32", {1, kK, kH, kW}}};
+    const uint64_t f = sizeof(float), wb = kK * kC * f, bb = kK * f, rb = kK * kHW * f;
+    Program p;
+    p.kernel_blob = "kernels.so";
+    p.arena_bytes = 1024;
+    p.input_offsets = {0};
+    p.output_offsets = {640};
+    p.calls = {
+        {"conv1x1_abi",
+         kK,
+         {{kArena, 0, kC * kHW * f}, {"weights", 0, wb}, {"weights", 192, bb}, {kArena, 256, rb}},
+         {kC, kHW}},
+        {"add_relu", kK * kHW, {{kArena, 256, rb}, {"weights", 256, rb}, {kArena, 640, rb}}, {}}};
+    return {m, p};
+  }
+
+  /// Writes an artifact of `m` with program `p`, a kernel library (default: kKernels built) and
+  /// the conv net's weights.
+  std::string write(const std::string& name, artifact::Manifest m, const Program& p,
+                    const std::string& library = kernel_library()) const {
+    m.program = program_to_json(p);
+    artifact::ArtifactWriter w(std::move(m));
+    const Weights ws;
+    std::string weights(256 + kK * kHW * sizeof(float), '\0');
+    weights.replace(0, ws.w.size() * 4, as_bytes(ws.w));
+    weights.replace(192, ws.b.size() * 4, as_bytes(ws.b));
+    weights.replace(256, ws.r.size() * 4, as_bytes(ws.r));
+    w.add_blob("weights", "weights", weights);
+    w.add_blob("kernels.so", "kernel_so", library);
+    w.write(path(name));
+    return path(name);
+  }
+
+  /// A YOLOv8-family detector (input 1x3x32x32, two classes) whose head is fixed: one anchor
+  /// at (16, 16), 8x8, scores 0.9 and 0.1.
+  std::string write_detector(const std::string& name) const {
+    artifact::Manifest m;
+    m.tool_version = "test";
+    m.family = "yolov8";
+    m.target = "cpu";
+    m.precision = "fp32";
+    m.inputs = {{"images", "float32", {1, 3, 32, 32}}};
+    m.outputs = {{"output0", "float32", {1, 6, 1}}};
+    m.class_names = {"cat", "dog"};
+    m.preprocess = {{"kind", "letterbox"}};
+    Program p;
+    p.kernel_blob = "kernels.so";
+    p.arena_bytes = 3 * 32 * 32 * 4 + 64;
+    p.input_offsets = {0};
+    p.output_offsets = {3 * 32 * 32 * 4};
+    p.calls = {
+        {"fixed_head", 1, {{kArena, 0, 3 * 32 * 32 * 4}, {kArena, 3 * 32 * 32 * 4, 24}}, {}}};
+    return write(name, m, p);
+  }
+
+  fs::path dir_;
+};
+
+/// relu(W x + b + r), computed plainly in double.
+std::vector<float> reference(const std::vector<float>& x) {
+  const Weights ws;
+  std::vector<float> y(kK * kHW);
+  for (int64_t k = 0; k < kK; ++k)
+    for (int64_t p = 0; p < kHW; ++p) {
+      double s = ws.b[k] + ws.r[k * kHW + p];
+      for (int64_t c = 0; c < kC; ++c) s += double(ws.w[k * kC + c]) * x[c * kHW + p];
+      y[k * kHW + p] = static_cast<float>(std::max(s, 0.0));
+    }
+  return y;
+}
+
+DetectorOptions threads(int n) {
+  DetectorOptions o;
+  o.threads = n;
+  return o;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no UserError";
+  return "";
+}
+
+#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << "message: " << (msg)
+
+}  // namespace
+
+TEST_F(RuntimeTest, ExecutorMatchesReferenceOnAnyThreadCount) {
+  auto [m, p] = conv_net();
+  const std::string file = write("conv.ycm", m, p);
+  const std::vector<float> x = random_floats(kC * kHW, 4);
+  const std::vector<float> want = reference(x);
+  for (int threads : {1, 2, 3}) {
+    auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(file));
+    Executor exec(art, threads);
+    EXPECT_EQ(exec.threads(), threads);
+    for (int run = 0; run < 2; ++run) {  // the arena is reused across runs
+      const std::vector<Tensor> out = exec.run({Tensor::from_vector({1, kC, kH, kW}, x)});
+      ASSERT_EQ(out.size(), 1u);
+      ASSERT_EQ(out[0].shape(), (Shape{1, kK, kH, kW}));
+      for (int64_t i = 0; i < kK * kHW; ++i)
+        EXPECT_NEAR(out[0].data<float>()[i], want[i], 1e-5) << "threads " << threads << " i " << i;
+    }
+  }
+}
+
+TEST_F(RuntimeTest, LibrariesLoadedTogetherStayApart) {
+  // glibc knows a loaded object by its path: were /proc/self/fd/N reused while the first
+  // library is loaded, the second load would return the first library (without `negate`).
+  auto [m, p] = conv_net();
+  const Detector a = Detector::load(write("conv.ycm", m, p), threads(2));
+  artifact::Manifest mb = m;
+  mb.outputs = {{"y", "float32", {1, kC, kH, kW}}};
+  Program pb = p;
+  pb.output_offsets = {256};
+  pb.calls = {{"negate", kC * kHW, {{kArena, 0, kC * kHW * 4}, {kArena, 256, kC * kHW * 4}}, {}}};
+  const std::string lib_b =
+      codegen::cpu::compile_shared_object(
+          std::string(kKernels) +
+          "extern \"C\" void negate(void* const* a, const int64_t* p, int64_t b, int64_t e) {\n"
+          "  for (int64_t i = b; i < e; ++i) ((float*)a[1])[i] = -((const float*)a[0])[i];\n}\n")
+          .bytes;
+  const Detector b = Detector::load(write("neg.ycm", mb, pb, lib_b), threads(1));
+  const std::vector<float> x = random_floats(kC * kHW, 5);
+  const Tensor in = Tensor::from_vector({1, kC, kH, kW}, x);
+  const Tensor ya = a.infer({in})[0], yb = b.infer({in})[0];
+  const std::vector<float> want = reference(x);
+  for (int64_t i = 0; i < kK * kHW; ++i) EXPECT_NEAR(ya.data<float>()[i], want[i], 1e-5);
+  for (int64_t i = 0; i < kC * kHW; ++i) EXPECT_EQ(yb.data<float>()[i], -x[i]);
+}
+
+TEST_F(RuntimeTest, InferChecksInputs) {
+  auto [m, p] = conv_net();
+  const Detector d = Detector::load(write("conv.ycm", m, p), threads(1));
+  EXPECT_HAS(error_of([&] { d.infer({}); }), "takes 1 input(s), 0 were given");
+  EXPECT_HAS(error_of([&] {
+               d.infer({Tensor(DType::kFloat32, {1, kC, kH, kW + 1})});
+             }),
+             "input 'x' must be float32 of shape");
+  EXPECT_HAS(error_of([&] { d.infer({Tensor(DType::kFloat64, {1, kC, kH, kW})}); }), "float64");
+  EXPECT_HAS(error_of([&] { d.detect(detect::Image(8, 8)); }), "names no detector family");
+}
+
+TEST_F(RuntimeTest, BadProgramsAreUserErrors) {
+  auto [m, p] = conv_net();
+  Program outside = p;
+  outside.calls[1].args[1].offset = 300;  // past the end of the weights blob
+  EXPECT_HAS(error_of([&] { Detector::load(write("a.ycm", m, outside)); }),
+             "program.calls[1].args[1]");
+  Program arena = p;
+  arena.output_offsets = {1000};  // the output does not fit in the arena
+  EXPECT_HAS(error_of([&] { Detector::load(write("b.ycm", m, arena)); }), "program.outputs[0]");
+  Program symbol = p;
+  symbol.calls[0].symbol = "no_such_kernel";
+  EXPECT_HAS(error_of([&] { Detector::load(write("c.ycm", m, symbol)); }), "no_such_kernel");
+  Program blob = p;
+  blob.kernel_blob = "nope";
+  EXPECT_HAS(error_of([&] { Detector::load(write("d.ycm", m, blob)); }), "'nope'");
+  Program garbage = p;
+  garbage.kernel_blob = "weights";  // not a shared object
+  EXPECT_HAS(error_of([&] { Detector::load(write("e.ycm", m, garbage)); }),
+             "cannot load the model's kernel library");
+
+  // A wrong ABI version and a manifest without any program.
+  artifact::Manifest abi = m;
+  abi.program = program_to_json(p);
+  abi.program["abi"] = 99;
+  artifact::ArtifactWriter w(abi);
+  w.add_blob("kernels.so", "kernel_so", kernel_library());
+  w.write(path("f.ycm"));
+  EXPECT_HAS(error_of([&] { Detector::load(path("f.ycm")); }), "kernel ABI 99");
+  artifact::ArtifactWriter none(m);
+  none.write(path("g.ycm"));
+  EXPECT_HAS(error_of([&] { Detector::load(path("g.ycm")); }), "holds no program");
+}
+
+TEST_F(RuntimeTest, DetectorRunsThePipeline) {
+  const Detector d = Detector::load(write_detector("det.ycm"));
+  EXPECT_EQ(d.family(), "yolov8");
+  // 64x64 -> letterbox scale 0.5, no padding: the head's 8x8 box at (16, 16) is (24..40) here.
+  const std::vector<detect::Detection> dets = d.detect(detect::Image(64, 64, 50));
+  ASSERT_EQ(dets.size(), 1u);
+  EXPECT_EQ(dets[0].class_id, 0);
+  EXPECT_NEAR(dets[0].score, 0.9, 1e-6);
+  EXPECT_NEAR(dets[0].box.x1, 24, 1e-4);
+  EXPECT_NEAR(dets[0].box.y1, 24, 1e-4);
+  EXPECT_NEAR(dets[0].box.x2, 40, 1e-4);
+  EXPECT_NEAR(dets[0].box.y2, 40, 1e-4);
+  DetectorOptions strict;
+  strict.conf = 0.95f;
+  EXPECT_TRUE(Detector::load(path("det.ycm"), strict).detect(detect::Image(64, 64)).empty());
+}
+
+TEST_F(RuntimeTest, CApiRoundTrip) {
+  const std::string file = write_detector("det.ycm");
+  yoloc_options opts;
+  yoloc_options_init(&opts);
+  opts.threads = 2;
+  yoloc_detector* d = nullptr;
+  ASSERT_EQ(yoloc_detector_load(file.c_str(), &opts, &d), YOLOC_OK) << yoloc_last_error();
+  ASSERT_NE(d, nullptr);
+
+  // 128 x 64 RGB with a padded stride: letterbox scale 0.25, 8 pixels of padding on top and
+  // bottom, so the box is (16 - 4) * 4 = 48 .. 80 across and (16 - 8 - 4) * 4 = 16 .. 48 down.
+  const int w = 128, h = 64, stride = w * 3 + 5;
+  std::vector<uint8_t> rgb(static_cast<size_t>(stride) * h, 90);
+  yoloc_detection* dets = nullptr;
+  size_t n = 0;
+  ASSERT_EQ(yoloc_detect_rgb(d, rgb.data(), w, h, stride, &dets, &n), YOLOC_OK)
+      << yoloc_last_error();
+  ASSERT_EQ(n, 1u);
+  EXPECT_STREQ(dets[0].class_name, "cat");
+  EXPECT_NEAR(dets[0].x1, 48, 1e-3);
+  EXPECT_NEAR(dets[0].x2, 80, 1e-3);
+  EXPECT_NEAR(dets[0].y1, 16, 1e-3);
+  EXPECT_NEAR(dets[0].y2, 48, 1e-3);
+  yoloc_detections_free(dets);
+
+  detect::write_image(path("img.png"), detect::Image(64, 64, 10));
+  ASSERT_EQ(yoloc_detect_file(d, path("img.png").c_str(), &dets, &n), YOLOC_OK);
+  ASSERT_EQ(n, 1u);
+  EXPECT_NEAR(dets[0].x1, 24, 1e-3);
+  yoloc_detections_free(dets);
+
+  // Bad images.
+  std::ofstream(path("not_an_image.png")) << "hello";
+  EXPECT_EQ(yoloc_detect_file(d, path("not_an_image.png").c_str(), &dets, &n),
+            YOLOC_ERROR_BAD_IMAGE);
+  EXPECT_HAS(std::string(yoloc_last_error()), "not_an_image.png");
+  EXPECT_EQ(dets, nullptr);
+  EXPECT_EQ(n, 0u);
+  EXPECT_EQ(yoloc_detect_file(d, path("missing.png").c_str(), &dets, &n), YOLOC_ERROR_NOT_FOUND);
+  EXPECT_EQ(yoloc_detect_rgb(d, rgb.data(), w, h, w * 3 - 1, &dets, &n), YOLOC_ERROR_BAD_IMAGE);
+  EXPECT_EQ(yoloc_detect_rgb(d, rgb.data(), 0, h, stride, &dets, &n), YOLOC_ERROR_BAD_IMAGE);
+  EXPECT_EQ(yoloc_detect_rgb(d, nullptr, w, h, stride, &dets, &n), YOLOC_ERROR_INVALID_ARGUMENT);
+  yoloc_detector_free(d);
+}
+
+TEST_F(RuntimeTest, CApiLoadErrors) {
+  yoloc_detector* d = reinterpret_cast<yoloc_detector*>(1);
+  EXPECT_EQ(yoloc_detector_load(path("missing.ycm").c_str(), nullptr, &d), YOLOC_ERROR_NOT_FOUND);
+  EXPECT_EQ(d, nullptr);
+  EXPECT_HAS(std::string(yoloc_last_error()), "missing.ycm");
+  EXPECT_STREQ(yoloc_status_name(YOLOC_ERROR_NOT_FOUND), "YOLOC_ERROR_NOT_FOUND");
+
+  std::ofstream(path("garbage.ycm")) << "this is not an artifact";
+  EXPECT_EQ(yoloc_detector_load(path("garbage.ycm").c_str(), nullptr, &d),
+            YOLOC_ERROR_BAD_ARTIFACT);
+
+  // One flipped byte in the blobs: the digest no longer matches.
+  const std::string file = write_detector("det.ycm");
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  bytes[bytes.size() - 100] ^= 0x40;
+  std::ofstream(path("tampered.ycm"), std::ios::binary) << bytes;
+  EXPECT_EQ(yoloc_detector_load(path("tampered.ycm").c_str(), nullptr, &d),
+            YOLOC_ERROR_BAD_ARTIFACT);
+  EXPECT_HAS(std::string(yoloc_last_error()), "tampered.ycm");
+  EXPECT_EQ(d, nullptr);
+
+  yoloc_options opts;
+  yoloc_options_init(&opts);
+  opts.threads = -1;
+  EXPECT_EQ(yoloc_detector_load(file.c_str(), &opts, &d), YOLOC_ERROR_INVALID_ARGUMENT);
+  opts.threads = 0;
+  opts.public_key_file = "/nonexistent.pub";  // unsigned artifact, key demanded
+  EXPECT_EQ(yoloc_detector_load(file.c_str(), &opts, &d), YOLOC_ERROR_BAD_ARTIFACT);
+  EXPECT_EQ(yoloc_detector_load(nullptr, nullptr, &d), YOLOC_ERROR_INVALID_ARGUMENT);
+}
