@@ -474,7 +474,9 @@ TEST(CpuTemplates, EveryGroupOfTheModelsHasAKernel) {
                       elementwise_task_from_group(*g, grp) || tail_task_from_group(*g, grp);
       EXPECT_TRUE(ok) << model << ": group " << grp.id << " " << grp.name;
     }
-    if (std::string(model).find("yolox") != std::string::npos) EXPECT_EQ(depthwise, 30);
+    if (std::string(model).find("yolox") != std::string::npos) {
+      EXPECT_EQ(depthwise, 30);
+    }
   }
 }
 
