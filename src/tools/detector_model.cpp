@@ -5,6 +5,7 @@
 #include "detect/family.h"
 #include "frontend/onnx/importer.h"
 #include "ops/reference_executor.h"
+#include "passes/pipeline.h"
 
 namespace yoloc::tools {
 
@@ -98,6 +99,11 @@ DetectorModel load_detector_model(const DetectorModelOptions& o) {
   const Shape out = output_dims(*g);
   cfg.family =
       o.family.empty() ? detect::detect_family(g->metadata, out) : detect::parse_family(o.family);
+
+  // The graph optimizer at its default level: bit-identical outputs (tests/e2e/check_optimized.py)
+  // with fewer nodes to run.
+  PassContext passes;
+  optimize(*g, passes);
 
   DetectorModel m;
   m.names = detect::class_names(g->metadata, num_classes(cfg.family, out));

@@ -1,6 +1,7 @@
 #pragma once
 /// Loads an ONNX detector for `yoloc run` / `yoloc eval`: import (fixing dynamic input sizes),
-/// family and class names from the metadata, and a Detector running the reference executor.
+/// family and class names from the metadata, and a Detector running the optimized graph on the
+/// reference executor.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
