@@ -10,11 +10,6 @@ namespace yoloc {
 
 namespace {
 
-bool is_view(const Node* n) { return n && n->attrs.get_int("view", 0) != 0; }
-
-bool is_graph_output(const Graph& g, const Value* v) {
-  return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
-}
 
 uint64_t align(uint64_t x) { return (x + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
 
@@ -88,7 +83,7 @@ std::vector<int64_t> at_axis(size_t rank, int64_t axis, int64_t pos) {
 std::map<const Value*, Link> view_links(const Graph& g) {
   std::map<const Value*, Link> links;
   for (const Node* n : g.nodes()) {
-    if (!is_view(n) || n->inputs.empty() || !n->input(0)) continue;
+    if (!n->is_view() || n->inputs.empty() || !n->input(0)) continue;
     if (n->op == "Concat") {
       const Value* out = n->outputs[0];
       const size_t rank = static_shape_of(*out).size();
@@ -97,7 +92,7 @@ std::map<const Value*, Link> view_links(const Graph& g) {
       for (size_t i = 0; i < n->inputs.size();) {
         const Value* in = n->inputs[i];
         const Node* p = in->producer;
-        if (p && p->op == "Split" && is_view(p) && p->input(0) && p->outputs[0] == in) {
+        if (p && p->op == "Split" && p->is_view() && p->input(0) && p->outputs[0] == in) {
           // A run of a split's outputs: the split's source lies in the buffer.
           links[p->input(0)] = {out, at_axis(rank, axis, pos)};
           pos += static_shape_of(*p->input(0))[axis];
@@ -187,7 +182,7 @@ Resolved resolve(const Value* v, const std::map<const Value*, Link>& links,
 int enclosing_kernel(const Graph& g, const Value* v, const std::set<int>& kernels) {
   const Node* p = v->producer;
   const std::vector<Node*> users = g.users(v);
-  if (!p || !kernels.count(p->group) || is_graph_output(g, v) || users.empty()) return -1;
+  if (!p || !kernels.count(p->group) || g.is_output(v) || users.empty()) return -1;
   for (const Node* u : users)
     if (u->group != p->group) return -1;
   return p->group;
@@ -274,7 +269,7 @@ MemoryPlan plan_memory(const Graph& g) {
         a.first = std::min(a.first, span.at(n).first);
         a.last = std::max(a.last, span.at(n).second);
         for (const Node* u : g.users(v)) a.last = std::max(a.last, span.at(u).second);
-        if (is_graph_output(g, v)) a.last = end;
+        if (g.is_output(v)) a.last = end;
         slot.allocation = it->second;
         slot.offset = static_cast<uint64_t>(r.offset) * dtype_size(r.root->type.dtype);
         stored.push_back(v);

@@ -102,6 +102,10 @@ std::vector<Node*> Graph::users(const Value* v) const {
   return r;
 }
 
+bool Graph::is_output(const Value* v) const {
+  return std::find(outputs.begin(), outputs.end(), v) != outputs.end();
+}
+
 Value* Graph::find_value(const std::string& name) const {
   auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : it->second;
@@ -117,8 +121,7 @@ void Graph::replace_all_uses(Value* from, Value* to) {
 
 void Graph::remove_node(Node* n) {
   for (Value* o : n->outputs) {
-    YOLOC_CHECK(users(o).empty() &&
-                    std::find(outputs.begin(), outputs.end(), o) == outputs.end(),
+    YOLOC_CHECK(users(o).empty() && !is_output(o),
                 "removing {} whose output '{}' is still used", n->label(), o->name);
     o->producer = nullptr;
   }

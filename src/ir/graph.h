@@ -45,6 +45,10 @@ struct Value {
   }
 };
 
+/// The attribute the views pass sets on nodes that need no kernel: a Concat, Split, Slice or
+/// reshape that only re-addresses memory.
+inline constexpr const char* kViewAttr = "view";
+
 class Node {
  public:
   int id = 0;
@@ -59,6 +63,8 @@ class Node {
   /// Input i, or nullptr when absent or omitted.
   Value* input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
   bool has_input(size_t i) const { return input(i) != nullptr; }
+  /// True once the views pass marked the node as a view (attribute kViewAttr).
+  bool is_view() const { return attrs.get_int(kViewAttr, 0) != 0; }
   /// "Conv 'model.0/conv/Conv'" for messages.
   std::string label() const;
 };
@@ -85,6 +91,8 @@ class Graph {
   std::vector<Value*> values() const;
   /// The nodes that read v (each once, in graph order).
   std::vector<Node*> users(const Value* v) const;
+  /// True if v is one of the graph's outputs.
+  bool is_output(const Value* v) const;
   /// The value with this name, or nullptr.
   Value* find_value(const std::string& name) const;
 

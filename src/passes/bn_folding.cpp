@@ -68,7 +68,7 @@ bool BatchNormFolding::run(Graph& g, PassContext&) {
     for (Node* n : g.nodes()) {
       Value* x = n->input(0);
       Node* conv = x ? x->producer : nullptr;
-      if (!is_foldable_conv(conv) || m.use_count(x) != 1 || is_graph_output(g, x)) continue;
+      if (!is_foldable_conv(conv) || m.use_count(x) != 1 || g.is_output(x)) continue;
       const int64_t oc = conv->input(1)->data.shape()[0];
       const int64_t rank = x->type.rank();
       std::vector<double> scale(static_cast<size_t>(oc), 1.0), shift(static_cast<size_t>(oc), 0.0);

@@ -58,10 +58,10 @@ Node* shared_activation(const Graph& g, const std::vector<Value*>& outs) {
   Node* first = nullptr;
   for (Value* o : outs) {
     const auto users = g.users(o);
-    if (users.size() != 1 || is_graph_output(g, o)) return nullptr;
+    if (users.size() != 1 || g.is_output(o)) return nullptr;
     Node* u = users[0];
     if (!u->def->has(kTraitElementwise) || u->inputs.size() != 1 || u->outputs.size() != 1 ||
-        is_graph_output(g, u->outputs[0]))
+        g.is_output(u->outputs[0]))
       return nullptr;
     if (!first) {
       first = u;

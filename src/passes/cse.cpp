@@ -15,9 +15,6 @@ namespace {
 /// Constants up to this size are compared byte by byte; larger ones are left alone.
 constexpr size_t kMaxDedupBytes = size_t{1} << 20;
 
-bool is_graph_output(const Graph& g, const Value* v) {
-  return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
-}
 
 std::string constant_key(const Value& v) {
   std::string key = fmt::format("{}|{}|", dtype_name(v.data.dtype()), shape_str(v.data.shape()));
@@ -32,7 +29,7 @@ bool CommonSubexpressionElimination::run(Graph& g, PassContext&) {
   // Identical small constants become one value.
   std::unordered_map<std::string, Value*> constants;
   for (Value* v : g.values()) {
-    if (!v->is_constant() || v->data.nbytes() > kMaxDedupBytes || is_graph_output(g, v)) continue;
+    if (!v->is_constant() || v->data.nbytes() > kMaxDedupBytes || g.is_output(v)) continue;
     auto [it, inserted] = constants.emplace(constant_key(*v), v);
     if (!inserted) {
       g.replace_all_uses(v, it->second);
@@ -54,7 +51,7 @@ bool CommonSubexpressionElimination::run(Graph& g, PassContext&) {
     auto [it, inserted] = seen.emplace(key, n);
     if (inserted) continue;
     bool outputs_free = true;
-    for (const Value* o : n->outputs) outputs_free &= !is_graph_output(g, o);
+    for (const Value* o : n->outputs) outputs_free &= !g.is_output(o);
     if (!outputs_free) continue;
     for (size_t i = 0; i < n->outputs.size(); ++i)
       g.replace_all_uses(n->outputs[i], it->second->outputs[i]);

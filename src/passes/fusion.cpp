@@ -12,7 +12,6 @@ namespace yoloc {
 
 namespace {
 
-bool is_view(const Node* n) { return n->attrs.get_int("view", 0) != 0; }
 bool is_anchor(const Node* n) { return n->def->has(kTraitAnchor); }
 bool is_pointwise(const Node* n) {
   return n->def->has(kTraitElementwise) || n->def->has(kTraitInjective);
@@ -48,7 +47,7 @@ class Partitioner {
     std::set<Node*> tail;
     auto feeds_only_tail = [&](const Node* n) {
       for (const Value* o : n->outputs) {
-        if (is_graph_output(g_, o)) continue;
+        if (g_.is_output(o)) continue;
         for (Node* u : users(o))
           if (!tail.count(u)) return false;
         if (users(o).empty()) return false;
@@ -116,11 +115,11 @@ class Partitioner {
       const int id = new_group(GroupKind::kAnchor, n);
       n->group = id;
       Node* last = n;
-      while (last->outputs.size() == 1 && !is_graph_output(g_, last->outputs[0])) {
+      while (last->outputs.size() == 1 && !g_.is_output(last->outputs[0])) {
         const auto& us = users(last->outputs[0]);
         if (us.size() != 1) break;
         Node* u = us[0];
-        if (u->group >= 0 || is_view(u) || !u->def->has(kTraitElementwise)) break;
+        if (u->group >= 0 || u->is_view() || !u->def->has(kTraitElementwise)) break;
         u->group = id;
         last = u;
       }
@@ -136,7 +135,7 @@ class Partitioner {
       const Value* o = n->outputs[0];
       if (!o->type.is_static() || shape_numel(o->type.static_shape()) != 1) continue;
       const auto& us = users(o);
-      if (us.size() == 1 && us[0]->group >= 0 && !is_graph_output(g_, o)) n->group = us[0]->group;
+      if (us.size() == 1 && us[0]->group >= 0 && !g_.is_output(o)) n->group = us[0]->group;
     }
   }
 
@@ -144,7 +143,7 @@ class Partitioner {
   void rest() {
     for (Node* n : g_.nodes()) {
       if (n->group >= 0) continue;
-      if (is_view(n)) {
+      if (n->is_view()) {
         n->group = new_group(GroupKind::kView, nullptr);
         continue;
       }
@@ -152,7 +151,7 @@ class Partitioner {
         const Value* in = n->input(0);
         const Node* p = in ? in->producer : nullptr;
         if (p && p->group >= 0 && g_.groups[static_cast<size_t>(p->group)].kind == GroupKind::kElementwise &&
-            users(in).size() == 1 && !is_graph_output(g_, in)) {
+            users(in).size() == 1 && !g_.is_output(in)) {
           n->group = p->group;
           continue;
         }

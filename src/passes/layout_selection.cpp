@@ -70,7 +70,7 @@ bool LayoutSelection::run(Graph& g, PassContext& ctx) {
         }
         if (any && agree) l = want;
       }
-      if (is_graph_output(g, o)) l = {};
+      if (g.is_output(o)) l = {};
       changed |= o->layout != l;
       o->layout = l;
     }

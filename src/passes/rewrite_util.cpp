@@ -4,10 +4,6 @@
 
 namespace yoloc {
 
-bool is_graph_output(const Graph& g, const Value* v) {
-  return std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end();
-}
-
 bool constant_all_equal(const Tensor& t, double x) {
   if (!t.defined() || t.dtype() == DType::kBool) return false;
   for (double v : t.to_doubles())
@@ -17,7 +13,7 @@ bool constant_all_equal(const Tensor& t, double x) {
 
 bool forward_output(Graph& g, Node* n, Value* replacement) {
   Value* out = n->outputs.at(0);
-  if (is_graph_output(g, out)) return false;
+  if (g.is_output(out)) return false;
   if (!(out->type == replacement->type)) return false;
   g.replace_all_uses(out, replacement);
   return true;

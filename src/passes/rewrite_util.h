@@ -4,8 +4,6 @@
 
 namespace yoloc {
 
-/// True if v is one of the graph's outputs (its name must survive, so it is not replaced).
-bool is_graph_output(const Graph& g, const Value* v);
 /// True if every element of the constant t equals x.
 bool constant_all_equal(const Tensor& t, double x);
 /// Makes node n's output 0 an alias of `replacement`: every use is redirected. Returns false (and

@@ -9,13 +9,11 @@ namespace yoloc {
 
 namespace {
 
-bool is_view(const Node* n) { return n && n->attrs.get_int("view", 0) != 0; }
-
-void mark(Node* n) { n->attrs.set("view", int64_t{1}); }
+void mark(Node* n) { n->attrs.set(kViewAttr, int64_t{1}); }
 
 /// A value a kernel writes, so it can be placed inside a concat buffer.
 bool kernel_written(const Graph& g, const Value* v) {
-  return v && v->producer && !is_view(v->producer) && !is_graph_output(g, v);
+  return v && v->producer && !v->producer->is_view() && !g.is_output(v);
 }
 
 /// Reshape-like ops re-address contiguous memory and never need a copy.
@@ -39,7 +37,7 @@ bool Views::run(Graph& g, PassContext&) {
       continue;
     bool ok = n->input(0) && !n->input(0)->is_constant();
     for (const Value* o : n->outputs) {
-      if (is_graph_output(g, o)) ok = false;
+      if (g.is_output(o)) ok = false;
       for (const Node* u : g.users(o)) ok &= !is_reshape_like(*u) && u->op != "Concat";
     }
     if (ok) {
@@ -58,7 +56,7 @@ bool Views::run(Graph& g, PassContext&) {
     for (size_t i = 0; ok && i < n->inputs.size();) {
       const Value* in = n->input(i);
       const Node* p = in ? in->producer : nullptr;
-      if (p && p->op == "Split" && !is_view(p) && p->input(0) &&
+      if (p && p->op == "Split" && !p->is_view() && p->input(0) &&
           i + p->outputs.size() <= n->inputs.size()) {
         // A split feeding a concat is not a view (above); its outputs in order re-form its input.
         bool run = true;

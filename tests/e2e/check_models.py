@@ -56,18 +56,6 @@ def variants(session):
     return out
 
 
-def relative_error(y, r):
-    """(max |y - r| / max(max |r|, 1e-6), fraction of elements whose error exceeds 1e-4 of it)."""
-    import numpy as np
-
-    r64, y64 = r.astype(np.float64), y.astype(np.float64)
-    if not r.size:
-        return 0.0, 0.0
-    scale = max(float(np.nanmax(np.abs(r64))), 1e-6)
-    diff = np.abs(r64 - y64) / scale
-    return float(np.nanmax(diff)), float(np.mean(diff > 1e-4))
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--yoloc", required=True)
@@ -114,11 +102,11 @@ def main():
                 ok = False
                 continue
             bad_nan = np.isnan(r.astype(np.float64)) != np.isnan(y.astype(np.float64))
-            err, frac = relative_error(y, r)
+            err, frac = common.relative_error(y, r)
             tol = TOLERANCE.get(str(r.dtype), 0.0)
             extra = ""
             if second is not None:
-                ref_err, ref_frac = relative_error(second[k], r)
+                ref_err, ref_frac = common.relative_error(second[k], r)
                 passed = err <= max(tol, QUANT_SLACK * ref_err) and \
                     frac <= QUANT_SLACK * ref_frac + 1e-3
                 extra = (f"; {frac:.2%} of elements off by > 1e-4; the ONNX reference evaluator is "

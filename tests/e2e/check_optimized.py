@@ -46,8 +46,7 @@ def main():
     for out, r in raw.items():
         y = opt[out]
         tol = TOLERANCE.get(str(r.dtype), 0.0)
-        scale = max(float(np.abs(r.astype(np.float64)).max()), 1e-6)
-        err = float(np.abs(y.astype(np.float64) - r.astype(np.float64)).max()) / scale
+        err, _ = common.relative_error(y, r)
         passed = y.shape == r.shape and err <= tol
         ok &= passed
         print(f"{'ok  ' if passed else 'FAIL'} {name} output {out}: optimized vs -O0 max relative "

@@ -84,3 +84,15 @@ def onnx_reference_evaluator(model):
             return (np.take_along_axis(data, idx, axis=axis),)
 
     return ReferenceEvaluator(model, new_ops=[GatherElements])
+
+
+def relative_error(y, r):
+    """(max |y - r| / max(max |r|, 1e-6), fraction of elements whose error exceeds 1e-4 of it)."""
+    import numpy as np
+
+    r64, y64 = r.astype(np.float64), y.astype(np.float64)
+    if not r.size:
+        return 0.0, 0.0
+    scale = max(float(np.nanmax(np.abs(r64))), 1e-6)
+    diff = np.abs(r64 - y64) / scale
+    return float(np.nanmax(diff)), float(np.mean(diff > 1e-4))

@@ -165,9 +165,11 @@ TEST(Views, ConcatOfKernelOutputsIsAView) {
   Value* cat2 = node(g, "Concat", {x, node(g, "Relu", {x})}, axis1);
   g.outputs.push_back(node(g, "Sigmoid", {cat2}));
   EXPECT_TRUE(apply<Views>(g));
-  for (const Node* n : g.nodes())
-    if (n->op == "Concat")
+  for (const Node* n : g.nodes()) {
+    if (n->op == "Concat") {
       EXPECT_EQ(n->attrs.get_int("view", 0), n->outputs[0] == cat ? 1 : 0) << n->label();
+    }
+  }
 }
 
 TEST(Fusion, ConvEpilogueAndSppfAreOneKernelEach) {

@@ -85,7 +85,7 @@ GroupIO group_io(const Graph& g, const FusedGroup& group) {
   io.inputs.insert(io.inputs.end(), consts.begin(), consts.end());
   for (const Node* n : io.nodes) {
     for (const Value* o : n->outputs) {
-      bool outside = is_graph_output(g, o);
+      bool outside = g.is_output(o);
       for (const Node* u : g.users(o)) outside = outside || u->group != group.id;
       if (outside) io.outputs.push_back(o);
     }
@@ -96,7 +96,7 @@ GroupIO group_io(const Graph& g, const FusedGroup& group) {
 bool dense_output(const Graph& g, const Value* v) {
   if (v->type.dims.empty() || (v->type.dims[0].known() && v->type.dims[0].value == 1)) return true;
   for (const Node* u : g.users(v)) {
-    if (u->op == "Concat" && u->attrs.get_int("view", 0) != 0) return false;
+    if (u->op == "Concat" && u->is_view()) return false;
   }
   return true;
 }

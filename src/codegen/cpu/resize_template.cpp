@@ -118,8 +118,8 @@ std::optional<ResizeTask> resize_task_from_group(const Graph& g, const FusedGrou
   t.out_batch_stride = t.c * t.oh * t.ow;
   // Written in place into a view Concat along channels: images lie a whole concat apart.
   const auto users = g.users(y);
-  if (users.size() == 1 && users[0]->op == "Concat" && users[0]->attrs.get_int("view", 0) &&
-      !is_graph_output(g, y)) {
+  if (users.size() == 1 && users[0]->op == "Concat" && users[0]->is_view() &&
+      !g.is_output(y)) {
     const auto cs = static_f32_shape(users[0]->outputs[0]);
     const int64_t axis = users[0]->attrs.get_int("axis", 0);
     if (!cs || (axis != 1 && axis != -3)) return std::nullopt;
