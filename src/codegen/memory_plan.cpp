@@ -30,9 +30,6 @@ Shape stored_shape(const Value& v) {
   return s;
 }
 
-uint64_t value_bytes(const Value& v) {
-  return static_cast<uint64_t>(shape_numel(stored_shape(v))) * dtype_size(v.type.dtype);
-}
 
 /// The element offset of logical index `idx` in v's stored layout.
 int64_t physical_offset(const Value& v, const std::vector<int64_t>& idx) {
@@ -205,6 +202,10 @@ uint64_t first_fit(const Allocation& a, const std::vector<const Allocation*>& pl
 
 }  // namespace
 
+uint64_t stored_bytes(const Value& v) {
+  return static_cast<uint64_t>(shape_numel(stored_shape(v))) * dtype_size(v.type.dtype);
+}
+
 MemoryPlan plan_memory(const Graph& g) {
   MemoryPlan plan;
   const std::vector<Node*> nodes = g.nodes();
@@ -233,7 +234,7 @@ MemoryPlan plan_memory(const Graph& g) {
   for (const Node* n : nodes) {
     for (const Value* v : n->outputs) {
       if (!v || v->is_constant()) continue;
-      plan.naive_bytes += value_bytes(*v);
+      plan.naive_bytes += stored_bytes(*v);
       const int k = enclosing_kernel(g, v, kernels);
       auto [it, added] = class_kernel.try_emplace(resolve(v, links, memo).root, k);
       if (!added && it->second != k) it->second = -1;
@@ -246,12 +247,15 @@ MemoryPlan plan_memory(const Graph& g) {
       if (!v || v->is_constant()) continue;
       const Resolved& r = memo.at(v);
       ValueSlot slot;
-      slot.bytes = value_bytes(*v);
+      slot.bytes = stored_bytes(*v);
       slot.contiguous = r.contiguous;
       if (r.root->is_constant()) {
         slot.placement = Placement::kConstant;
       } else if (!r.root->producer) {
         slot.placement = Placement::kInput;
+        const auto in = std::find(g.inputs.begin(), g.inputs.end(), r.root);
+        slot.input = in == g.inputs.end() ? -1 : static_cast<int>(in - g.inputs.begin());
+        slot.offset = static_cast<uint64_t>(r.offset) * dtype_size(r.root->type.dtype);
       } else if (class_kernel.at(r.root) >= 0) {
         slot.placement = Placement::kInternal;
       }
@@ -260,7 +264,7 @@ MemoryPlan plan_memory(const Graph& g) {
         if (added) {
           Allocation a;
           a.value = r.root->name;
-          a.bytes = value_bytes(*r.root);
+          a.bytes = stored_bytes(*r.root);
           a.first = span.at(r.root->producer).first;
           a.last = span.at(r.root->producer).second;
           plan.allocations.push_back(a);

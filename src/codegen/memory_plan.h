@@ -40,7 +40,9 @@ enum class Placement {
 struct ValueSlot {
   Placement placement = Placement::kArena;
   int allocation = -1;     ///< index into MemoryPlan::allocations for kArena
-  uint64_t offset = 0;     ///< arena byte offset of its first element (kArena)
+  int input = -1;          ///< index into Graph::inputs of the input it views (kInput)
+  /// Byte offset of its first element: in the arena (kArena), in its graph input (kInput).
+  uint64_t offset = 0;
   uint64_t bytes = 0;      ///< its own size in its layout
   bool contiguous = true;  ///< false for a strided slice (e.g. a channel slice at batch > 1)
 };
@@ -54,6 +56,10 @@ struct MemoryPlan {
   std::vector<Allocation> allocations;
   std::map<std::string, ValueSlot> values;  ///< by value name; constants are not listed
 };
+
+/// Bytes of a value with a static shape in its layout (a blocked layout pads the channels to a
+/// multiple of the block); raises a UserError for a shape that is not static.
+uint64_t stored_bytes(const Value& v);
 
 /// Plans the arena of `g` (after optimize(): views and fused groups are honoured). Allocations
 /// are placed largest first, each at the lowest 64-byte aligned offset that does not overlap any

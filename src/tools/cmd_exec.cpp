@@ -7,6 +7,8 @@
 #include "frontend/onnx/importer.h"
 #include "ops/reference_executor.h"
 #include "passes/pipeline.h"
+#include "runtime/executor.h"
+#include "tools/detector_model.h"
 #include "tools/commands.h"
 
 namespace yoloc::tools {
@@ -19,10 +21,32 @@ struct ExecOptions {
   std::string output_dir;
   int opt_level = 1;
   std::string dump_ir;
+  int threads = 1;
 };
 
+/// Runs a compiled artifact: feeds by the manifest's input names.
+std::vector<NamedTensor> run_artifact(const ExecOptions& o, std::map<std::string, Tensor> feeds) {
+  auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(o.model));
+  runtime::Executor exec(art, o.threads > 0 ? o.threads : 1);
+  std::vector<Tensor> inputs;
+  for (const artifact::TensorSpec& spec : art->manifest().inputs) {
+    auto it = feeds.find(spec.name);
+    if (it == feeds.end())
+      user_error("'{}' takes the input '{}'; pass --input {}=FILE.npy", o.model, spec.name,
+                 spec.name);
+    inputs.push_back(std::move(it->second));
+    feeds.erase(it);
+  }
+  if (!feeds.empty())
+    user_error("'{}' has no input '{}'", o.model, feeds.begin()->first);
+  std::vector<Tensor> outs = exec.run(inputs);
+  std::vector<NamedTensor> named;
+  for (size_t i = 0; i < outs.size(); ++i)
+    named.push_back({art->manifest().outputs[i].name, std::move(outs[i])});
+  return named;
+}
+
 void run_exec(const ExecOptions& o) {
-  auto g = onnx_frontend::import_onnx(o.model);
   std::map<std::string, Tensor> feeds;
   for (const std::string& spec : o.inputs) {
     const auto eq = spec.find('=');
@@ -32,11 +56,17 @@ void run_exec(const ExecOptions& o) {
     if (feeds.count(name)) user_error("--input '{}' is given twice", name);
     feeds[name] = read_npy(spec.substr(eq + 1));
   }
-  PassContext ctx;
-  ctx.opt_level = o.opt_level;
-  ctx.dump_dir = o.dump_ir;
-  optimize(*g, ctx);
-  auto outputs = run_reference(*g, feeds);
+  std::vector<NamedTensor> outputs;
+  if (is_artifact_path(o.model)) {
+    outputs = run_artifact(o, std::move(feeds));
+  } else {
+    auto g = onnx_frontend::import_onnx(o.model);
+    PassContext ctx;
+    ctx.opt_level = o.opt_level;
+    ctx.dump_dir = o.dump_ir;
+    optimize(*g, ctx);
+    outputs = run_reference(*g, feeds);
+  }
   std::filesystem::create_directories(o.output_dir);
   nlohmann::json list = nlohmann::json::array();
   for (const auto& [name, t] : outputs) {
@@ -58,13 +88,16 @@ void run_exec(const ExecOptions& o) {
 
 void add_exec(CLI::App& app) {
   auto o = std::make_shared<ExecOptions>();
-  auto* c = app.add_subcommand("exec", "Run a model on .npy inputs with the reference executor");
-  c->add_option("model", o->model, "ONNX model")->required();
+  auto* c = app.add_subcommand("exec", "Run a model on .npy inputs (ONNX: the reference executor; .ycm: its kernels)");
+  c->add_option("model", o->model, "ONNX model, or a compiled .ycm artifact")->required();
   c->add_option("--input", o->inputs, "NAME=FILE.npy, once per model input")->required();
   c->add_option("--output-dir", o->output_dir, "where to write <output>.npy and outputs.json")
       ->required();
   c->add_option("-O", o->opt_level, "optimization level: -O0 runs the graph as imported")
       ->check(CLI::Range(0, 3));
+  c->add_option("--threads", o->threads, "threads running an artifact")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   c->add_option("--dump-ir", o->dump_ir, "write the IR after each graph pass to DIR/NN-<pass>.txt");
   c->callback([o] { run_exec(*o); });
 }

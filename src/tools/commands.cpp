@@ -9,6 +9,7 @@ namespace yoloc::tools {
 void add_commands(CLI::App& app) {
   add_exec(app);
   add_inspect(app);
+  add_compile(app);
   add_run(app);
   add_eval(app);
 }

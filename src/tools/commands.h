@@ -12,6 +12,7 @@ void add_exec(CLI::App& app);
 void add_inspect(CLI::App& app);
 void add_run(CLI::App& app);
 void add_eval(CLI::App& app);
+void add_compile(CLI::App& app);
 
 /// Writes `j`, indented, to the file `path`; a file that cannot be written is a UserError that
 /// names the command-line `option` the path came from.

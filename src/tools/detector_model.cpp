@@ -2,7 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <thread>
+
+#include "artifact/artifact_reader.h"
 #include "detect/family.h"
+#include "runtime/detector_config.h"
+#include "runtime/executor.h"
 #include "frontend/onnx/importer.h"
 #include "ops/reference_executor.h"
 #include "passes/pipeline.h"
@@ -46,7 +52,7 @@ int metadata_stride(const detect::Metadata& md) {
 
 }  // namespace
 
-DetectorModel load_detector_model(const DetectorModelOptions& o) {
+ImportedDetector import_detector(const DetectorModelOptions& o) {
   std::unique_ptr<Graph> g = onnx_frontend::import_onnx(o.path);
   if (g->inputs.size() != 1)
     user_error("'{}' has {} inputs; a detector takes one image input (1x3xHxW)", o.path,
@@ -83,7 +89,11 @@ DetectorModel load_detector_model(const DetectorModelOptions& o) {
     if (d.known()) return;
     fix.fix_dims[d.symbol.empty() ? fmt::format("{}:{}", in->name, axis) : d.symbol] = value;
   };
-  fix_dim(0, 1);  // one image at a time
+  if (o.batch < 1) user_error("--batch {} must be >= 1", o.batch);
+  if (t.dims[0].known() && t.dims[0].value != o.batch)
+    user_error("'{}' has a static batch of {}; it cannot run at --batch {}. Omit --batch, or "
+               "export the model with a dynamic batch", o.path, t.dims[0].value, o.batch);
+  fix_dim(0, o.batch);
   fix_dim(2, want_h);
   fix_dim(3, want_w);
   if (!fix.fix_dims.empty()) g = onnx_frontend::import_onnx(o.path, fix);
@@ -100,14 +110,48 @@ DetectorModel load_detector_model(const DetectorModelOptions& o) {
   cfg.family =
       o.family.empty() ? detect::detect_family(g->metadata, out) : detect::parse_family(o.family);
 
+  ImportedDetector d;
+  d.names = detect::class_names(g->metadata, num_classes(cfg.family, out));
+  d.graph = std::move(g);
+  d.config = cfg;
+  return d;
+}
+
+bool is_artifact_path(const std::string& path) {
+  return std::filesystem::path(path).extension() == ".ycm";
+}
+
+DetectorModel load_detector_model(const DetectorModelOptions& o) {
+  DetectorModel m;
+  if (is_artifact_path(o.path)) {
+    // The command's thresholds (run's defaults equal what compile stores; eval's are fixed).
+    const runtime::DetectorOverrides overrides{o.conf, o.iou, o.max_det};
+    auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(o.path, {}));
+    std::string why_not;
+    auto cfg = runtime::manifest_detector_config(art->manifest(), overrides, o.path, &why_not);
+    if (!cfg) user_error("'{}' is not a detector artifact: {}", o.path, why_not);
+    if (!o.family.empty() && detect::parse_family(o.family) != cfg->family)
+      user_error("--family {}: the artifact '{}' was compiled as {}; omit --family", o.family,
+                 o.path, art->manifest().family);
+    if (o.imgsz != 0 && (o.imgsz != cfg->input_h || o.imgsz != cfg->input_w))
+      user_error("--imgsz {}: the artifact '{}' was compiled for {}x{}; recompile it", o.imgsz,
+                 o.path, cfg->input_h, cfg->input_w);
+    const int threads =
+        o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    auto exec = std::make_shared<runtime::Executor>(art, threads);
+    m.names = art->manifest().class_names;
+    m.executor = exec;
+    m.detector = std::make_unique<detect::Detector>(
+        [exec](const Tensor& x) { return exec->run({x}); }, *cfg);
+    return m;
+  }
+  ImportedDetector d = import_detector(o);
   // The graph optimizer at its default level: bit-identical outputs (tests/e2e/check_optimized.py)
   // with fewer nodes to run.
   PassContext passes;
-  optimize(*g, passes);
-
-  DetectorModel m;
-  m.names = detect::class_names(g->metadata, num_classes(cfg.family, out));
-  std::shared_ptr<const Graph> graph(std::move(g));
+  optimize(*d.graph, passes);
+  m.names = std::move(d.names);
+  std::shared_ptr<const Graph> graph(std::move(d.graph));
   m.graph = graph;
   const std::string input_name = graph->inputs[0]->name;
   auto network = [graph, input_name](const Tensor& x) {
@@ -116,12 +160,12 @@ DetectorModel load_detector_model(const DetectorModelOptions& o) {
       outputs.push_back(std::move(nt.tensor));
     return outputs;
   };
-  m.detector = std::make_unique<detect::Detector>(network, cfg);
+  m.detector = std::make_unique<detect::Detector>(network, d.config);
   return m;
 }
 
 void add_detector_model_options(CLI::App& c, DetectorModelOptions& options) {
-  c.add_option("model", options.path, "ONNX model")->required();
+  c.add_option("model", options.path, "ONNX model or compiled .ycm artifact")->required();
   c.add_option("--imgsz", options.imgsz,
                "input size for models with dynamic height/width (default: the export size, else "
                "640)");

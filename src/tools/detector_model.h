@@ -1,7 +1,8 @@
 #pragma once
-/// Loads an ONNX detector for `yoloc run` / `yoloc eval`: import (fixing dynamic input sizes),
-/// family and class names from the metadata, and a Detector running the optimized graph on the
-/// reference executor.
+/// Loads a detector for `yoloc run` / `yoloc eval` / `yoloc bench`: a compiled `.ycm` artifact
+/// (run by the runtime's executor, everything from its manifest), or an ONNX model: import
+/// (fixing dynamic input sizes), family and class names from the metadata, and a Detector
+/// running the optimized graph on the reference executor.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
@@ -10,6 +11,7 @@
 
 #include "detect/pipeline.h"
 #include "ir/graph.h"
+#include "runtime/executor.h"
 
 namespace yoloc::tools {
 
@@ -20,15 +22,35 @@ struct DetectorModelOptions {
   float conf = 0.25f;
   float iou = 0.45f;
   int max_det = 300;
+  int batch = 1;    ///< images per run (compile and bench; detection runs take 1)
+  int threads = 0;  ///< --threads for artifacts; 0: the machine's hardware threads
+};
+
+/// An imported ONNX detector before optimization: the graph with its input dims fixed, the
+/// pipeline configuration and the class names.
+struct ImportedDetector {
+  std::unique_ptr<Graph> graph;
+  detect::DetectorConfig config;
+  std::vector<std::string> names;
 };
 
 struct DetectorModel {
-  std::shared_ptr<const Graph> graph;
+  std::shared_ptr<const Graph> graph;                ///< ONNX models: the optimized graph
+  std::shared_ptr<runtime::Executor> executor;       ///< artifacts: what runs the network
   std::unique_ptr<detect::Detector> detector;
   std::vector<std::string> names;
 };
 
-/// Imports the model and builds its detector. Raises a UserError for a model that is not a
+/// True when `path` names a compiled artifact (by its .ycm extension).
+bool is_artifact_path(const std::string& path);
+
+/// Imports an ONNX detector with batch `options.batch`. Raises a UserError for a model that is
+/// not a one-image-input detector, an --imgsz that a static model cannot take (or that is not
+/// a positive multiple of the stride), a --batch that a static model cannot take, or a family
+/// that cannot be told (see detect_family).
+ImportedDetector import_detector(const DetectorModelOptions& options);
+
+/// Loads the artifact or imports the model and builds its detector. Raises a UserError for a model that is not a
 /// one-image-input detector, an --imgsz that a static model cannot take (or that is not a
 /// positive multiple of the stride), or a family that cannot be told (see detect_family).
 DetectorModel load_detector_model(const DetectorModelOptions& options);

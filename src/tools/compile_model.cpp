@@ -1,0 +1,99 @@
+#include "tools/compile_model.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "artifact/artifact_writer.h"
+#include "detect/family.h"
+#include "passes/pipeline.h"
+
+namespace yoloc::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+artifact::TensorSpec spec_of(const Value* v) {
+  return {v->name, std::string(dtype_name(v->type.dtype)), v->type.static_shape()};
+}
+
+/// The host compiler, or a cross compiler: an aarch64 one builds for generic ARMv8-A.
+codegen::cpu::HostCompilerOptions compiler_options(const std::string& cc) {
+  codegen::cpu::HostCompilerOptions o;
+  if (cc.empty()) return o;
+  o.cxx = cc;
+  if (cc.find("aarch64") != std::string::npos) {
+    for (std::string& f : o.flags)
+      if (f == "-march=native") f = "-march=armv8-a";
+  }
+  return o;
+}
+
+void check_output(const CompileOptions& o) {
+  if (o.output.empty()) user_error("compile needs an output file: -o OUT.ycm");
+  if (!is_artifact_path(o.output))
+    user_error("-o {}: artifacts end in .ycm (run, eval and bench tell them by it)", o.output);
+  std::error_code ec;
+  if (fs::exists(o.output, ec)) {
+    if (fs::equivalent(o.output, o.model.path, ec))
+      user_error("-o {} is the model itself; choose another output file", o.output);
+    if (!o.force)
+      user_error("-o {}: the file exists; pass --force to overwrite it", o.output);
+  }
+}
+
+}  // namespace
+
+CompileReport compile_model(const CompileOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  check_output(o);
+  if (o.target != "cpu")
+    user_error("--target {}: this build compiles for 'cpu' only", o.target);
+  if (o.precision != "fp32")
+    user_error("--precision {}: the cpu target computes in fp32 (quantized and fp16 models are "
+               "compiled to fp32); pass --precision fp32",
+               o.precision);
+
+  ImportedDetector d = import_detector(o.model);
+  PassContext passes;
+  passes.target = "cpu";
+  passes.precision = Precision::kFp32;
+  optimize(*d.graph, passes);
+  const Graph& g = *d.graph;
+
+  codegen::cpu::CpuCompileOptions cpu;
+  cpu.cc = compiler_options(o.cc);
+  cpu.configs = o.configs;
+  CompileReport report;
+  report.build = codegen::cpu::compile_cpu(g, cpu);
+  const codegen::cpu::CpuBuild& b = report.build;
+
+  artifact::Manifest m;
+  m.tool_version = YOLOC_VERSION;
+  m.family = std::string(detect::family_name(d.config.family));
+  m.target = o.cc.empty() ? "cpu" : "cpu:" + cpu.cc.cxx;
+  m.precision = o.precision;
+  for (const Value* v : g.inputs) m.inputs.push_back(spec_of(v));
+  for (const Value* v : g.outputs) m.outputs.push_back(spec_of(v));
+  m.class_names = d.names;
+  m.preprocess = {{"kind", d.config.family == detect::Family::kYoloX ? "yolox" : "letterbox"},
+                  {"height", d.config.input_h},
+                  {"width", d.config.input_w}};
+  m.postprocess = {{"conf", d.config.conf}, {"iou", d.config.iou}, {"max_det", d.config.max_det}};
+  m.memory_plan = memory_plan_to_json(b.plan);
+  m.program = runtime::program_to_json(b.program);
+  artifact::ArtifactWriter w(m);
+  w.add_blob(codegen::cpu::kWeightsBlob, "weights", b.weights);
+  w.add_blob(codegen::cpu::kKernelBlob, "kernel_so", b.kernels_so);
+  if (!o.sign_key.empty()) w.sign_with_key_file(o.sign_key);
+  w.write(o.output);
+
+  std::error_code ec;
+  report.artifact_bytes = fs::file_size(o.output, ec);
+  report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace yoloc::tools
