@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -55,11 +56,16 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {
                  shape_str(spec.shape), dtype_name(t.dtype()), shape_str(t.shape()));
     if (t.nbytes() > 0) std::memcpy(arena_.get() + program_.input_offsets[i], t.raw(), t.nbytes());
   }
-  for (const Bound& b : calls_) {
+  call_ms_.assign(profiling_ ? calls_.size() : 0, 0.0);
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    const Bound& b = calls_[i];
     void* const* args = b.args.data();
     const int64_t* params = b.params.empty() ? nullptr : b.params.data();
+    const auto t0 = profiling_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     pool_.parallel_for(b.work_items,
                        [&](int64_t begin, int64_t end) { b.fn(args, params, begin, end); });
+    if (profiling_)
+      call_ms_[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   }
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < m.outputs.size(); ++i) {

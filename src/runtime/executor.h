@@ -25,6 +25,11 @@ class Executor {
   /// (a UserError says which does not). Not reentrant: one run at a time per executor.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
 
+  /// With profiling on, run() times every call: last_call_ms()[i] is program().calls[i]'s
+  /// wall time of the latest run (a clock read around each call; off by default).
+  void set_profiling(bool on) { profiling_ = on; }
+  const std::vector<double>& last_call_ms() const { return call_ms_; }
+
   const artifact::Manifest& manifest() const { return artifact_->manifest(); }
   const Program& program() const { return program_; }
   int threads() const { return pool_.threads(); }
@@ -47,6 +52,8 @@ class Executor {
   std::unique_ptr<std::byte, FreeDeleter> arena_;
   std::vector<Bound> calls_;
   ThreadPool pool_;
+  bool profiling_ = false;
+  std::vector<double> call_ms_;
 };
 
 }  // namespace yoloc::runtime

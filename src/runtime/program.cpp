@@ -138,6 +138,7 @@ Program parse_program(const artifact::Manifest& m, const std::string& where) {
       if (!params[k].is_number_integer()) r.fail(item(path + ".params", k), "is not an integer");
       c.params.push_back(params[k].get<int64_t>());
     }
+    if (auto it = calls[i].find("task"); it != calls[i].end() && it->is_object()) c.task = *it;
     p.calls.push_back(std::move(c));
   }
   return p;
@@ -151,8 +152,10 @@ nlohmann::json program_to_json(const Program& p) {
     json args = json::array();
     for (const Binding& b : c.args)
       args.push_back({{"buffer", b.buffer}, {"offset", b.offset}, {"bytes", b.bytes}});
-    calls.push_back(
-        {{"symbol", c.symbol}, {"work_items", c.work_items}, {"args", args}, {"params", c.params}});
+    json call = {
+        {"symbol", c.symbol}, {"work_items", c.work_items}, {"args", args}, {"params", c.params}};
+    if (!c.task.empty()) call["task"] = c.task;
+    calls.push_back(std::move(call));
   }
   return {{"abi", YOLOC_KERNEL_ABI_VERSION},
           {"kernel_blob", p.kernel_blob},

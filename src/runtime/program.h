@@ -12,7 +12,8 @@
 ///       {"symbol": "k0", "work_items": 64,
 ///        "args": [{"buffer": "arena", "offset": 0, "bytes": 4096},
 ///                 {"buffer": "weights", "offset": 128, "bytes": 256}],
-///        "params": [16, 3]}
+///        "params": [16, 3],
+///        "task": {"group": "Conv+SiLU", ...}}  // optional: what it computes, for tools
 ///     ]
 ///   }
 ///
@@ -41,6 +42,9 @@ struct KernelCall {
   int64_t work_items = 1;  ///< >= 1
   std::vector<Binding> args;
   std::vector<int64_t> params;
+  /// What the call computes, for tools (profile, inspect): {"group", "template", "key",
+  /// "config", "flops"}; the runtime does not read it.
+  nlohmann::json task = nlohmann::json::object();
 };
 
 struct Program {

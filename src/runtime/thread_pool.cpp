@@ -1,5 +1,7 @@
 #include "runtime/thread_pool.h"
 
+#include <chrono>
+
 #include "core/error.h"
 
 namespace yoloc::runtime {
@@ -8,6 +10,27 @@ namespace {
 std::pair<int64_t, int64_t> range_of(int64_t items, int parts, int i) {
   return {items * i / parts, items * (i + 1) / parts};
 }
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+/// Spins until done() or about `budget` has passed; true when done() held.
+template <class Done>
+bool spin_until(Done done, std::chrono::microseconds budget) {
+  const auto end = std::chrono::steady_clock::now() + budget;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    if ((i & 255) == 255 && std::chrono::steady_clock::now() > end) return done();
+  }
+}
+
+constexpr std::chrono::microseconds kSpin{200};
 
 }  // namespace
 
@@ -30,41 +53,45 @@ void ThreadPool::parallel_for(int64_t items, const std::function<void(int64_t, i
     fn(0, items);
     return;
   }
-  {
+  fn_ = &fn;
+  items_ = items;
+  pending_.store(static_cast<int>(workers_.size()));
+  // Publishes fn_ / items_ (sequentially consistent: a worker that counts itself a sleeper
+  // after this either sees the new generation or is woken below).
+  generation_.fetch_add(1);
+  if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lock(mu_);
-    fn_ = &fn;
-    items_ = items;
-    pending_ = static_cast<int>(workers_.size());
-    ++generation_;
+    start_.notify_all();
   }
-  start_.notify_all();
   const auto [b, e] = range_of(items, threads(), 0);
   fn(b, e);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [this] { return pending_ == 0; });
+  if (!spin_until([this] { return pending_.load() == 0; }, kSpin)) {
+    std::unique_lock<std::mutex> lock(mu_);
+    caller_sleeping_ = true;
+    done_.wait(lock, [this] { return pending_.load() == 0; });
+    caller_sleeping_ = false;
+  }
   fn_ = nullptr;
 }
 
 void ThreadPool::work(int index) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* fn;
-    int64_t items;
-    {
+    const auto fresh = [&] { return stop_.load() || generation_.load() != seen; };
+    if (!spin_until(fresh, kSpin)) {
       std::unique_lock<std::mutex> lock(mu_);
-      start_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      fn = fn_;
-      items = items_;
+      sleepers_.fetch_add(1);
+      start_.wait(lock, fresh);
+      sleepers_.fetch_sub(1);
     }
-    const auto [b, e] = range_of(items, threads(), index);
-    if (b < e) (*fn)(b, e);
-    {
+    if (stop_.load()) return;
+    seen = generation_.load();
+    const auto [b, e] = range_of(items_, threads(), index);
+    if (b < e) (*fn_)(b, e);
+    if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
       std::lock_guard<std::mutex> lock(mu_);
-      --pending_;
+      done_.notify_one();
     }
-    done_.notify_one();
   }
 }
 

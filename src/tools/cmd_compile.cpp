@@ -47,6 +47,7 @@ void add_compile(CLI::App& app) {
                 "C++ compiler for the kernels (cross compilation, e.g. aarch64-linux-gnu-g++); "
                 "default: the host's c++");
   c->add_option("--sign", o->sign_key, "sign the artifact with this Ed25519 secret key file");
+  c->add_option("--emit-source", o->emit_source, "also write the generated kernel C++ to FILE");
   c->add_flag("--force", o->force, "overwrite the output file if it exists");
   c->callback([o] {
     const CompileReport r = compile_model(*o);

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <stdlib.h>
+
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include "artifact/artifact_writer.h"
 #include "detect/family.h"
@@ -68,6 +71,10 @@ CompileReport compile_model(const CompileOptions& o) {
   CompileReport report;
   report.build = codegen::cpu::compile_cpu(g, cpu);
   const codegen::cpu::CpuBuild& b = report.build;
+  if (!o.emit_source.empty()) {
+    std::ofstream f(o.emit_source);
+    if (!(f << b.source)) user_error("--emit-source: cannot write '{}'", o.emit_source);
+  }
 
   artifact::Manifest m;
   m.tool_version = YOLOC_VERSION;
@@ -94,6 +101,30 @@ CompileReport compile_model(const CompileOptions& o) {
   report.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
+}
+
+PreparedArtifact::~PreparedArtifact() {
+  if (temp_dir.empty()) return;
+  std::error_code ec;
+  fs::remove_all(temp_dir, ec);
+}
+
+PreparedArtifact prepare_artifact(const std::string& model, int batch) {
+  PreparedArtifact p;
+  if (is_artifact_path(model)) {
+    p.path = model;
+    return p;
+  }
+  std::string tmpl = (fs::temp_directory_path() / "yoloc-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) user_error("cannot create a temporary folder like {}", tmpl);
+  p.temp_dir = tmpl;
+  CompileOptions c;
+  c.model.path = model;
+  c.model.batch = batch > 0 ? batch : 1;
+  c.output = (fs::path(tmpl) / "model.ycm").string();
+  p.compile_seconds = compile_model(c).seconds;
+  p.path = c.output;
+  return p;
 }
 
 }  // namespace yoloc::tools

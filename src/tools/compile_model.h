@@ -2,6 +2,7 @@
 /// `yoloc compile`: an ONNX detector in, a `.ycm` artifact out (the manifest with everything the
 /// runtime needs to run it as a detector, the weights and the kernels).
 #include <string>
+#include <utility>
 
 #include "codegen/cpu/cpu_compiler.h"
 #include "tools/detector_model.h"
@@ -16,7 +17,7 @@ struct CompileOptions {
   std::string cc;        ///< --cc: another C++ compiler (cross compilation); empty: the host's
   std::string sign_key;  ///< --sign: Ed25519 secret key file
   bool force = false;    ///< overwrite an existing output
-  bool quiet = false;
+  std::string emit_source;  ///< --emit-source: also write the generated kernel source here
   /// Tuned configs by workload key (from records); tasks without one take their default.
   std::map<std::string, codegen::ScheduleConfig> configs;
 };
@@ -32,5 +33,21 @@ struct CompileReport {
 /// Raises a UserError for an output that exists (unless force) or equals the model, an
 /// unsupported target / precision, or anything the import and the backend refuse.
 CompileReport compile_model(const CompileOptions& options);
+
+/// An artifact to run: the given .ycm, or an ONNX model compiled for this machine into a
+/// temporary folder (removed with the object).
+struct PreparedArtifact {
+  std::string path;
+  double compile_seconds = 0;  ///< 0 when the model was an artifact already
+  std::string temp_dir;
+  PreparedArtifact() = default;
+  PreparedArtifact(PreparedArtifact&& o) noexcept
+      : path(std::move(o.path)), compile_seconds(o.compile_seconds), temp_dir(std::exchange(o.temp_dir, {})) {}
+  PreparedArtifact& operator=(PreparedArtifact&&) = delete;
+  ~PreparedArtifact();
+};
+
+/// `model` itself when it is a .ycm, else its compile for target cpu at `batch` (0: 1).
+PreparedArtifact prepare_artifact(const std::string& model, int batch);
 
 }  // namespace yoloc::tools

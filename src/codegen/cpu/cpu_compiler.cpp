@@ -181,6 +181,12 @@ CpuBuild compile_cpu(const Graph& g, const CpuCompileOptions& options) {
     runtime::KernelCall call;
     call.symbol = fmt::format("yc_k{}", i);
     call.work_items = k.kernel.work_items * t.batch;
+    call.task = {{"group", t.group_name},
+                 {"template", t.template_name},
+                 {"key", t.key},
+                 {"config", ct.config.str()},
+                 {"tuned", ct.tuned},
+                 {"flops", t.flops}};
     std::vector<uint64_t> strides;
     for (const KernelArg& a : k.args) {
       if (a.kind == KernelArg::Kind::kNull) continue;

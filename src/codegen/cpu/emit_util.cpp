@@ -16,9 +16,44 @@ const char* const kScalarPrelude = R"(#ifndef YOLOC_CPU_SCALAR_PRELUDE
 #include <cmath>
 #include <cstdint>
 #include <vector>
-static inline float yc_sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
-static inline float yc_silu(float x) { return x / (1.f + std::exp(-x)); }
+// exp in plain float arithmetic (Cephes' polynomial, within 2 ulp of std::exp over the float
+// range), so loops calling it vectorise; std::exp is a library call they cannot.
+static inline float yc_exp(float x) {
+  x = x < -87.3365f ? -87.3365f : (x > 88.7228f ? 88.7228f : x);
+  // floor through int conversion: GCC does not vectorise std::floor without -ffast-math.
+  const float t = x * 1.44269504088896341f + 0.5f;
+  int32_t n = static_cast<int32_t>(t);
+  n -= t < static_cast<float>(n) ? 1 : 0;
+  const float fx = static_cast<float>(n);
+  x = x - fx * 0.693359375f - fx * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * x + 1.3981999507e-3f;
+  p = p * x + 8.3334519073e-3f;
+  p = p * x + 4.1665795894e-2f;
+  p = p * x + 1.6666665459e-1f;
+  p = p * x + 5.0000001201e-1f;
+  const float y = p * x * x + x + 1.f;
+  // 2^n as two normal floats 2^(n/2) * 2^(n - n/2): n runs from -126 to 128.
+  union {
+    int32_t i;
+    float f;
+  } s1, s2;
+  s1.i = (n / 2 + 127) << 23;
+  s2.i = (n - n / 2 + 127) << 23;
+  return y * s1.f * s2.f;
+}
+static inline float yc_sigmoid(float x) { return 1.f / (1.f + yc_exp(-x)); }
+static inline float yc_silu(float x) { return x / (1.f + yc_exp(-x)); }
+// max that vectorises (std::fmax's NaN rule keeps GCC from using a vector max); like std::fmax
+// it skips a NaN `b`, unlike it, it keeps a NaN `a`.
+static inline float yc_max(float a, float b) { return b > a ? b : a; }
 static inline float yc_relu1(float x) { return x > 0.f ? x : 0.f; }
+// A kernel's scratch buffer of at least N floats (contents undefined).
+template <long N>
+static inline float* yc_scratch(std::vector<float>& v) {
+  if (v.size() < static_cast<size_t>(N)) v.resize(N);
+  return v.data();
+}
 #endif
 )";
 
@@ -109,7 +144,7 @@ std::optional<std::string> elementwise_expr(const Node& n, const std::vector<std
     if (op == "Sigmoid") return fmt::format("yc_sigmoid({})", a[0]);
     if (op == "SiLU") return fmt::format("yc_silu({})", a[0]);
     if (op == "Tanh") return fmt::format("std::tanh({})", a[0]);
-    if (op == "Exp") return fmt::format("std::exp({})", a[0]);
+    if (op == "Exp") return fmt::format("yc_exp({})", a[0]);
     if (op == "Log") return fmt::format("std::log({})", a[0]);
     if (op == "Sqrt") return fmt::format("std::sqrt({})", a[0]);
     if (op == "Abs") return fmt::format("std::fabs({})", a[0]);

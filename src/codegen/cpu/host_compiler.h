@@ -11,7 +11,10 @@ namespace yoloc::codegen::cpu {
 /// (e.g. "aarch64-linux-gnu-g++") and replaces `-march=native` in `flags`.
 struct HostCompilerOptions {
   std::string cxx = "c++";
-  std::vector<std::string> flags = {"-O3", "-march=native", "-std=c++17", "-fPIC", "-shared"};
+  // -fno-trapping-math and -fno-math-errno change no result, but let loops with conversions,
+  // selects and sqrt vectorise (FP exception flags and errno are never read).
+  std::vector<std::string> flags = {"-O3", "-march=native", "-fno-trapping-math", "-fno-math-errno",
+                                    "-std=c++17", "-fPIC", "-shared"};
   bool keep_dir = false;  ///< keep the temporary build folder (for inspection)
 };
 

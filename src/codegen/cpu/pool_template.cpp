@@ -41,7 +41,7 @@ constexpr const char* kDirect = R"(    {
         for (int64_t l = 0; l < L; ++l) acc[l] = -INFINITY;
         for (int64_t r = r0; r < r1; ++r)
           for (int64_t s = s0; s < s1; ++s)
-            for (int64_t l = 0; l < L; ++l) acc[l] = std::fmax(acc[l], x[(r * W + s) * L + l]);
+            for (int64_t l = 0; l < L; ++l) acc[l] = yc_max(acc[l], x[(r * W + s) * L + l]);
         for (int64_t l = 0; l < L; ++l) y[ow * L + l] = acc[l];
       }
     }
@@ -56,14 +56,14 @@ constexpr const char* kSeparable = R"(    {
       static thread_local float col[W * L];
       for (int64_t i = 0; i < W * L; ++i) col[i] = -INFINITY;
       for (int64_t r = r0; r < r1; ++r)
-        for (int64_t i = 0; i < W * L; ++i) col[i] = std::fmax(col[i], x[r * W * L + i]);
+        for (int64_t i = 0; i < W * L; ++i) col[i] = yc_max(col[i], x[r * W * L + i]);
       for (int64_t ow = 0; ow < OW; ++ow) {
         const int64_t s0 = ow * SW - PW < 0 ? 0 : ow * SW - PW;
         const int64_t s1 = ow * SW - PW + KW > W ? W : ow * SW - PW + KW;
         float acc[L];
         for (int64_t l = 0; l < L; ++l) acc[l] = -INFINITY;
         for (int64_t s = s0; s < s1; ++s)
-          for (int64_t l = 0; l < L; ++l) acc[l] = std::fmax(acc[l], col[s * L + l]);
+          for (int64_t l = 0; l < L; ++l) acc[l] = yc_max(acc[l], col[s * L + l]);
         for (int64_t l = 0; l < L; ++l) y[ow * L + l] = acc[l];
       }
     }

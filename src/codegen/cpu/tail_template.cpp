@@ -57,7 +57,8 @@ class Emitter {
     // NCHWc -> NCHW: loop over the blocked dims, scatter to the plain offsets.
     const int64_t b = v->layout.block, hw = s[2] * s[3];
     const Shape dims = {s[0], s[1] / b, s[2], s[3], b};
-    code_ += fmt::format("  std::vector<float> plain{0}({1});\n  float* {2} = plain{0}.data();\n",
+    code_ += fmt::format("  static thread_local std::vector<float> plain{0};\n"
+                         "  float* {2} = yc_scratch<{1}>(plain{0});\n",
                          k, shape_numel(s), wr(v));
     code_ += emit_loop_nest(dims, {{fmt::format("in[{}]", k), 0, dense_strides(dims)}},
                             {{wr(v), 0, {s[1] * hw, b * hw, s[3], 1, hw}}}, "", {"x0"}, "0",
@@ -67,13 +68,15 @@ class Emitter {
     return true;
   }
 
-  // A buffer for v: the kernel's output when v leaves the group, else a local vector.
+  // A buffer for v: the kernel's output when v leaves the group, else a scratch buffer of the
+  // thread that keeps its pages from run to run (fresh vectors cost page faults every run).
   void define(const Value* v) {
     const auto it = std::find(t_.io.outputs.begin(), t_.io.outputs.end(), v);
     if (it != t_.io.outputs.end()) {
       code_ += fmt::format("  float* {} = out[{}];\n", wr(v), it - t_.io.outputs.begin());
     } else {
-      code_ += fmt::format("  std::vector<float> buf{0}({1});\n  float* {2} = buf{0}.data();\n",
+      code_ += fmt::format("  static thread_local std::vector<float> buf{0};\n"
+                           "  float* {2} = yc_scratch<{1}>(buf{0});\n",
                            v->id, shape_numel(shape(v)), wr(v));
     }
     code_ += fmt::format("  const float* {} = {};\n", rd(v), wr(v));
@@ -236,18 +239,26 @@ class Emitter {
     for (size_t i = 0; i < axis; ++i) outer *= s[i];
     for (size_t i = axis + 1; i < s.size(); ++i) inner *= s[i];
     define(y);
-    code_ += fmt::format(R"(  for (int64_t o = 0; o < {0}; ++o) {{
-    for (int64_t i = 0; i < {2}; ++i) {{
-      const float* xp = {3} + o * {1} * {2} + i;
-      float* yp = {4} + o * {1} * {2} + i;
-      float m = -INFINITY, sum = 0.f;
-      for (int64_t a = 0; a < {1}; ++a) m = std::fmax(m, xp[a * {2}]);
-      for (int64_t a = 0; a < {1}; ++a) sum += (yp[a * {2}] = std::exp(xp[a * {2}] - m));
-      for (int64_t a = 0; a < {1}; ++a) yp[a * {2}] /= sum;
+    // Running max and sum per position of the inner dims, so every loop runs along contiguous
+    // memory and vectorises.
+    code_ += fmt::format(R"(  {{
+    static thread_local std::vector<float> m_{5}, sum_{5};
+    float* m = yc_scratch<{2}>(m_{5});
+    float* sum = yc_scratch<{2}>(sum_{5});
+    for (int64_t o = 0; o < {0}; ++o) {{
+      const float* xp = {3} + o * {1} * {2};
+      float* yp = {4} + o * {1} * {2};
+      for (int64_t i = 0; i < {2}; ++i) m[i] = -INFINITY, sum[i] = 0.f;
+      for (int64_t a = 0; a < {1}; ++a)
+        for (int64_t i = 0; i < {2}; ++i) m[i] = yc_max(m[i], xp[a * {2} + i]);
+      for (int64_t a = 0; a < {1}; ++a)
+        for (int64_t i = 0; i < {2}; ++i) sum[i] += (yp[a * {2} + i] = yc_exp(xp[a * {2} + i] - m[i]));
+      for (int64_t a = 0; a < {1}; ++a)
+        for (int64_t i = 0; i < {2}; ++i) yp[a * {2} + i] /= sum[i];
     }}
   }}
 )",
-                         outer, s[axis], inner, rd(x), wr(y));
+                         outer, s[axis], inner, rd(x), wr(y), y->id);
     return true;
   }
 

@@ -1,0 +1,112 @@
+// yoloc profile MODEL [--iters N] [--threads N] [--batch N] [--json FILE]: the time of every
+// kernel of a compiled model, slowest first, with its template, workload and GFLOP/s.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include "artifact/artifact_reader.h"
+#include "runtime/executor.h"
+#include "tools/commands.h"
+#include "tools/compile_model.h"
+
+namespace yoloc::tools {
+
+namespace {
+
+struct ProfileOptions {
+  std::string model;
+  int batch = 0;
+  int iters = 20;
+  int threads = 0;
+  int top = 25;
+  std::string json;
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::string task_str(const nlohmann::json& task, const char* key) {
+  auto it = task.find(key);
+  return it != task.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+void run_profile(const ProfileOptions& o) {
+  const PreparedArtifact prepared = prepare_artifact(o.model, o.batch);
+  auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(prepared.path));
+  const int threads =
+      o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  runtime::Executor exec(art, threads);
+  std::vector<Tensor> inputs;
+  std::mt19937 rng(0);
+  std::uniform_real_distribution<float> dist(0.f, 1.f);
+  for (const artifact::TensorSpec& spec : art->manifest().inputs) {
+    Tensor t(dtype_from_name(spec.dtype), spec.shape);
+    if (t.dtype() != DType::kFloat32)
+      user_error("profile feeds float32 inputs; input '{}' is {}", spec.name, spec.dtype);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
+    inputs.push_back(std::move(t));
+  }
+  exec.set_profiling(true);
+  const size_t n = exec.program().calls.size();
+  std::vector<std::vector<double>> samples(n);
+  exec.run(inputs);  // warm-up
+  for (int it = 0; it < o.iters; ++it) {
+    exec.run(inputs);
+    for (size_t i = 0; i < n; ++i) samples[i].push_back(exec.last_call_ms()[i]);
+  }
+  struct Row {
+    size_t call;
+    double ms;
+  };
+  std::vector<Row> rows;
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    rows.push_back({i, median(samples[i])});
+    total += rows.back().ms;
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ms > b.ms; });
+  nlohmann::json out = nlohmann::json::array();
+  fmt::print("{}: {} kernels, {} threads, sum of kernel medians {:.3f} ms\n", o.model, n, threads,
+             total);
+  fmt::print("{:>5} {:>9} {:>6} {:>8}  {:<12} {}\n", "call", "ms", "%", "GFLOP/s", "template",
+             "workload | config");
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const runtime::KernelCall& c = exec.program().calls[rows[r].call];
+    const double flops = c.task.value("flops", 0.0);
+    const double gflops = rows[r].ms > 0 ? flops / (rows[r].ms * 1e6) : 0;
+    out.push_back({{"call", rows[r].call},
+                   {"symbol", c.symbol},
+                   {"median_ms", rows[r].ms},
+                   {"gflops", gflops},
+                   {"task", c.task}});
+    if (static_cast<int>(r) < o.top)
+      fmt::print("{:>5} {:>9.3f} {:>6.1f} {:>8.1f}  {:<12} {} | {}\n", rows[r].call, rows[r].ms,
+                 100.0 * rows[r].ms / std::max(total, 1e-9), gflops, task_str(c.task, "template"),
+                 task_str(c.task, "key"), task_str(c.task, "config"));
+  }
+  if (!o.json.empty())
+    write_json_file(o.json, {{"model", o.model}, {"threads", threads}, {"total_ms", total},
+                             {"kernels", out}},
+                    "--json");
+}
+
+}  // namespace
+
+void add_profile(CLI::App& app) {
+  auto o = std::make_shared<ProfileOptions>();
+  auto* c = app.add_subcommand("profile", "Time every kernel of a compiled model");
+  c->add_option("model", o->model, "compiled .ycm artifact, or ONNX model")->required();
+  c->add_option("--batch", o->batch, "images per run (ONNX models)")->check(CLI::PositiveNumber);
+  c->add_option("--iters", o->iters, "profiled runs")->capture_default_str()->check(CLI::PositiveNumber);
+  c->add_option("--threads", o->threads, "worker threads (default: all hardware threads)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--top", o->top, "rows to print")->capture_default_str();
+  c->add_option("--json", o->json, "write every kernel's figures to FILE");
+  c->callback([o] { run_profile(*o); });
+}
+
+}  // namespace yoloc::tools
