@@ -48,6 +48,8 @@ void add_compile(CLI::App& app) {
                 "default: the host's c++");
   c->add_option("--sign", o->sign_key, "sign the artifact with this Ed25519 secret key file");
   c->add_option("--emit-source", o->emit_source, "also write the generated kernel C++ to FILE");
+  c->add_option("--outputs", o->outputs,
+                 "compile these values as the outputs instead (debugging; no detector then)");
   c->add_flag("--force", o->force, "overwrite the output file if it exists");
   c->callback([o] {
     const CompileReport r = compile_model(*o);

@@ -22,6 +22,7 @@ struct ExecOptions {
   int opt_level = 1;
   std::string dump_ir;
   int threads = 1;
+  std::vector<std::string> outputs;
 };
 
 /// Runs a compiled artifact: feeds by the manifest's input names.
@@ -61,6 +62,7 @@ void run_exec(const ExecOptions& o) {
     outputs = run_artifact(o, std::move(feeds));
   } else {
     auto g = onnx_frontend::import_onnx(o.model);
+    if (!o.outputs.empty()) select_outputs(*g, o.outputs, o.model);
     PassContext ctx;
     ctx.opt_level = o.opt_level;
     ctx.dump_dir = o.dump_ir;
@@ -98,6 +100,7 @@ void add_exec(CLI::App& app) {
   c->add_option("--threads", o->threads, "threads running an artifact")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  c->add_option("--outputs", o->outputs, "return these values of an ONNX model instead");
   c->add_option("--dump-ir", o->dump_ir, "write the IR after each graph pass to DIR/NN-<pass>.txt");
   c->callback([o] { run_exec(*o); });
 }

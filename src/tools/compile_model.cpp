@@ -59,6 +59,7 @@ CompileReport compile_model(const CompileOptions& o) {
                o.precision);
 
   ImportedDetector d = import_detector(o.model);
+  if (!o.outputs.empty()) select_outputs(*d.graph, o.outputs, o.model.path);
   PassContext passes;
   passes.target = "cpu";
   passes.precision = Precision::kFp32;
@@ -78,7 +79,7 @@ CompileReport compile_model(const CompileOptions& o) {
 
   artifact::Manifest m;
   m.tool_version = YOLOC_VERSION;
-  m.family = std::string(detect::family_name(d.config.family));
+  if (o.outputs.empty()) m.family = std::string(detect::family_name(d.config.family));
   m.target = o.cc.empty() ? "cpu" : "cpu:" + cpu.cc.cxx;
   m.precision = o.precision;
   for (const Value* v : g.inputs) m.inputs.push_back(spec_of(v));

@@ -17,7 +17,10 @@ struct CompileOptions {
   std::string cc;        ///< --cc: another C++ compiler (cross compilation); empty: the host's
   std::string sign_key;  ///< --sign: Ed25519 secret key file
   bool force = false;    ///< overwrite an existing output
-  std::string emit_source;  ///< --emit-source: also write the generated kernel source here
+  std::string emit_source;
+  /// --outputs: compile these values of the model as its outputs instead (for debugging a
+  /// compile against `yoloc exec --outputs`; the artifact is then no detector).
+  std::vector<std::string> outputs;  ///< --emit-source: also write the generated kernel source here
   /// Tuned configs by workload key (from records); tasks without one take their default.
   std::map<std::string, codegen::ScheduleConfig> configs;
 };

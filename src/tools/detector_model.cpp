@@ -117,6 +117,18 @@ ImportedDetector import_detector(const DetectorModelOptions& o) {
   return d;
 }
 
+void select_outputs(Graph& g, const std::vector<std::string>& names, const std::string& where) {
+  std::vector<Value*> outs;
+  for (const std::string& n : names) {
+    Value* v = g.find_value(n);
+    if (!v || v->is_constant())
+      user_error("--outputs {}: '{}' has no computed value of that name", n, where);
+    outs.push_back(v);
+  }
+  g.outputs = outs;
+  g.remove_dead();
+}
+
 bool is_artifact_path(const std::string& path) {
   return std::filesystem::path(path).extension() == ".ycm";
 }

@@ -41,6 +41,10 @@ struct DetectorModel {
   std::vector<std::string> names;
 };
 
+/// Makes the values named `names` the graph's outputs (and drops what they do not need);
+/// raises a UserError naming a value the model `where` lacks.
+void select_outputs(Graph& g, const std::vector<std::string>& names, const std::string& where);
+
 /// True when `path` names a compiled artifact (by its .ycm extension).
 bool is_artifact_path(const std::string& path);
 

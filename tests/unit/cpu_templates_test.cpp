@@ -19,6 +19,7 @@
 #include "codegen/cpu/resize_template.h"
 #include "codegen/cpu/tail_template.h"
 #include "frontend/onnx/importer.h"
+#include "cpu_test_util.h"
 #include "graph_builder.h"
 #include "passes/pipeline.h"
 
@@ -28,57 +29,6 @@ namespace {
 using testing::input;
 using testing::node;
 using testing::random_tensor;
-
-// The group's nodes as a graph of their own: its activations become inputs, its outputs the
-// graph's outputs (in GroupIO order).
-std::unique_ptr<Graph> subgraph(const GroupIO& io) {
-  auto s = std::make_unique<Graph>();
-  std::map<const Value*, Value*> m;
-  for (const Value* v : io.inputs) {
-    if (v->is_constant()) {
-      m[v] = s->add_constant(v->name, v->data);
-    } else {
-      m[v] = s->add_value(v->name, v->type);
-      s->inputs.push_back(m[v]);
-    }
-  }
-  for (const Node* n : io.nodes) {
-    std::vector<Value*> ins;
-    for (const Value* v : n->inputs) ins.push_back(v ? m.at(v) : nullptr);
-    Node* c = s->add_node(n->op, ins, n->outputs.size(), n->attrs, n->name);
-    for (size_t i = 0; i < n->outputs.size(); ++i) m[n->outputs[i]] = c->outputs[i];
-  }
-  for (const Value* v : io.outputs) s->outputs.push_back(m.at(v));
-  infer_shapes(*s);
-  return s;
-}
-
-bool blocked(const Value* v) { return v->layout.layout == Layout::kNCHWc; }
-
-// A logical NCHW tensor in the value's layout, and back.
-std::vector<float> to_layout(const Value* v, const Tensor& t) {
-  const float* d = t.data<float>();
-  if (!blocked(v)) return std::vector<float>(d, d + t.numel());
-  const Shape s = t.shape();
-  return to_nchw16c(d, s[0], s[1], s[2], s[3]);
-}
-std::vector<float> from_layout(const Value* v, const std::vector<float>& x) {
-  if (!blocked(v)) return x;
-  const Shape s = v->type.static_shape();
-  return from_nchw16c(x.data(), s[0], s[1], s[2], s[3]);
-}
-
-void expect_close(const std::vector<float>& got, const Tensor& want, const std::string& what) {
-  ASSERT_EQ(static_cast<int64_t>(got.size()), want.numel()) << what;
-  int bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const float ref = want.data<float>()[i];
-    if (!(std::fabs(got[i] - ref) <= 1e-4f * std::max(1.f, std::fabs(ref))) && bad++ < 5) {
-      ADD_FAILURE() << what << " element " << i << ": got " << got[i] << ", want " << ref;
-    }
-  }
-  EXPECT_EQ(bad, 0) << what;
-}
 
 // One kernel of the IR-driven ABI to check: its group, the arrays it takes and makes.
 struct Case {
@@ -126,20 +76,6 @@ void run_cases(const std::vector<Case>& cases) {
       expect_close(from_layout(c.io.outputs[i], outs[i]), want[i].tensor, c.what);
     }
   }
-}
-
-std::unique_ptr<Graph> optimized(std::unique_ptr<Graph> g) {
-  PassContext ctx;
-  ctx.target = "cpu";
-  optimize(*g, ctx);
-  return g;
-}
-
-std::unique_ptr<Graph> shared_model(const std::string& file) {
-  const char* env = std::getenv("YOLOC_SHARED_DIR");
-  const auto path = std::filesystem::path(env ? env : YOLOC_SHARED_DIR) / "models" / file;
-  if (!std::filesystem::exists(path)) return nullptr;
-  return optimized(onnx_frontend::import_onnx(path.string()));
 }
 
 std::vector<const FusedGroup*> groups_of(const Graph& g, GroupKind kind) {

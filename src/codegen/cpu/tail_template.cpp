@@ -95,6 +95,7 @@ class Emitter {
     // bounds) are read at compile time by the emitters that take them.
     const size_t data_inputs = n.def->has(kTraitElementwise) || n.op == "Concat" ? n.inputs.size()
                                : n.op == "Conv"                                  ? 3
+                               : n.op == "MatMul"                                ? 2
                                                                                  : 1;
     for (size_t i = 0; i < std::min(data_inputs, n.inputs.size()); ++i) {
       if (n.input(i) && !bound_.count(n.input(i))) return false;
@@ -120,6 +121,7 @@ class Emitter {
     if (n.op == "Split") return split(n);
     if (n.op == "Softmax") return softmax(n);
     if (n.op == "Conv") return conv(n);
+    if (n.op == "MatMul") return matmul(n);
     return false;
   }
 
@@ -302,6 +304,48 @@ class Emitter {
         fmt::arg("PH", pd[0]), fmt::arg("PW", pd[1]), fmt::arg("DH", dl[0]), fmt::arg("DW", dl[1]),
         fmt::arg("H", xs[2]), fmt::arg("W", xs[3]), fmt::arg("C", xs[1]), fmt::arg("WP", rd(w)),
         fmt::arg("XP", rd(x)), fmt::arg("YP", wr(y)));
+    return true;
+  }
+
+  /// numpy matmul of operands of rank >= 2 (batch dims broadcast); 1-D operands are not taken.
+  bool matmul(const Node& n) {
+    const Value *a = n.input(0), *b = n.input(1), *y = n.outputs[0];
+    const Shape as = shape(a), bs = shape(b), ys = shape(y);
+    if (as.size() < 2 || bs.size() < 2 || ys.size() < 2) return false;
+    const Shape batch(ys.begin(), ys.end() - 2);
+    const Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+    const auto sa = broadcast_strides(ab, batch), sb = broadcast_strides(bb, batch);
+    if (!sa || !sb) return false;
+    const int64_t m = as[as.size() - 2], k = as.back(), nn = bs.back();
+    if (bs[bs.size() - 2] != k || ys[ys.size() - 2] != m || ys.back() != nn) return false;
+    define(y);
+    // Batch index -> operand offsets, through the broadcast strides (in matrices).
+    std::string aoff = "0", boff = "0";
+    int64_t rest = shape_numel(batch);
+    for (size_t d = 0; d < batch.size(); ++d) {
+      rest /= batch[d];
+      const std::string idx = fmt::format("(bt / {} % {})", rest, batch[d]);
+      aoff += fmt::format(" + {} * {}", idx, (*sa)[d] * m * k);
+      boff += fmt::format(" + {} * {}", idx, (*sb)[d] * k * nn);
+    }
+    code_ += fmt::format(R"(  for (int64_t bt = 0; bt < {B}; ++bt) {{
+    const float* ap = {A} + {AOFF};
+    const float* bp = {BP} + {BOFF};
+    float* yp = {Y} + bt * {M} * {N};
+    for (int64_t i = 0; i < {M}; ++i) {{
+      float* row = yp + i * {N};
+      for (int64_t j = 0; j < {N}; ++j) row[j] = 0.f;
+      for (int64_t p = 0; p < {K}; ++p) {{
+        const float av = ap[i * {K} + p];
+        for (int64_t j = 0; j < {N}; ++j) row[j] += av * bp[p * {N} + j];
+      }}
+    }}
+  }}
+)",
+                         fmt::arg("B", shape_numel(batch)), fmt::arg("A", rd(a)),
+                         fmt::arg("AOFF", aoff), fmt::arg("BP", rd(b)), fmt::arg("BOFF", boff),
+                         fmt::arg("Y", wr(y)), fmt::arg("M", m), fmt::arg("N", nn),
+                         fmt::arg("K", k));
     return true;
   }
 

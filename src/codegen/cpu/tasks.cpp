@@ -128,11 +128,29 @@ double output_elements(const GroupIO& io) {
   return n;
 }
 
+bool is_blocked(const Value* v) {
+  return v->layout.layout == Layout::kNCHWc && v->layout.block == kBlock;
+}
+bool is_plain(const Value* v) { return v->layout.layout == Layout::kNCHW; }
+
+/// Whether the values are stored as the conv kernels read and write them: the dense conv takes
+/// NCHW16c (plain NCHW below 16 channels) and makes NCHW16c; the depthwise conv keeps NCHW16c
+/// when the channels are a multiple of 16, else plain NCHW.
+bool conv_layouts_fit(const ConvTask& t, const ConvOperands& o, bool depthwise) {
+  const bool out_blocked = !depthwise || DwConvTemplate::lanes(t) == kBlock;
+  const bool in_blocked = depthwise ? out_blocked : t.c % kBlock == 0;
+  const auto fits = [](const Value* v, bool blocked) {
+    return !v || (blocked ? is_blocked(v) : is_plain(v));
+  };
+  return fits(o.x, in_blocked) && fits(o.y, out_blocked) && fits(o.res, out_blocked);
+}
+
 std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp) {
   if (auto t = conv_task_from_group(g, grp)) {
     const auto o = conv_operands(g, grp);
-    if (o && ConvTemplate::matches(*t)) return conv_like_task<ConvTemplate>(*t, *o, "conv");
-    if (o && DwConvTemplate::matches(*t))
+    if (o && ConvTemplate::matches(*t) && conv_layouts_fit(*t, *o, false))
+      return conv_like_task<ConvTemplate>(*t, *o, "conv");
+    if (o && DwConvTemplate::matches(*t) && conv_layouts_fit(*t, *o, true))
       return conv_like_task<DwConvTemplate>(*t, *o, "dwconv");
   }
   const GroupIO io = group_io(g, grp);
