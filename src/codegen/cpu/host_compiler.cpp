@@ -91,8 +91,7 @@ SharedObject compile_shared_object(const std::string& source, const HostCompiler
   return build(source, opts.cxx, opts.flags, opts.keep_dir, "kernels.so", "kernels");
 }
 
-SharedObject compile_static_executable(const std::string& source,
-                                       const HostCompilerOptions& opts) {
+SharedObject compile_static_executable(const std::string& source, const HostCompilerOptions& opts) {
   std::vector<std::string> flags;
   for (const std::string& f : opts.flags) {
     if (f != "-shared" && f != "-fPIC") flags.push_back(f);
@@ -141,7 +140,9 @@ HostCompilerOptions host_compiler_options_for(const std::string& cxx, CpuIsa isa
   } else if (*info.march) {
     o.flags.push_back(info.march);
   }
-  for (const char* f : {"-std=c++17", "-ffp-contract=fast", "-fPIC", "-shared"}) o.flags.push_back(f);
+  for (const char* f : {"-std=c++17", "-ffp-contract=fast", "-fPIC", "-shared"}) {
+    o.flags.push_back(f);
+  }
   return o;
 }
 

@@ -61,7 +61,8 @@ CpuIsa detect_host_isa() {
 
 bool host_can_run(CpuIsa isa) {
   const CpuIsa host = detect_host_isa();
-  return isa == CpuIsa::kGeneric || isa == host || (isa == CpuIsa::kAvx2 && host == CpuIsa::kAvx512);
+  return isa == CpuIsa::kGeneric || isa == host ||
+         (isa == CpuIsa::kAvx2 && host == CpuIsa::kAvx512);
 }
 
 const char* host_arch() {

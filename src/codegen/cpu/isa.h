@@ -25,11 +25,11 @@ enum class CpuIsa {
 /// What code generation needs to know of an ISA.
 struct CpuIsaInfo {
   CpuIsa isa;
-  const char* name;          ///< "avx512", "avx2", "neon", "generic"
-  const char* arch;          ///< the machine it runs on: "x86_64", "aarch64", or "" (any)
-  int vector_floats;         ///< floats per hardware vector register
-  int vector_registers;      ///< hardware vector registers
-  const char* march;         ///< the -march flag of a build for any such machine, or "" (none)
+  const char* name;      ///< "avx512", "avx2", "neon", "generic"
+  const char* arch;      ///< the machine it runs on: "x86_64", "aarch64", or "" (any)
+  int vector_floats;     ///< floats per hardware vector register
+  int vector_registers;  ///< hardware vector registers
+  const char* march;     ///< the -march flag of a build for any such machine, or "" (none)
 };
 
 /// The description of isa.
