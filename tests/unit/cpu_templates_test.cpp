@@ -117,7 +117,13 @@ Value* conv(Graph& g, Value* x, int64_t out_c, int64_t k, int64_t stride, int64_
 
 // --- depthwise conv: its own ABI (the conv one) ---
 
-TEST(CpuTemplates, DepthwiseConv) {
+// Built for each ISA the host runs (the kernel is the same C++; the build flags and the default
+// tile differ).
+class CpuTemplatesDepthwise : public ::testing::TestWithParam<CpuIsa> {};
+
+TEST_P(CpuTemplatesDepthwise, MatchesReference) {
+  const CpuIsa isa = GetParam();
+  if (!host_can_run(isa)) GTEST_SKIP() << "this machine does not run " << isa_name(isa);
   auto g = std::make_unique<Graph>();
   Value* x = input(*g, "x", {2, 8, 13, 11});
   Value* a = node(*g, "SiLU", {conv(*g, x, 32, 1, 1, 1, 1)});    // blocked, 32
@@ -135,8 +141,9 @@ TEST(CpuTemplates, DepthwiseConv) {
   std::vector<DwCase> cases;
   std::string source;
   for (const FusedGroup* grp : groups_of(*g, GroupKind::kAnchor)) {
-    const auto t = conv_task_from_group(*g, *grp);
+    auto t = conv_task_from_group(*g, *grp);
     if (!t || !DwConvTemplate::matches(*t)) continue;
+    t->isa = isa;
     for (int64_t owb : {int64_t{0}, int64_t{1}, int64_t{4}, int64_t{16}}) {
       const ScheduleConfig cfg =
           owb == 0 ? DwConvTemplate::default_config(*t) : ScheduleConfig({{"owb", owb}});
@@ -147,7 +154,7 @@ TEST(CpuTemplates, DepthwiseConv) {
     }
   }
   ASSERT_GE(cases.size(), 10u);  // 4 depthwise groups x 3-4 configs
-  const SharedObject so = compile_shared_object(source);
+  const SharedObject so = compile_shared_object(source, host_compiler_options_for("c++", isa));
   LoadedLibrary lib(so.bytes);
   ThreadPool pool(2);
   for (const DwCase& c : cases) {
@@ -173,6 +180,13 @@ TEST(CpuTemplates, DepthwiseConv) {
                  c.t.key());
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Isas, CpuTemplatesDepthwise,
+                         ::testing::Values(detect_host_isa(), CpuIsa::kAvx2, CpuIsa::kGeneric),
+                         [](const auto& info) {
+                           return std::string(info.index == 0 ? "host_" : "") +
+                                  isa_name(info.param);
+                         });
 
 // --- pooling ---
 
