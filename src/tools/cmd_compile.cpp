@@ -46,6 +46,9 @@ void add_compile(CLI::App& app) {
   c->add_option("--cc", o->cc,
                 "C++ compiler for the kernels (cross compilation, e.g. aarch64-linux-gnu-g++); "
                 "default: the host's c++");
+  c->add_option("--isa", o->isa,
+                 "vector ISA of the kernels: avx512, avx2, neon, generic (default: the best the "
+                 "compiler's target has: this CPU's, neon for aarch64)");
   c->add_option("--sign", o->sign_key, "sign the artifact with this Ed25519 secret key file");
   c->add_option("--emit-source", o->emit_source, "also write the generated kernel C++ to FILE");
   c->add_option("--outputs", o->outputs,

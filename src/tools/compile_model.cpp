@@ -21,18 +21,6 @@ artifact::TensorSpec spec_of(const Value* v) {
   return {v->name, std::string(dtype_name(v->type.dtype)), v->type.static_shape()};
 }
 
-/// The host compiler, or a cross compiler: an aarch64 one builds for generic ARMv8-A.
-codegen::cpu::HostCompilerOptions compiler_options(const std::string& cc) {
-  codegen::cpu::HostCompilerOptions o;
-  if (cc.empty()) return o;
-  o.cxx = cc;
-  if (cc.find("aarch64") != std::string::npos) {
-    for (std::string& f : o.flags)
-      if (f == "-march=native") f = "-march=armv8-a";
-  }
-  return o;
-}
-
 void check_output(const CompileOptions& o) {
   if (o.output.empty()) user_error("compile needs an output file: -o OUT.ycm");
   if (!is_artifact_path(o.output))
@@ -67,7 +55,15 @@ CompileReport compile_model(const CompileOptions& o) {
   const Graph& g = *d.graph;
 
   codegen::cpu::CpuCompileOptions cpu;
-  cpu.cc = compiler_options(o.cc);
+  const std::string cxx = o.cc.empty() ? "c++" : o.cc;
+  if (o.isa.empty()) {
+    cpu.isa = codegen::cpu::default_isa_for_compiler(cxx);
+  } else if (auto isa = codegen::cpu::parse_isa(o.isa)) {
+    cpu.isa = *isa;
+  } else {
+    user_error("--isa {}: unknown; choose one of {}", o.isa, codegen::cpu::isa_names());
+  }
+  cpu.cc = codegen::cpu::host_compiler_options_for(cxx, cpu.isa);
   cpu.configs = o.configs;
   CompileReport report;
   report.build = codegen::cpu::compile_cpu(g, cpu);
@@ -80,7 +76,7 @@ CompileReport compile_model(const CompileOptions& o) {
   artifact::Manifest m;
   m.tool_version = YOLOC_VERSION;
   if (o.outputs.empty()) m.family = std::string(detect::family_name(d.config.family));
-  m.target = o.cc.empty() ? "cpu" : "cpu:" + cpu.cc.cxx;
+  m.target = fmt::format("cpu-{}", codegen::cpu::isa_name(cpu.isa));
   m.precision = o.precision;
   for (const Value* v : g.inputs) m.inputs.push_back(spec_of(v));
   for (const Value* v : g.outputs) m.outputs.push_back(spec_of(v));

@@ -250,6 +250,8 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--conf", type=float, default=0.25)
     ap.add_argument("--iou", type=float, default=0.45)
+    ap.add_argument("--compile", action="store_true",
+                    help="compile the model for the CPU first and detect with the artifact")
     args = ap.parse_args()
     for f in [args.model] + args.images:
         if not os.path.isfile(f):
@@ -259,12 +261,19 @@ def main():
     os.makedirs(args.work, exist_ok=True)
 
     head = family(args.model, session)
-    # v5 and YOLOX exports carry no metadata: yoloc needs the family named.
+    # v5 and YOLOX exports carry no metadata: yoloc needs the family named (an artifact has it).
+    family_opts = []
     if head in ("v5", "yolox"):
-        extra += ["--family", {"v5": "yolov5", "yolox": "yolox"}[head]]
+        family_opts = ["--family", {"v5": "yolov5", "yolox": "yolox"}[head]]
     quantized = any(n.op_type == "DynamicQuantizeLinear" for n in common.load_nodes(args.model))
     second = ReferenceEvaluatorSession(session, args.model) if quantized else None
-    p = common.run([args.yoloc, "run", args.model, *args.images, "--json", "-", *extra],
+    target = args.model
+    if args.compile:
+        target = os.path.join(args.work, "model.ycm")
+        common.run([args.yoloc, "compile", args.model, "-o", target, "--force", *family_opts],
+                   "yoloc compile")
+        family_opts = []
+    p = common.run([args.yoloc, "run", target, *args.images, "--json", "-", *extra, *family_opts],
                    "yoloc run")
     try:
         results = json.loads(p.stdout)

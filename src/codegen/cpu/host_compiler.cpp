@@ -140,7 +140,8 @@ HostCompilerOptions host_compiler_options_for(const std::string& cxx, CpuIsa isa
   } else if (*info.march) {
     o.flags.push_back(info.march);
   }
-  for (const char* f : {"-std=c++17", "-ffp-contract=fast", "-fPIC", "-shared"}) {
+  for (const char* f : {"-fno-trapping-math", "-fno-math-errno", "-std=c++17", "-ffp-contract=fast",
+                        "-fPIC", "-shared"}) {
     o.flags.push_back(f);
   }
   return o;

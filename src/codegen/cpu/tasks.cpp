@@ -145,8 +145,9 @@ bool conv_layouts_fit(const ConvTask& t, const ConvOperands& o, bool depthwise) 
   return fits(o.x, in_blocked) && fits(o.y, out_blocked) && fits(o.res, out_blocked);
 }
 
-std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp) {
+std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp, CpuIsa isa) {
   if (auto t = conv_task_from_group(g, grp)) {
+    t->isa = isa;
     const auto o = conv_operands(g, grp);
     if (o && ConvTemplate::matches(*t) && conv_layouts_fit(*t, *o, false))
       return conv_like_task<ConvTemplate>(*t, *o, "conv");
@@ -212,7 +213,7 @@ std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp) {
 
 }  // namespace
 
-std::vector<CpuTask> extract_cpu_tasks(const Graph& g) {
+std::vector<CpuTask> extract_cpu_tasks(const Graph& g, CpuIsa isa) {
   std::vector<CpuTask> tasks;
   std::map<int, const FusedGroup*> by_id;
   for (const FusedGroup& grp : g.groups) by_id[grp.id] = &grp;
@@ -227,7 +228,7 @@ std::vector<CpuTask> extract_cpu_tasks(const Graph& g) {
   for (int id : order) {
     const FusedGroup& grp = *by_id.at(id);
     if (!grp.is_kernel()) continue;
-    std::optional<CpuTask> t = task_of_group(g, grp);
+    std::optional<CpuTask> t = task_of_group(g, grp, isa);
     if (!t) {
       std::string ops;
       for (const Node* n : group_io(g, grp).nodes) ops += (ops.empty() ? "" : ", ") + n->op;
