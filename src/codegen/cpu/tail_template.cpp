@@ -42,7 +42,12 @@ class Emitter {
  private:
   static std::string rd(const Value* v) { return fmt::format("v{}", v->id); }
   static std::string wr(const Value* v) { return fmt::format("w{}", v->id); }
-  static Shape shape(const Value* v) { return v->type.static_shape(); }
+  /// The shape the kernel sees: one image of an activation for a per-image task.
+  Shape shape(const Value* v) const {
+    Shape s = v->type.static_shape();
+    if (t_.images > 1 && !v->is_constant() && !s.empty()) s[0] = 1;
+    return s;
+  }
 
   bool bind_input(const Value* v, size_t k) {
     const Shape s = shape(v);
@@ -135,9 +140,8 @@ class Emitter {
         args.emplace_back();
         continue;
       }
-      const auto xs = static_f32_shape(in);
-      if (!xs) return false;
-      const auto st = broadcast_strides(*xs, s);
+      if (!static_f32_shape(in)) return false;
+      const auto st = broadcast_strides(shape(in), s);
       if (!st) return false;
       args.push_back(fmt::format("x{}", reads.size()));
       reads.push_back({rd(in), 0, *st});
@@ -366,8 +370,45 @@ std::string TailTask::key() const {
     }
     s += "]";
   }
-  return s;
+  return images > 1 ? s + " per-image" : s;
 }
+
+namespace {
+
+/// Whether every node of the task keeps images apart along dim 0 (batch n): all activations
+/// have n as their first dim, and no node works along axis 0.
+bool images_independent(const TailTask& t, int64_t n) {
+  const auto batch_first = [n](const Value* v) {
+    return !v || v->is_constant() ||
+           (!v->type.dims.empty() && v->type.dims[0].known() && v->type.dims[0].value == n);
+  };
+  for (const Node* node : t.io.nodes) {
+    for (const Value* v : node->inputs)
+      if (!batch_first(v)) return false;
+    for (const Value* v : node->outputs)
+      if (!batch_first(v)) return false;
+    const size_t rank = node->outputs[0]->type.dims.size();
+    const auto axis0 = [&](const char* attr, int64_t dflt) {
+      return norm_axis(node->attrs.get_int(attr, dflt), rank) == 0;
+    };
+    if ((node->op == "Concat" || node->op == "Split") && axis0("axis", 0)) return false;
+    if (node->op == "Softmax" && axis0("axis", -1)) return false;
+    if (node->op == "Transpose") {
+      const auto perm = node->attrs.get_ints("perm", {});
+      if (perm.empty() || perm[0] != 0) return false;
+    }
+    if (node->op == "MatMul" && rank < 3) return false;
+    if (node->op == "Slice") {
+      const Value* axes = node->inputs.size() > 3 ? node->input(3) : nullptr;
+      if (!axes || !axes->known()) return false;
+      for (double a : axes->known()->to_doubles())
+        if (norm_axis(static_cast<int64_t>(a), rank) == 0) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 std::optional<TailTask> tail_task_from_group(const Graph& g, const FusedGroup& group) {
   TailTask t;
@@ -381,8 +422,14 @@ std::optional<TailTask> tail_task_from_group(const Graph& g, const FusedGroup& g
       t.args.push_back(in);
     }
   }
+  const Value* first = nullptr;
+  for (const Value* in : t.args)
+    if (!in->is_constant() && !first) first = in;
+  const int64_t n = first && !first->type.dims.empty() ? first->type.dims[0].value : 1;
+  if (n > 1 && images_independent(t, n)) t.images = n;
   for (const Value* o : t.io.outputs) {
-    if (o->layout.layout != Layout::kNCHW || !dense_output(g, o)) return std::nullopt;
+    if (o->layout.layout != Layout::kNCHW || (t.images == 1 && !dense_output(g, o)))
+      return std::nullopt;
   }
   if (!Emitter(t, 1).run()) return std::nullopt;
   return t;

@@ -24,6 +24,10 @@ namespace yoloc::codegen::cpu {
 struct TailTask {
   GroupIO io;
   std::vector<const Value*> args;  ///< kernel inputs: activations, then float32 constants
+  /// 1: the kernel computes the whole batch. N > 1: every activation has the batch N as its
+  /// first dim and no node mixes images, so the kernel computes one image and the compiler runs
+  /// it N times (outputs may then be slices of a concat whose images lie apart).
+  int64_t images = 1;
 
   /// "detect_tail_f32 " + the ops and output shapes, e.g. "... Reshape[1,144,6400],...".
   std::string key() const;

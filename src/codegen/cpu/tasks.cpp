@@ -200,11 +200,12 @@ std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp, CpuI
   if (auto t = tail_task_from_group(g, grp)) {
     CpuTask task;
     task.template_name = "tail";
+    task.batch = t->images;
     task.key = t->key();
     task.flops = output_elements(t->io) * static_cast<double>(t->io.nodes.size());
     set_space<TailTemplate>(task, *t);
     task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& sym) {
-      return arrays_kernel(TailTemplate::emit(t, cfg, sym), t.args, t.io.outputs, 1);
+      return arrays_kernel(TailTemplate::emit(t, cfg, sym), t.args, t.io.outputs, t.images);
     };
     return task;
   }
