@@ -15,6 +15,8 @@ const char* const kScalarPrelude = R"(#ifndef YOLOC_CPU_SCALAR_PRELUDE
 #define YOLOC_CPU_SCALAR_PRELUDE
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
 // exp in plain float arithmetic (Cephes' polynomial, within 2 ulp of std::exp over the float
 // range), so loops calling it vectorise; std::exp is a library call they cannot.
@@ -48,11 +50,28 @@ static inline float yc_silu(float x) { return x / (1.f + yc_exp(-x)); }
 // it skips a NaN `b`, unlike it, it keeps a NaN `a`.
 static inline float yc_max(float a, float b) { return b > a ? b : a; }
 static inline float yc_relu1(float x) { return x > 0.f ? x : 0.f; }
-// A kernel's scratch buffer of at least N floats (contents undefined).
+// A kernel's scratch buffer of at least N floats per thread (contents undefined). The
+// pointers are trivially destructible thread-locals and the blocks belong to a library-wide
+// registry freed when the library is unloaded: thread-locals with destructors would keep the
+// library loaded until every thread that ran it exits.
+struct YcScratchBlocks {
+  std::mutex mu;
+  std::vector<std::unique_ptr<float[]>> blocks;
+};
+static YcScratchBlocks& yc_scratch_blocks() {
+  static YcScratchBlocks b;
+  return b;
+}
 template <long N>
-static inline float* yc_scratch(std::vector<float>& v) {
-  if (v.size() < static_cast<size_t>(N)) v.resize(N);
-  return v.data();
+static inline float* yc_scratch(float*& p, long& cap) {
+  if (cap < N) {
+    YcScratchBlocks& r = yc_scratch_blocks();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.blocks.emplace_back(new float[N]);
+    p = r.blocks.back().get();
+    cap = N;
+  }
+  return p;
 }
 #endif
 )";

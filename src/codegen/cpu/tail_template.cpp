@@ -62,8 +62,9 @@ class Emitter {
     // NCHWc -> NCHW: loop over the blocked dims, scatter to the plain offsets.
     const int64_t b = v->layout.block, hw = s[2] * s[3];
     const Shape dims = {s[0], s[1] / b, s[2], s[3], b};
-    code_ += fmt::format("  static thread_local std::vector<float> plain{0};\n"
-                         "  float* {2} = yc_scratch<{1}>(plain{0});\n",
+    code_ += fmt::format("  static thread_local float* plain{0} = nullptr;\n"
+                         "  static thread_local long plain{0}_n = 0;\n"
+                         "  float* {2} = yc_scratch<{1}>(plain{0}, plain{0}_n);\n",
                          k, shape_numel(s), wr(v));
     code_ += emit_loop_nest(dims, {{fmt::format("in[{}]", k), 0, dense_strides(dims)}},
                             {{wr(v), 0, {s[1] * hw, b * hw, s[3], 1, hw}}}, "", {"x0"}, "0",
@@ -80,8 +81,9 @@ class Emitter {
     if (it != t_.io.outputs.end()) {
       code_ += fmt::format("  float* {} = out[{}];\n", wr(v), it - t_.io.outputs.begin());
     } else {
-      code_ += fmt::format("  static thread_local std::vector<float> buf{0};\n"
-                           "  float* {2} = yc_scratch<{1}>(buf{0});\n",
+      code_ += fmt::format("  static thread_local float* buf{0} = nullptr;\n"
+                           "  static thread_local long buf{0}_n = 0;\n"
+                           "  float* {2} = yc_scratch<{1}>(buf{0}, buf{0}_n);\n",
                            v->id, shape_numel(shape(v)), wr(v));
     }
     code_ += fmt::format("  const float* {} = {};\n", rd(v), wr(v));
@@ -248,9 +250,10 @@ class Emitter {
     // Running max and sum per position of the inner dims, so every loop runs along contiguous
     // memory and vectorises.
     code_ += fmt::format(R"(  {{
-    static thread_local std::vector<float> m_{5}, sum_{5};
-    float* m = yc_scratch<{2}>(m_{5});
-    float* sum = yc_scratch<{2}>(sum_{5});
+    static thread_local float *m_{5} = nullptr, *sum_{5} = nullptr;
+    static thread_local long m_{5}_n = 0, sum_{5}_n = 0;
+    float* m = yc_scratch<{2}>(m_{5}, m_{5}_n);
+    float* sum = yc_scratch<{2}>(sum_{5}, sum_{5}_n);
     for (int64_t o = 0; o < {0}; ++o) {{
       const float* xp = {3} + o * {1} * {2};
       float* yp = {4} + o * {1} * {2};
