@@ -39,7 +39,6 @@ void add_compile(CLI::App& app) {
   add_detector_model_options(*c, o->model);
   c->add_option("-o,--output", o->output, "the artifact to write (.ycm)")->required();
   c->add_option("--target", o->target, "what to compile for: cpu")->capture_default_str();
-  c->add_option("--precision", o->precision, "numeric precision: fp32")->capture_default_str();
   c->add_option("--batch", o->model.batch, "images per run")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

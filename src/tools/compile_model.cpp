@@ -41,10 +41,10 @@ CompileReport compile_model(const CompileOptions& o) {
   check_output(o);
   if (o.target != "cpu")
     user_error("--target {}: this build compiles for 'cpu' only", o.target);
-  if (o.precision != "fp32")
+  if (o.model.precision != "fp32" && o.model.precision != "auto")
     user_error("--precision {}: the cpu target computes in fp32 (quantized and fp16 models are "
                "compiled to fp32); pass --precision fp32",
-               o.precision);
+               o.model.precision);
 
   ImportedDetector d = import_detector(o.model);
   if (!o.outputs.empty()) select_outputs(*d.graph, o.outputs, o.model.path);
@@ -77,7 +77,7 @@ CompileReport compile_model(const CompileOptions& o) {
   m.tool_version = YOLOC_VERSION;
   if (o.outputs.empty()) m.family = std::string(detect::family_name(d.config.family));
   m.target = fmt::format("cpu-{}", codegen::cpu::isa_name(cpu.isa));
-  m.precision = o.precision;
+  m.precision = "fp32";
   for (const Value* v : g.inputs) m.inputs.push_back(spec_of(v));
   for (const Value* v : g.outputs) m.outputs.push_back(spec_of(v));
   m.class_names = d.names;

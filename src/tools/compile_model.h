@@ -13,7 +13,6 @@ struct CompileOptions {
   DetectorModelOptions model;  ///< path, --family, --imgsz, --batch
   std::string output;          ///< -o
   std::string target = "cpu";
-  std::string precision = "fp32";
   std::string cc;   ///< --cc: another C++ compiler (cross compilation); empty: the host's
   std::string isa;  ///< --isa: avx512, avx2, neon, generic; empty: what the compiler targets
   std::string sign_key;  ///< --sign: Ed25519 secret key file

@@ -23,6 +23,9 @@ struct DetectorModelOptions {
   float iou = 0.45f;
   int max_det = 300;
   int batch = 1;    ///< images per run (compile and bench; detection runs take 1)
+  /// ONNX models on the reference executor: "auto" computes as the model says, "fp32" rewrites
+  /// quantized layers to float as `compile --target cpu` does.
+  std::string precision = "auto";
   int threads = 0;  ///< --threads for artifacts; 0: the machine's hardware threads
 };
 
