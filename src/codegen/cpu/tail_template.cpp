@@ -284,6 +284,27 @@ class Emitter {
       return false;
     }
     define(y);
+    if (ws[2] == 1 && ws[3] == 1 && st == std::vector<int64_t>{1, 1} && g == 1 &&
+        pd == std::vector<int64_t>{0, 0, 0, 0}) {
+      // Pointwise (the YOLOX head's 4- and 1-channel convs): rows of the output accumulate
+      // whole input rows, so the loops run along contiguous pixels and vectorise.
+      code_ += fmt::format(
+          R"(  for (int64_t n = 0; n < {N}; ++n)
+    for (int64_t k = 0; k < {K}; ++k) {{
+      float* row = {YP} + (n * {K} + k) * {P};
+      for (int64_t p = 0; p < {P}; ++p) row[p] = {BIAS};
+      for (int64_t c = 0; c < {C}; ++c) {{
+        const float wv = {WP}[k * {C} + c];
+        const float* xr = {XP} + (n * {C} + c) * {P};
+        for (int64_t p = 0; p < {P}; ++p) row[p] += wv * xr[p];
+      }}
+    }}
+)",
+          fmt::arg("N", xs[0]), fmt::arg("K", ys[1]), fmt::arg("C", xs[1]),
+          fmt::arg("P", ys[2] * ys[3]), fmt::arg("BIAS", b ? rd(b) + "[k]" : "0.f"),
+          fmt::arg("WP", rd(w)), fmt::arg("XP", rd(x)), fmt::arg("YP", wr(y)));
+      return true;
+    }
     code_ += fmt::format(
         R"(  for (int64_t n = 0; n < {N}; ++n)
     for (int64_t k = 0; k < {K}; ++k)
