@@ -32,7 +32,8 @@ class Emitter {
     }
     for (const Node* n : t_.io.nodes) {
       for (const Value* o : n->outputs) {
-        if (!static_f32_shape(o)) return std::nullopt;
+        // Only a Cast makes float16 (other ops would skip the rounding of their results).
+        if (!(n->op == "Cast" ? static_float_shape(o) : static_f32_shape(o))) return std::nullopt;
       }
       if (!emit_node(*n)) return std::nullopt;
     }
@@ -46,6 +47,7 @@ class Emitter {
 
   bool bind_input(const Value* v, size_t k) {
     const Shape s = shape(v);
+    if (is_half(v) && v->layout.layout != Layout::kNCHW) return false;
     if (v->is_constant() || v->layout.layout == Layout::kNCHW) {
       code_ += fmt::format("  const float* {} = in[{}];\n", rd(v), k);
       bound_.insert(v);
@@ -99,7 +101,10 @@ class Emitter {
                                                                                  : 1;
     for (size_t i = 0; i < std::min(data_inputs, n.inputs.size()); ++i) {
       if (n.input(i) && !bound_.count(n.input(i))) return false;
+      // float16 buffers (raw 16-bit storage) are read and written by elementwise loops only.
+      if (is_half(n.input(i)) && !n.def->has(kTraitElementwise)) return false;
     }
+    if (is_half(y) && !n.def->has(kTraitElementwise)) return false;
     code_ += fmt::format("  // {}\n", n.label());
     if (is_alias(n.op)) {
       const bool leaves =
@@ -135,17 +140,17 @@ class Emitter {
         args.emplace_back();
         continue;
       }
-      const auto xs = static_f32_shape(in);
+      const auto xs = static_float_shape(in);
       if (!xs) return false;
       const auto st = broadcast_strides(*xs, s);
       if (!st) return false;
       args.push_back(fmt::format("x{}", reads.size()));
-      reads.push_back({rd(in), 0, *st});
+      reads.push_back({rd(in), 0, *st, is_half(in)});
     }
     const auto e = elementwise_expr(n, args);
     if (!e) return false;
     define(y);
-    code_ += emit_loop_nest(s, reads, {{wr(y), 0, dense_strides(s)}},
+    code_ += emit_loop_nest(s, reads, {{wr(y), 0, dense_strides(s), is_half(y)}},
                             fmt::format("        const float y = {};\n", *e), {"y"}, "0",
                             std::to_string(loop_items(s)), unroll_);
     return true;
@@ -360,7 +365,9 @@ class Emitter {
 std::string TailTask::key() const {
   std::string s = "detect_tail_f32";
   for (const Node* n : io.nodes) {
-    s += " " + n->op + "[";
+    s += " " + n->op;
+    if (n->op == "Cast") s += ">" + std::string(dtype_name(n->outputs[0]->type.dtype));
+    s += "[";
     for (const Value* o : n->outputs) {
       for (const Dim& d : o->type.dims) s += std::to_string(d.value) + ",";
     }
@@ -375,7 +382,7 @@ std::optional<TailTask> tail_task_from_group(const Graph& g, const FusedGroup& g
   if (t.io.nodes.empty() || t.io.outputs.empty()) return std::nullopt;
   for (const Value* in : t.io.inputs) {
     if (!in->is_constant()) {
-      if (!static_f32_shape(in)) return std::nullopt;
+      if (!static_float_shape(in)) return std::nullopt;
       t.args.push_back(in);
     } else if (in->type.dtype == DType::kFloat32) {
       t.args.push_back(in);

@@ -32,7 +32,8 @@ struct TailTask {
 /// The task of a group whose nodes the tail emitter supports (reshape-like ops, Transpose, Slice,
 /// Concat, Split, Softmax, 2-D Conv and the float32 elementwise ops), every value being static
 /// (float32 data, or integer constants read at compile time) and every output plain NCHW and
-/// dense (dense_output); nullopt otherwise. Being generic, it also serves groups no other
+/// dense (dense_output); nullopt otherwise. float16 activations (a float16 model's output
+/// Cast) are taken as raw 16-bit storage that only elementwise nodes read or write. Being generic, it also serves groups no other
 /// template takes (YOLOX's Focus slices, its 5-channel head convs).
 std::optional<TailTask> tail_task_from_group(const Graph& g, const FusedGroup& group);
 
