@@ -37,6 +37,7 @@ class Emitter {
       }
       if (!emit_node(*n)) return std::nullopt;
     }
+    for (const auto& [v, k] : blocked_outputs_) store_blocked(v, k);
     return code_;
   }
 
@@ -70,11 +71,27 @@ class Emitter {
     return true;
   }
 
-  // A buffer for v: the kernel's output when v leaves the group, else a scratch buffer of the
-  // thread that keeps its pages from run to run (fresh vectors cost page faults every run).
+  // NCHWc output k from v's plain buffer, once everything is computed: the inverse of the
+  // re-layout of bind_input.
+  void store_blocked(const Value* v, size_t k) {
+    const Shape s = shape(v);
+    const int64_t b = v->layout.block, hw = s[2] * s[3];
+    const Shape dims = {s[0], s[1] / b, s[2], s[3], b};
+    code_ += fmt::format("  // {} to NCHW{}c\n", v->name, b);
+    code_ += emit_loop_nest(dims, {{rd(v), 0, {s[1] * hw, b * hw, s[3], 1, hw}}},
+                            {{fmt::format("out[{}]", k), 0, dense_strides(dims)}}, "", {"x0"}, "0",
+                            std::to_string(loop_items(dims)), unroll_);
+  }
+
+  // A buffer for v: the kernel's output when v leaves the group (unless it is stored in NCHWc:
+  // then it is computed plain and re-laid at the end), else a scratch buffer of the thread that
+  // keeps its pages from run to run (fresh vectors cost page faults every run).
   void define(const Value* v) {
     const auto it = std::find(t_.io.outputs.begin(), t_.io.outputs.end(), v);
-    if (it != t_.io.outputs.end()) {
+    if (it != t_.io.outputs.end() && v->layout.layout == Layout::kNCHWc) {
+      blocked_outputs_.emplace_back(v, static_cast<size_t>(it - t_.io.outputs.begin()));
+    }
+    if (it != t_.io.outputs.end() && v->layout.layout != Layout::kNCHWc) {
       code_ += fmt::format("  float* {} = out[{}];\n", wr(v), it - t_.io.outputs.begin());
     } else {
       code_ += fmt::format("  static thread_local std::vector<float> buf{0};\n"
@@ -358,6 +375,8 @@ class Emitter {
   int64_t unroll_;
   std::string code_;
   std::set<const Value*> bound_;  ///< values with a pointer in the code so far
+  /// Outputs stored in NCHWc, with their output index.
+  std::vector<std::pair<const Value*, size_t>> blocked_outputs_;
 };
 
 }  // namespace
@@ -389,7 +408,14 @@ std::optional<TailTask> tail_task_from_group(const Graph& g, const FusedGroup& g
     }
   }
   for (const Value* o : t.io.outputs) {
-    if (o->layout.layout != Layout::kNCHW || !dense_output(g, o)) return std::nullopt;
+    if (!dense_output(g, o)) return std::nullopt;
+    if (o->layout.layout == Layout::kNCHW) continue;
+    // NCHWc outputs (a value a convolution reads) are re-laid from a plain buffer at the end.
+    const auto s = static_f32_shape(o);  // float32 only: the re-layout copies floats
+    if (o->layout.layout != Layout::kNCHWc || !s || s->size() != 4 || o->layout.block <= 0 ||
+        (*s)[1] % o->layout.block != 0) {
+      return std::nullopt;
+    }
   }
   if (!Emitter(t, 1).run()) return std::nullopt;
   return t;
