@@ -87,13 +87,13 @@ bool Views::run(Graph& g, PassContext&) {
     for (size_t i = 0; ok && i < n->inputs.size();) {
       const Value* in = n->input(i);
       Node* p = in ? in->producer : nullptr;
-      bool run = p && p->op == "Split" && !p->is_view() && p->input(0) &&
-                 i + p->outputs.size() <= n->inputs.size();
-      for (size_t k = 0; run && k < p->outputs.size(); ++k) run = n->input(i + k) == p->outputs[k];
-      if (run) {
+      if (p && p->op == "Split" && !p->is_view() && p->input(0) &&
+          i + p->outputs.size() <= n->inputs.size()) {
         // A split feeding a concat is not a view (above); its outputs in order re-form its input.
+        bool run = true;
+        for (size_t k = 0; k < p->outputs.size(); ++k) run &= n->input(i + k) == p->outputs[k];
         const Value* src = p->input(0);
-        if (kernel_written(g, src) && !claimed.count(src) && mine.insert(src).second &&
+        if (run && kernel_written(g, src) && !claimed.count(src) && mine.insert(src).second &&
             p->attrs.get_int("axis", 0) == n->attrs.get_int("axis", 0)) {
           split_runs.push_back(p);
           i += p->outputs.size();
