@@ -32,10 +32,12 @@ class Emitter {
     }
     for (const Node* n : t_.io.nodes) {
       for (const Value* o : n->outputs) {
-        if (!static_f32_shape(o)) return std::nullopt;
+        // Only a Cast makes float16 (other ops would skip the rounding of their results).
+        if (!(n->op == "Cast" ? static_float_shape(o) : static_f32_shape(o))) return std::nullopt;
       }
       if (!emit_node(*n)) return std::nullopt;
     }
+    for (const auto& [v, k] : blocked_outputs_) store_blocked(v, k);
     return code_;
   }
 
@@ -51,6 +53,7 @@ class Emitter {
 
   bool bind_input(const Value* v, size_t k) {
     const Shape s = shape(v);
+    if (is_half(v) && v->layout.layout != Layout::kNCHW) return false;
     if (v->is_constant() || v->layout.layout == Layout::kNCHW) {
       code_ += fmt::format("  const float* {} = in[{}];\n", rd(v), k);
       bound_.insert(v);
@@ -74,11 +77,27 @@ class Emitter {
     return true;
   }
 
-  // A buffer for v: the kernel's output when v leaves the group, else a scratch buffer of the
-  // thread that keeps its pages from run to run (fresh vectors cost page faults every run).
+  // NCHWc output k from v's plain buffer, once everything is computed: the inverse of the
+  // re-layout of bind_input.
+  void store_blocked(const Value* v, size_t k) {
+    const Shape s = shape(v);
+    const int64_t b = v->layout.block, hw = s[2] * s[3];
+    const Shape dims = {s[0], s[1] / b, s[2], s[3], b};
+    code_ += fmt::format("  // {} to NCHW{}c\n", v->name, b);
+    code_ += emit_loop_nest(dims, {{rd(v), 0, {s[1] * hw, b * hw, s[3], 1, hw}}},
+                            {{fmt::format("out[{}]", k), 0, dense_strides(dims)}}, "", {"x0"}, "0",
+                            std::to_string(loop_items(dims)), unroll_);
+  }
+
+  // A buffer for v: the kernel's output when v leaves the group (unless it is stored in NCHWc:
+  // then it is computed plain and re-laid at the end), else a scratch buffer of the thread that
+  // keeps its pages from run to run (fresh vectors cost page faults every run).
   void define(const Value* v) {
     const auto it = std::find(t_.io.outputs.begin(), t_.io.outputs.end(), v);
-    if (it != t_.io.outputs.end()) {
+    if (it != t_.io.outputs.end() && v->layout.layout == Layout::kNCHWc) {
+      blocked_outputs_.emplace_back(v, static_cast<size_t>(it - t_.io.outputs.begin()));
+    }
+    if (it != t_.io.outputs.end() && v->layout.layout != Layout::kNCHWc) {
       code_ += fmt::format("  float* {} = out[{}];\n", wr(v), it - t_.io.outputs.begin());
     } else {
       code_ += fmt::format("  static thread_local float* buf{0} = nullptr;\n"
@@ -106,7 +125,10 @@ class Emitter {
                                                                                  : 1;
     for (size_t i = 0; i < std::min(data_inputs, n.inputs.size()); ++i) {
       if (n.input(i) && !bound_.count(n.input(i))) return false;
+      // float16 buffers (raw 16-bit storage) are read and written by elementwise loops only.
+      if (is_half(n.input(i)) && !n.def->has(kTraitElementwise)) return false;
     }
+    if (is_half(y) && !n.def->has(kTraitElementwise)) return false;
     code_ += fmt::format("  // {}\n", n.label());
     if (is_alias(n.op)) {
       const bool leaves =
@@ -142,16 +164,16 @@ class Emitter {
         args.emplace_back();
         continue;
       }
-      if (!static_f32_shape(in)) return false;
+      if (!static_float_shape(in)) return false;
       const auto st = broadcast_strides(shape(in), s);
       if (!st) return false;
       args.push_back(fmt::format("x{}", reads.size()));
-      reads.push_back({rd(in), 0, *st});
+      reads.push_back({rd(in), 0, *st, is_half(in)});
     }
     const auto e = elementwise_expr(n, args);
     if (!e) return false;
     define(y);
-    code_ += emit_loop_nest(s, reads, {{wr(y), 0, dense_strides(s)}},
+    code_ += emit_loop_nest(s, reads, {{wr(y), 0, dense_strides(s), is_half(y)}},
                             fmt::format("        const float y = {};\n", *e), {"y"}, "0",
                             std::to_string(loop_items(s)), unroll_);
     return true;
@@ -381,6 +403,8 @@ class Emitter {
   int64_t unroll_;
   std::string code_;
   std::set<const Value*> bound_;  ///< values with a pointer in the code so far
+  /// Outputs stored in NCHWc, with their output index.
+  std::vector<std::pair<const Value*, size_t>> blocked_outputs_;
 };
 
 }  // namespace
@@ -388,7 +412,9 @@ class Emitter {
 std::string TailTask::key() const {
   std::string s = "detect_tail_f32";
   for (const Node* n : io.nodes) {
-    s += " " + n->op + "[";
+    s += " " + n->op;
+    if (n->op == "Cast") s += ">" + std::string(dtype_name(n->outputs[0]->type.dtype));
+    s += "[";
     for (const Value* o : n->outputs) {
       for (const Dim& d : o->type.dims) s += std::to_string(d.value) + ",";
     }
@@ -440,7 +466,7 @@ std::optional<TailTask> tail_task_from_group(const Graph& g, const FusedGroup& g
   if (t.io.nodes.empty() || t.io.outputs.empty()) return std::nullopt;
   for (const Value* in : t.io.inputs) {
     if (!in->is_constant()) {
-      if (!static_f32_shape(in)) return std::nullopt;
+      if (!static_float_shape(in)) return std::nullopt;
       t.args.push_back(in);
     } else if (in->type.dtype == DType::kFloat32) {
       t.args.push_back(in);
@@ -452,8 +478,14 @@ std::optional<TailTask> tail_task_from_group(const Graph& g, const FusedGroup& g
   const int64_t n = first && !first->type.dims.empty() ? first->type.dims[0].value : 1;
   if (n > 1 && images_independent(t, n)) t.images = n;
   for (const Value* o : t.io.outputs) {
-    if (o->layout.layout != Layout::kNCHW || (t.images == 1 && !dense_output(g, o)))
+    if (t.images == 1 && !dense_output(g, o)) return std::nullopt;
+    if (o->layout.layout == Layout::kNCHW) continue;
+    // NCHWc outputs (a value a convolution reads) are re-laid from a plain buffer at the end.
+    const auto s = static_f32_shape(o);  // float32 only: the re-layout copies floats
+    if (o->layout.layout != Layout::kNCHWc || !s || s->size() != 4 || o->layout.block <= 0 ||
+        (*s)[1] % o->layout.block != 0) {
       return std::nullopt;
+    }
   }
   if (!Emitter(t, 1).run()) return std::nullopt;
   return t;
