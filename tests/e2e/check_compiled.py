@@ -43,6 +43,7 @@ def main():
     args = ap.parse_args()
     if not os.path.isfile(args.model):
         common.skip(f"{args.model} not found")
+    common.check_known_unsupported(args.yoloc, args.model, args.work)
     session = common.ort_session(args.model)
     os.makedirs(args.work, exist_ok=True)
     quantized = any(n.op_type == "DynamicQuantizeLinear" for n in common.load_nodes(args.model))

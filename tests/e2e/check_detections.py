@@ -256,6 +256,8 @@ def main():
     for f in [args.model] + args.images:
         if not os.path.isfile(f):
             common.skip(f"{f} not found")
+    if args.compile:
+        common.check_known_unsupported(args.yoloc, args.model, args.work)
     extra = threshold_options(args.yoloc, args.conf, args.iou)
     session = common.ort_session(args.model)
     os.makedirs(args.work, exist_ok=True)
