@@ -26,6 +26,9 @@ bool spin_until(Done done, std::chrono::microseconds budget) {
   for (int i = 0;; ++i) {
     if (done()) return true;
     cpu_relax();
+    // Yield now and then: when the machine has fewer free cores than pool threads, the thread
+    // being waited for may need this core to finish.
+    if ((i & 63) == 63) std::this_thread::yield();
     if ((i & 255) == 255 && std::chrono::steady_clock::now() > end) return done();
   }
 }
