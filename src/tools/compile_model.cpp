@@ -11,6 +11,7 @@
 #include "artifact/artifact_writer.h"
 #include "detect/family.h"
 #include "passes/pipeline.h"
+#include "tuner/records.h"
 
 namespace yoloc::tools {
 namespace {
@@ -58,17 +59,24 @@ CompileReport compile_model(const CompileOptions& o) {
                "compiled to fp32); pass --precision fp32",
                o.precision);
 
-  ImportedDetector d = import_detector(o.model);
-  PassContext passes;
-  passes.target = "cpu";
-  passes.precision = Precision::kFp32;
-  optimize(*d.graph, passes);
+  ImportedDetector d = import_for_cpu(o.model);
   const Graph& g = *d.graph;
 
   codegen::cpu::CpuCompileOptions cpu;
   cpu.cc = compiler_options(o.cc);
   cpu.configs = o.configs;
   CompileReport report;
+  if (!o.records.empty()) {
+    if (!fs::exists(o.records)) user_error("--records {}: no such file", o.records);
+    const tuner::RecordSet set = tuner::load_records(o.records);
+    // Records of another machine do not apply to a cross compile either: its kernels run
+    // elsewhere.
+    const tuner::RecordQuery q{tuner::host_cpu_target(), o.model.batch, 0};
+    for (const tuner::Record& r : set.records)
+      report.records_applicable += r.target.same_hardware(q.target) ? 1 : 0;
+    report.records_stale = set.stale;
+    if (o.cc.empty()) cpu.configs.merge(tuner::best_configs(set.records, q));
+  }
   report.build = codegen::cpu::compile_cpu(g, cpu);
   const codegen::cpu::CpuBuild& b = report.build;
   if (!o.emit_source.empty()) {
@@ -101,6 +109,15 @@ CompileReport compile_model(const CompileOptions& o) {
   report.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
+}
+
+ImportedDetector import_for_cpu(const DetectorModelOptions& options) {
+  ImportedDetector d = import_detector(options);
+  PassContext passes;
+  passes.target = "cpu";
+  passes.precision = Precision::kFp32;
+  optimize(*d.graph, passes);
+  return d;
 }
 
 PreparedArtifact::~PreparedArtifact() {

@@ -18,8 +18,11 @@ struct CompileOptions {
   std::string sign_key;  ///< --sign: Ed25519 secret key file
   bool force = false;    ///< overwrite an existing output
   std::string emit_source;  ///< --emit-source: also write the generated kernel source here
-  /// Tuned configs by workload key (from records); tasks without one take their default.
+  /// Tuned configs by workload key; tasks without one take their default.
   std::map<std::string, codegen::ScheduleConfig> configs;
+  /// --records: a tuning records file; the best valid record of each workload for this
+  /// machine (and batch) is applied where `configs` has none.
+  std::string records;
 };
 
 /// What a compile made.
@@ -27,7 +30,13 @@ struct CompileReport {
   uint64_t artifact_bytes = 0;
   double seconds = 0;
   codegen::cpu::CpuBuild build;
+  int records_applicable = 0;  ///< records of the --records file for this machine
+  int records_stale = 0;       ///< records of other tool / format versions (ignored)
 };
+
+/// The detector imported (options.batch, --imgsz, --family) and optimized for target cpu in
+/// fp32: the graph compile_model lowers, and the one `yoloc tune` takes its tasks from.
+ImportedDetector import_for_cpu(const DetectorModelOptions& options);
 
 /// Compiles the model into an artifact written at options.output (through a temporary file).
 /// Raises a UserError for an output that exists (unless force) or equals the model, an

@@ -1,0 +1,595 @@
+#include "tuner/measure.h"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "codegen/cpu/cpu_compiler.h"
+#include "core/error.h"
+#include "runtime/kernel_library.h"
+#include "runtime/thread_pool.h"
+#include "yoloc/kernel_abi.h"
+
+namespace yoloc::tuner {
+namespace {
+
+using codegen::ScheduleConfig;
+using codegen::cpu::KernelArg;
+using codegen::cpu::LoweredKernel;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+/// 64-byte aligned bytes: the kernels may use aligned vector loads, as the arena allows.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(uint64_t bytes) : bytes_(bytes) {
+    const uint64_t n = std::max<uint64_t>(64, (bytes + 63) / 64 * 64);
+    data_.reset(static_cast<std::byte*>(std::aligned_alloc(64, n)));
+    if (!data_) throw std::bad_alloc();
+  }
+  std::byte* data() const { return data_.get(); }
+  float* floats() const { return reinterpret_cast<float*>(data_.get()); }
+  uint64_t bytes() const { return bytes_; }
+  uint64_t count() const { return bytes_ / sizeof(float); }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  std::unique_ptr<std::byte, Free> data_;
+  uint64_t bytes_ = 0;
+};
+
+/// The test hook: configs the worker crashes on, hangs on, or computes wrong outputs for.
+struct Injection {
+  std::string action;  // "crash", "hang", "wrong"
+  std::map<std::string, int64_t> knobs;
+};
+
+std::vector<Injection> parse_injections(const std::string& spec) {
+  std::vector<Injection> out;
+  size_t pos = 0;
+  while (pos < spec.size()) {
+    size_t end = spec.find(';', pos);
+    if (end == std::string::npos) end = spec.size();
+    const std::string item = spec.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    const auto colon = item.find(':');
+    Injection inj;
+    inj.action = item.substr(0, colon);
+    if (colon == std::string::npos ||
+        (inj.action != "crash" && inj.action != "hang" && inj.action != "wrong"))
+      user_error("YOLOC_TUNE_INJECT '{}': expected ACTION:KNOB=V,... with ACTION crash, hang or "
+                 "wrong",
+                 item);
+    std::string knobs = item.substr(colon + 1);
+    size_t p = 0;
+    while (p < knobs.size()) {
+      size_t e = knobs.find(',', p);
+      if (e == std::string::npos) e = knobs.size();
+      const std::string kv = knobs.substr(p, e - p);
+      p = e + 1;
+      const auto eq = kv.find('=');
+      try {
+        if (eq == std::string::npos) throw std::invalid_argument(kv);
+        inj.knobs[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+      } catch (const std::exception&) {
+        user_error("YOLOC_TUNE_INJECT '{}': '{}' is not KNOB=INTEGER", item, kv);
+      }
+    }
+    out.push_back(std::move(inj));
+  }
+  return out;
+}
+
+std::string injected_action(const std::vector<Injection>& injections, const ScheduleConfig& c) {
+  for (const Injection& inj : injections) {
+    bool all = !inj.knobs.empty();
+    for (const auto& [k, v] : inj.knobs) {
+      const auto it = c.values().find(k);
+      all = all && it != c.values().end() && it->second == v;
+    }
+    if (all) return inj.action;
+  }
+  return "";
+}
+
+/// What a task's candidates share: random inputs and the reference outputs (by argument index).
+struct TaskData {
+  std::vector<Buffer> inputs;
+  std::vector<Buffer> reference;
+  bool has_reference = false;
+  std::string reference_error;  // why the reference failed; empty while it has not
+};
+
+/// One candidate of a batch, lowered.
+struct Candidate {
+  ScheduleConfig config;
+  LoweredKernel kernel;
+  std::vector<Buffer> constants;  // by argument index
+  std::string symbol;             // the ABI wrapper
+  int64_t items = 0;              // work items of one run over the batch
+  int object = -1;                // the shared object it is built into
+  bool reference = false;
+  std::string action;             // injected fault
+};
+
+struct Object {
+  std::vector<size_t> members;
+  std::string so;
+  std::string error;
+};
+
+std::vector<uint64_t> batch_strides(const LoweredKernel& k, int64_t batch) {
+  std::vector<uint64_t> s;
+  for (const KernelArg& a : k.args) {
+    if (a.kind == KernelArg::Kind::kNull) continue;
+    s.push_back(a.kind == KernelArg::Kind::kActivation && batch > 1 ? a.bytes : 0);
+  }
+  return s;
+}
+
+std::string object_source(const std::vector<Candidate>& cands, const Object& o, int64_t batch) {
+  std::string src = "// yoloc tuner: candidates of one task\n#include <stdint.h>\n";
+  for (size_t i : o.members) {
+    const Candidate& c = cands[i];
+    src += fmt::format("\n// ---- candidate {} | {}\n", i, c.config.str());
+    src += c.kernel.kernel.source;
+    src += codegen::cpu::abi_wrapper_source(c.kernel, c.symbol, batch,
+                                            batch_strides(c.kernel, batch));
+  }
+  return src;
+}
+
+/// Runs fn(0..n-1) on up to `jobs` threads (fn must not throw).
+void parallel_for_each(size_t n, int jobs, const std::function<void(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) fn(i);
+  };
+  std::vector<std::thread> threads;
+  for (int j = 1; j < jobs && static_cast<size_t>(j) < n; ++j) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+}
+
+std::string first_lines(const std::string& log, size_t max_chars = 1500) {
+  return log.size() <= max_chars ? log : log.substr(0, max_chars) + "\n...";
+}
+
+/// Writes one JSON line to the parent (the worker's only channel).
+void send(int fd, const nlohmann::json& j) {
+  const std::string line = j.dump() + "\n";
+  size_t off = 0;
+  while (off < line.size()) {
+    const ssize_t w = ::write(fd, line.data() + off, line.size() - off);
+    if (w <= 0) {
+      if (w < 0 && errno == EINTR) continue;
+      _exit(2);
+    }
+    off += static_cast<size_t>(w);
+  }
+}
+
+/// A float that no kernel computes: outputs start as it, so unwritten elements show.
+constexpr uint32_t kSentinelBits = 0x7fc0beefu;
+
+bool same_bits_sentinel(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b == kSentinelBits;
+}
+
+class CpuMeasurer : public Measurer {
+ public:
+  explicit CpuMeasurer(const MeasureOptions& o) : opt_(o), injections_(parse_injections(o.inject)) {}
+
+  std::vector<MeasureResult> measure(const TuneTask& task, const std::vector<ScheduleConfig>& configs,
+                                     double best_known_s) override;
+  double build_seconds() const override { return build_s_; }
+  double run_seconds() const override { return run_s_; }
+
+ private:
+  TaskData& data_of(const TuneTask& task, const LoweredKernel& k);
+  void build(std::vector<Candidate>& cands, std::vector<Object>& objects, int64_t batch,
+             std::vector<MeasureResult>& results);
+  /// Forks a worker that runs candidates from `start` on; returns the index to go on from.
+  size_t run_worker(const TuneTask& task, TaskData& data, std::vector<Candidate>& cands,
+                    const std::vector<Object>& objects, size_t start, double best_known_s,
+                    std::vector<MeasureResult>& results, std::vector<bool>& done);
+  [[noreturn]] void worker(int fd, const TuneTask& task, TaskData& data,
+                           const std::vector<Candidate>& cands, const std::vector<Object>& objects,
+                           size_t start, double best_known_s, std::byte* shared_ref);
+  MeasureResult run_one(const TuneTask& task, TaskData& data, const Candidate& c,
+                        const runtime::KernelLibrary& lib, runtime::ThreadPool& pool,
+                        double best_known_s, std::byte* shared_ref, Buffer* flush);
+
+  MeasureOptions opt_;
+  std::vector<Injection> injections_;
+  std::map<std::string, TaskData> tasks_;
+  double build_s_ = 0, run_s_ = 0;
+};
+
+TaskData& CpuMeasurer::data_of(const TuneTask& task, const LoweredKernel& k) {
+  auto [it, fresh] = tasks_.try_emplace(task.key());
+  TaskData& d = it->second;
+  if (!fresh) return d;
+  // Inputs in [-1, 1] from a fixed seed: every candidate of the task sees the same data.
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  const auto batch = static_cast<uint64_t>(task.task.batch);
+  d.inputs.resize(k.args.size());
+  d.reference.resize(k.args.size());
+  for (size_t i = 0; i < k.args.size(); ++i) {
+    const KernelArg& a = k.args[i];
+    if (a.kind != KernelArg::Kind::kActivation || a.output) continue;
+    d.inputs[i] = Buffer(a.bytes * batch);
+    for (uint64_t e = 0; e < d.inputs[i].count(); ++e) d.inputs[i].floats()[e] = dist(rng);
+  }
+  return d;
+}
+
+void CpuMeasurer::build(std::vector<Candidate>& cands, std::vector<Object>& objects,
+                        int64_t batch, std::vector<MeasureResult>& results) {
+  const auto t0 = Clock::now();
+  const int jobs = std::max(1, opt_.build_jobs);
+  // Spread the batch over the compilers, at most max_per_object candidates per object.
+  const size_t per = std::clamp<size_t>((cands.size() + jobs - 1) / jobs, 1,
+                                        static_cast<size_t>(std::max(1, opt_.max_per_object)));
+  for (size_t i = 0; i < cands.size(); i += per) {
+    Object o;
+    for (size_t j = i; j < std::min(cands.size(), i + per); ++j) o.members.push_back(j);
+    objects.push_back(std::move(o));
+  }
+  const auto compile = [&](Object& o) {
+    try {
+      o.so = codegen::cpu::compile_shared_object(object_source(cands, o, batch), opt_.cc).bytes;
+    } catch (const std::exception& e) {
+      o.error = e.what();
+    }
+  };
+  parallel_for_each(objects.size(), jobs, [&](size_t i) { compile(objects[i]); });
+  // One candidate that does not compile fails its whole object: build those one by one.
+  std::vector<Object> singles;
+  for (Object& o : objects) {
+    if (o.error.empty() || o.members.size() == 1) continue;
+    for (size_t m : o.members) singles.push_back(Object{{m}, "", ""});
+    o.members.clear();
+  }
+  parallel_for_each(singles.size(), jobs, [&](size_t i) { compile(singles[i]); });
+  for (Object& o : singles) objects.push_back(std::move(o));
+  for (size_t oi = 0; oi < objects.size(); ++oi) {
+    for (size_t m : objects[oi].members) {
+      cands[m].object = static_cast<int>(oi);
+      if (!objects[oi].error.empty())
+        results[m].error = "build failed: " + first_lines(objects[oi].error);
+    }
+  }
+  build_s_ += since(t0);
+}
+
+MeasureResult CpuMeasurer::run_one(const TuneTask& task, TaskData& data, const Candidate& c,
+                                   const runtime::KernelLibrary& lib, runtime::ThreadPool& pool,
+                                   double best_known_s, std::byte* shared_ref, Buffer* flush) {
+  MeasureResult r;
+  if (!c.reference && !data.has_reference) {
+    r.error = "no reference: the default config did not run";
+    r.skipped = true;
+    return r;
+  }
+  const auto fn = reinterpret_cast<yoloc_kernel_fn>(lib.symbol(c.symbol));
+  const auto batch = static_cast<uint64_t>(task.task.batch);
+  std::vector<void*> args;
+  std::vector<Buffer> outs(c.kernel.args.size());
+  for (size_t i = 0; i < c.kernel.args.size(); ++i) {
+    const KernelArg& a = c.kernel.args[i];
+    switch (a.kind) {
+      case KernelArg::Kind::kNull: continue;
+      case KernelArg::Kind::kConstant: args.push_back(c.constants[i].data()); continue;
+      case KernelArg::Kind::kActivation:
+        if (!a.output) {
+          args.push_back(data.inputs[i].data());
+          continue;
+        }
+        outs[i] = Buffer(a.bytes * batch);
+        for (uint64_t e = 0; e < outs[i].count(); ++e)
+          std::memcpy(outs[i].floats() + e, &kSentinelBits, sizeof(float));
+        args.push_back(outs[i].data());
+        continue;
+    }
+  }
+  if (c.action == "crash") std::raise(SIGSEGV);
+  if (c.action == "hang")
+    for (;;) pause();
+  const auto run = [&] {
+    pool.parallel_for(c.items, [&](int64_t b, int64_t e) { fn(args.data(), nullptr, b, e); });
+  };
+  auto t0 = Clock::now();
+  run();
+  const double first = since(t0);
+  if (c.action == "wrong") {
+    for (Buffer& o : outs)
+      if (o.count()) o.floats()[0] += 1.f;
+  }
+
+  // The check against the reference (or, for the reference itself, keeping its outputs).
+  uint64_t shared_off = 0;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (!outs[i].count()) continue;
+    if (c.reference) {
+      data.reference[i] = Buffer(outs[i].bytes());
+      std::memcpy(data.reference[i].data(), outs[i].data(), outs[i].bytes());
+      std::memcpy(shared_ref + shared_off, outs[i].data(), outs[i].bytes());
+      shared_off += (outs[i].bytes() + 63) / 64 * 64;
+      continue;
+    }
+    const float* ref = data.reference[i].floats();
+    const float* got = outs[i].floats();
+    for (uint64_t e = 0; e < outs[i].count(); ++e) {
+      const bool both_unwritten = same_bits_sentinel(ref[e]) && same_bits_sentinel(got[e]);
+      const bool both_nan = std::isnan(ref[e]) && std::isnan(got[e]);
+      if (both_unwritten || both_nan) continue;
+      if (!(std::fabs(got[e] - ref[e]) <= opt_.atol + opt_.rtol * std::fabs(ref[e]))) {
+        r.error = fmt::format("wrong output: argument {} element {} is {} where the default "
+                              "config computes {}",
+                              i, e, got[e], ref[e]);
+        return r;
+      }
+    }
+  }
+  if (c.reference) data.has_reference = true;
+
+  if (best_known_s > 0 && first > opt_.max_slowdown * best_known_s) {
+    r.times = {first};
+  } else {
+    t0 = Clock::now();
+    run();  // warm-up, also calibrates the runs per repeat
+    const double warm = std::max(since(t0), 1e-7);
+    const int number = static_cast<int>(std::clamp(std::ceil(opt_.min_repeat_s / warm), 1.0, 1e6));
+    for (int rep = 0; rep < std::max(1, opt_.repeats); ++rep) {
+      if (flush) {
+        for (uint64_t e = 0; e < flush->count(); e += 16) flush->floats()[e] += 1.f;
+      }
+      t0 = Clock::now();
+      for (int k = 0; k < number; ++k) run();
+      r.times.push_back(since(t0) / number);
+    }
+  }
+  std::vector<double> sorted = r.times;
+  std::sort(sorted.begin(), sorted.end());
+  r.median = sorted[sorted.size() / 2];
+  return r;
+}
+
+void CpuMeasurer::worker(int fd, const TuneTask& task, TaskData& data,
+                         const std::vector<Candidate>& cands, const std::vector<Object>& objects,
+                         size_t start, double best_known_s, std::byte* shared_ref) {
+  try {
+    runtime::ThreadPool pool(std::max(1, opt_.threads));
+    std::unique_ptr<Buffer> flush;
+    if (opt_.cache_flush) {
+      const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+      flush = std::make_unique<Buffer>(2 * static_cast<uint64_t>(llc > 0 ? llc : 32 << 20));
+      std::memset(flush->data(), 0, flush->bytes());
+    }
+    std::map<int, std::unique_ptr<runtime::KernelLibrary>> libs;
+    for (size_t i = start; i < cands.size(); ++i) {
+      const Candidate& c = cands[i];
+      if (c.object < 0 || !objects[static_cast<size_t>(c.object)].error.empty()) continue;
+      send(fd, {{"begin", i}});
+      nlohmann::json out = {{"result", i}};
+      try {
+        auto& lib = libs[c.object];
+        if (!lib)
+          lib = std::make_unique<runtime::KernelLibrary>(objects[static_cast<size_t>(c.object)].so);
+        const MeasureResult r = run_one(task, data, c, *lib, pool, best_known_s, shared_ref,
+                                        flush.get());
+        out["times"] = r.times;
+        out["median"] = r.median;
+        out["error"] = r.error;
+        out["skipped"] = r.skipped;
+      } catch (const std::exception& e) {
+        out["error"] = std::string("failed: ") + e.what();
+      }
+      send(fd, out);
+    }
+  } catch (...) {
+    _exit(3);
+  }
+  _exit(0);
+}
+
+size_t CpuMeasurer::run_worker(const TuneTask& task, TaskData& data, std::vector<Candidate>& cands,
+                               const std::vector<Object>& objects, size_t start,
+                               double best_known_s, std::vector<MeasureResult>& results,
+                               std::vector<bool>& done) {
+  // The reference's outputs come back through shared memory.
+  uint64_t ref_bytes = 0;
+  for (const KernelArg& a : cands[0].kernel.args)
+    if (a.output) ref_bytes += (a.bytes * static_cast<uint64_t>(task.task.batch) + 63) / 64 * 64;
+  const size_t map_bytes = std::max<uint64_t>(ref_bytes, 64);
+  void* shared = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) user_error("tuner: cannot map {} bytes of shared memory", map_bytes);
+  int fds[2];
+  if (pipe(fds) != 0) user_error("tuner: cannot create a pipe to the measurement worker");
+  const pid_t pid = fork();
+  if (pid < 0) user_error("tuner: cannot fork a measurement worker: {}", std::strerror(errno));
+  if (pid == 0) {
+    close(fds[0]);
+    worker(fds[1], task, data, cands, objects, start, best_known_s, static_cast<std::byte*>(shared));
+  }
+  close(fds[1]);
+  const int fd = fds[0];
+  std::string buf;
+  long current = -1;
+  size_t next = cands.size();
+  // The worker has timeout_s for each candidate from its "begin", and as long to start.
+  auto deadline = Clock::now() + std::chrono::duration<double>(opt_.timeout_s);
+  bool killed = false;
+  for (;;) {
+    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+    pollfd p{fd, POLLIN, 0};
+    const int rc = left <= 0 ? 0 : poll(&p, 1, static_cast<int>(std::ceil(left * 1000)));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc == 0) {
+      kill(pid, SIGKILL);
+      killed = true;
+      if (current >= 0 && !done[static_cast<size_t>(current)]) {
+        results[static_cast<size_t>(current)].error =
+            fmt::format("timeout: no result after {} s", opt_.timeout_s);
+        done[static_cast<size_t>(current)] = true;
+        next = static_cast<size_t>(current) + 1;
+      } else {
+        for (size_t i = start; i < cands.size(); ++i) {
+          if (done[i]) continue;
+          results[i].error = "the measurement worker did not start";
+          done[i] = true;
+        }
+      }
+      break;
+    }
+    char chunk[4096];
+    const ssize_t n = read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the worker is gone: finished or crashed
+    buf.append(chunk, static_cast<size_t>(n));
+    for (size_t nl; (nl = buf.find('\n')) != std::string::npos;) {
+      const nlohmann::json j = nlohmann::json::parse(buf.substr(0, nl), nullptr, false);
+      buf.erase(0, nl + 1);
+      if (j.is_discarded()) continue;
+      if (j.contains("begin")) {
+        current = j["begin"].get<long>();
+        deadline = Clock::now() + std::chrono::duration<double>(opt_.timeout_s);
+      } else if (j.contains("result")) {
+        const auto i = j["result"].get<size_t>();
+        MeasureResult& r = results[i];
+        r.error = j.value("error", "");
+        r.skipped = j.value("skipped", false);
+        if (r.error.empty()) {
+          r.times = j.value("times", std::vector<double>{});
+          r.median = j.value("median", 0.0);
+        }
+        done[i] = true;
+        if (cands[i].reference && r.error.empty()) {
+          // Keep the reference for later workers of this task.
+          uint64_t off = 0;
+          for (size_t a = 0; a < cands[i].kernel.args.size(); ++a) {
+            const KernelArg& ka = cands[i].kernel.args[a];
+            if (!ka.output) continue;
+            const uint64_t bytes = ka.bytes * static_cast<uint64_t>(task.task.batch);
+            data.reference[a] = Buffer(bytes);
+            std::memcpy(data.reference[a].data(), static_cast<std::byte*>(shared) + off, bytes);
+            off += (bytes + 63) / 64 * 64;
+          }
+          data.has_reference = true;
+        }
+      }
+    }
+  }
+  close(fd);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  munmap(shared, map_bytes);
+  if (!killed && current >= 0 && !done[static_cast<size_t>(current)]) {
+    // The worker died while running `current`.
+    std::string why = WIFSIGNALED(status)
+                          ? fmt::format("crashed: signal {} ({})", WTERMSIG(status),
+                                        strsignal(WTERMSIG(status)))
+                          : fmt::format("the worker exited with status {}", WEXITSTATUS(status));
+    results[static_cast<size_t>(current)].error = why;
+    done[static_cast<size_t>(current)] = true;
+    next = static_cast<size_t>(current) + 1;
+  }
+  return next;
+}
+
+std::vector<MeasureResult> CpuMeasurer::measure(const TuneTask& task,
+                                                const std::vector<ScheduleConfig>& configs,
+                                                double best_known_s) {
+  std::vector<MeasureResult> results(configs.size());
+  if (configs.empty()) return results;
+  const codegen::cpu::CpuTask& t = task.task;
+  std::vector<Candidate> cands(configs.size());
+  TaskData* data = nullptr;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    Candidate& c = cands[i];
+    c.config = configs[i];
+    YOLOC_CHECK(t.valid(c.config), "tuner: config {} is not valid for {}", c.config.str(), t.key);
+    c.kernel = t.lower(c.config, fmt::format("yc_c{}", i));
+    c.symbol = fmt::format("yc_m{}", i);
+    c.items = c.kernel.kernel.work_items * t.batch;
+    c.action = injected_action(injections_, c.config);
+    c.constants.resize(c.kernel.args.size());
+    for (size_t a = 0; a < c.kernel.args.size(); ++a) {
+      const KernelArg& arg = c.kernel.args[a];
+      if (arg.kind != KernelArg::Kind::kConstant) continue;
+      c.constants[a] = Buffer(arg.data.size() * sizeof(float));
+      std::memcpy(c.constants[a].data(), arg.data.data(), c.constants[a].bytes());
+    }
+    if (!data) data = &data_of(task, c.kernel);
+  }
+  if (!data->has_reference && data->reference_error.empty()) {
+    YOLOC_CHECK(configs[0] == t.default_config,
+                "tuner: the first candidates of {} must start with its default config", t.key);
+    cands[0].reference = true;
+  }
+  std::vector<bool> done(cands.size(), false);
+  if (!data->reference_error.empty()) {
+    for (MeasureResult& r : results) {
+      r.error = "no reference: " + data->reference_error;
+      r.skipped = true;
+    }
+    return results;
+  }
+
+  std::vector<Object> objects;
+  build(cands, objects, t.batch, results);
+  for (size_t i = 0; i < cands.size(); ++i) done[i] = !results[i].error.empty();
+
+  const auto t0 = Clock::now();
+  for (size_t start = 0; start < cands.size();) {
+    while (start < cands.size() && done[start]) ++start;
+    if (start == cands.size()) break;
+    if (!data->has_reference && !cands[start].reference) break;
+    start = run_worker(task, *data, cands, objects, start, best_known_s, results, done);
+  }
+  run_s_ += since(t0);
+  if (cands[0].reference && !results[0].ok()) {
+    data->reference_error = "the default config failed (" + results[0].error + ")";
+  }
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (done[i]) continue;
+    results[i].error = data->reference_error.empty()
+                           ? "not run: the measurement worker stopped before it"
+                           : "no reference: " + data->reference_error;
+    results[i].skipped = true;
+  }
+  return results;
+}
+
+}  // namespace
+
+std::unique_ptr<Measurer> make_cpu_measurer(const MeasureOptions& options) {
+  return std::make_unique<CpuMeasurer>(options);
+}
+
+}  // namespace yoloc::tuner

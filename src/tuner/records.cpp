@@ -1,0 +1,140 @@
+#include "tuner/records.h"
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace yoloc::tuner {
+
+nlohmann::json record_to_json(const Record& r) {
+  nlohmann::json cfg = nlohmann::json::object();
+  for (const auto& [k, v] : r.config.values()) cfg[k] = v;
+  return {{"format", r.format},   {"tool", r.tool},       {"key", r.key},
+          {"template", r.template_name}, {"target", target_to_json(r.target)},
+          {"config", cfg},        {"batch", r.batch},     {"threads", r.threads},
+          {"times", r.times},     {"median", r.median},   {"error", r.error},
+          {"flops", r.flops},     {"time", r.time}};
+}
+
+namespace {
+
+const nlohmann::json& field(const nlohmann::json& j, const char* name) {
+  if (!j.is_object() || !j.contains(name)) user_error("record without '{}'", name);
+  return j[name];
+}
+
+template <class T>
+T typed(const nlohmann::json& j, const char* name) {
+  const nlohmann::json& v = field(j, name);
+  try {
+    return v.get<T>();
+  } catch (const nlohmann::json::exception&) {
+    user_error("record field '{}' has the wrong type: {}", name, v.dump());
+  }
+}
+
+}  // namespace
+
+Record record_from_json(const nlohmann::json& j) {
+  Record r;
+  r.format = typed<int>(j, "format");
+  r.tool = typed<std::string>(j, "tool");
+  r.key = typed<std::string>(j, "key");
+  r.template_name = j.value("template", "");
+  r.target = target_from_json(field(j, "target"));
+  const nlohmann::json& cfg = field(j, "config");
+  if (!cfg.is_object()) user_error("record field 'config' is not an object");
+  for (const auto& [k, v] : cfg.items()) {
+    if (!v.is_number_integer()) user_error("record config knob '{}' is not an integer", k);
+    r.config.set(k, v.get<int64_t>());
+  }
+  r.batch = typed<int64_t>(j, "batch");
+  r.threads = typed<int>(j, "threads");
+  r.times = typed<std::vector<double>>(j, "times");
+  r.median = typed<double>(j, "median");
+  r.error = typed<std::string>(j, "error");
+  r.flops = j.value("flops", 0.0);
+  r.time = j.value("time", "");
+  if (r.batch < 1) user_error("record batch {} is not positive", r.batch);
+  return r;
+}
+
+std::string now_iso8601() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+RecordSet load_records(const std::string& path) {
+  RecordSet set;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return set;
+  std::ifstream f(path);
+  if (!f) user_error("cannot read the records file '{}'", path);
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      // Version first: a stale record may have another layout altogether.
+      if (j.value("format", -1) != kRecordFormatVersion || j.value("tool", "") != YOLOC_VERSION) {
+        ++set.stale;
+        continue;
+      }
+      set.records.push_back(record_from_json(j));
+    } catch (const nlohmann::json::exception&) {
+      ++set.malformed;
+    } catch (const UserError&) {
+      ++set.malformed;
+    }
+  }
+  return set;
+}
+
+RecordWriter::RecordWriter(const std::string& path) : path_(path), out_(path, std::ios::app) {
+  if (!out_) user_error("--records {}: cannot open the file for appending", path);
+}
+
+void RecordWriter::write(const Record& r) {
+  out_ << record_to_json(r).dump() << "\n";
+  out_.flush();
+  if (!out_) user_error("--records {}: cannot write (disk full?)", path_);
+}
+
+std::map<std::string, Record> best_records(const std::vector<Record>& records,
+                                           const RecordQuery& q) {
+  // Per key: the best match level seen, and the fastest record at that level.
+  struct Best {
+    int level = -1;
+    const Record* r = nullptr;
+  };
+  std::map<std::string, Best> best;
+  for (const Record& r : records) {
+    if (!r.ok() || !r.target.same_hardware(q.target)) continue;
+    const bool same_batch = r.batch == q.batch;
+    const int level = same_batch ? (q.threads == 0 || r.threads == q.threads ? 2 : 1) : 0;
+    Best& b = best[r.key];
+    if (level > b.level ||
+        (level == b.level && r.seconds_per_image() < b.r->seconds_per_image())) {
+      b.level = level;
+      b.r = &r;
+    }
+  }
+  std::map<std::string, Record> out;
+  for (const auto& [k, b] : best) out.emplace(k, *b.r);
+  return out;
+}
+
+std::map<std::string, codegen::ScheduleConfig> best_configs(const std::vector<Record>& records,
+                                                            const RecordQuery& q) {
+  std::map<std::string, codegen::ScheduleConfig> out;
+  for (const auto& [k, r] : best_records(records, q)) out.emplace(k, r.config);
+  return out;
+}
+
+}  // namespace yoloc::tuner

@@ -1,0 +1,105 @@
+#include "tuner/report.h"
+
+#include <fmt/format.h>
+
+#include "tuner/progress.h"
+
+namespace yoloc::tuner {
+
+bool record_matches(const Record& r, const RecordQuery& q) {
+  return r.target.same_hardware(q.target) && r.batch == q.batch &&
+         (q.threads == 0 || r.threads == q.threads);
+}
+
+TuneReport make_report(const std::vector<TuneTask>& tasks, const std::vector<Record>& records,
+                       const RecordQuery& q) {
+  TuneReport rep;
+  rep.query = q;
+  std::map<std::string, size_t> index;
+  for (const TuneTask& t : tasks) {
+    TaskReport tr;
+    tr.key = t.key();
+    tr.template_name = t.task.template_name;
+    tr.group_name = t.task.group_name;
+    tr.occurrences = t.occurrences();
+    tr.flops = t.task.flops;
+    tr.default_config = t.task.default_config;
+    index[tr.key] = rep.tasks.size();
+    rep.tasks.push_back(std::move(tr));
+  }
+  for (const Record& r : records) {
+    const auto it = index.find(r.key);
+    if (it == index.end() || !record_matches(r, q)) continue;
+    TaskReport& tr = rep.tasks[it->second];
+    if (!r.ok()) {
+      ++tr.errors;
+      continue;
+    }
+    ++tr.measured;
+    if (r.config == tr.default_config && (tr.default_s == 0 || r.median < tr.default_s))
+      tr.default_s = r.median;
+    if (tr.best_s == 0 || r.median < tr.best_s) {
+      tr.best_s = r.median;
+      tr.best_config = r.config;
+    }
+  }
+  for (const TaskReport& tr : rep.tasks) {
+    if (tr.best_s > 0 && !(tr.best_config == tr.default_config)) ++rep.tuned;
+    if (tr.default_s <= 0 || tr.best_s <= 0) continue;
+    ++rep.covered;
+    rep.default_latency_s += tr.occurrences * tr.default_s;
+    rep.tuned_latency_s += tr.occurrences * tr.best_s;
+  }
+  return rep;
+}
+
+nlohmann::json report_to_json(const TuneReport& r) {
+  nlohmann::json tasks = nlohmann::json::array();
+  for (const TaskReport& t : r.tasks) {
+    tasks.push_back({{"key", t.key},
+                     {"template", t.template_name},
+                     {"group", t.group_name},
+                     {"occurrences", t.occurrences},
+                     {"flops", t.flops},
+                     {"default_s", t.default_s},
+                     {"best_s", t.best_s},
+                     {"speedup", t.default_s > 0 && t.best_s > 0 ? t.default_s / t.best_s : 0.0},
+                     {"default_config", t.default_config.str()},
+                     {"best_config", t.best_config.str()},
+                     {"measured", t.measured},
+                     {"errors", t.errors}});
+  }
+  return {{"target", target_to_json(r.query.target)},
+          {"batch", r.query.batch},
+          {"threads", r.query.threads},
+          {"tasks", tasks},
+          {"covered_tasks", r.covered},
+          {"tuned_tasks", r.tuned},
+          {"kernel_sum_default_s", r.default_latency_s},
+          {"kernel_sum_tuned_s", r.tuned_latency_s},
+          {"speedup", r.tuned_latency_s > 0 ? r.default_latency_s / r.tuned_latency_s : 0.0}};
+}
+
+std::string report_table(const TuneReport& r) {
+  std::string s = fmt::format("{:>3} {:<11} {:>3} {:>8} {:>11} {:>11} {:>7} {:>5} {:>4}  {}\n", "#",
+                              "template", "x", "MFLOP", "default", "tuned", "speedup", "runs",
+                              "fail", "workload");
+  for (size_t i = 0; i < r.tasks.size(); ++i) {
+    const TaskReport& t = r.tasks[i];
+    const std::string speedup =
+        t.default_s > 0 && t.best_s > 0 ? fmt::format("{:.2f}x", t.default_s / t.best_s) : "-";
+    std::string key = t.key.size() > 70 ? t.key.substr(0, 67) + "..." : t.key;
+    s += fmt::format("{:>3} {:<11} {:>3} {:>8.1f} {:>11} {:>11} {:>7} {:>5} {:>4}  {}\n", i + 1,
+                     t.template_name, t.occurrences, t.flops / 1e6, format_seconds(t.default_s),
+                     format_seconds(t.best_s), speedup, t.measured, t.errors, key);
+  }
+  s += fmt::format(
+      "kernel sum over {} of {} tasks: default {}, tuned {} ({:.2f}x); {} tasks tuned away from "
+      "their default\n",
+      r.covered, r.tasks.size(), format_seconds(r.default_latency_s),
+      format_seconds(r.tuned_latency_s),
+      r.tuned_latency_s > 0 ? r.default_latency_s / r.tuned_latency_s : 0.0, r.tuned);
+  return s;
+}
+
+}  // namespace yoloc::tuner
