@@ -59,7 +59,8 @@ class Buffer {
 
 /// The test hook: configs the worker crashes on, hangs on, or computes wrong outputs for.
 struct Injection {
-  std::string action;  // "crash", "hang", "wrong"
+  std::string action;        // "crash", "hang", "wrong"
+  std::string template_name;  // empty: any
   std::map<std::string, int64_t> knobs;
 };
 
@@ -74,11 +75,13 @@ std::vector<Injection> parse_injections(const std::string& spec) {
     if (item.empty()) continue;
     const auto colon = item.find(':');
     Injection inj;
-    inj.action = item.substr(0, colon);
+    const auto at = item.find('@');
+    inj.action = item.substr(0, std::min(colon, at));
+    if (at < colon) inj.template_name = item.substr(at + 1, colon - at - 1);
     if (colon == std::string::npos ||
         (inj.action != "crash" && inj.action != "hang" && inj.action != "wrong"))
-      user_error("YOLOC_TUNE_INJECT '{}': expected ACTION:KNOB=V,... with ACTION crash, hang or "
-                 "wrong",
+      user_error("YOLOC_TUNE_INJECT '{}': expected ACTION[@TEMPLATE]:KNOB=V,... with ACTION "
+                 "crash, hang or wrong",
                  item);
     std::string knobs = item.substr(colon + 1);
     size_t p = 0;
@@ -100,9 +103,10 @@ std::vector<Injection> parse_injections(const std::string& spec) {
   return out;
 }
 
-std::string injected_action(const std::vector<Injection>& injections, const ScheduleConfig& c) {
+std::string injected_action(const std::vector<Injection>& injections, const std::string& tmpl,
+                            const ScheduleConfig& c) {
   for (const Injection& inj : injections) {
-    bool all = !inj.knobs.empty();
+    bool all = !inj.knobs.empty() && (inj.template_name.empty() || inj.template_name == tmpl);
     for (const auto& [k, v] : inj.knobs) {
       const auto it = c.values().find(k);
       all = all && it != c.values().end() && it->second == v;
@@ -514,7 +518,8 @@ size_t CpuMeasurer::run_worker(const TuneTask& task, TaskData& data, std::vector
     std::string why = WIFSIGNALED(status)
                           ? fmt::format("crashed: signal {} ({})", WTERMSIG(status),
                                         strsignal(WTERMSIG(status)))
-                          : fmt::format("the worker exited with status {}", WEXITSTATUS(status));
+                          : fmt::format("crashed: the worker exited with status {}",
+                                        WEXITSTATUS(status));
     results[static_cast<size_t>(current)].error = why;
     done[static_cast<size_t>(current)] = true;
     next = static_cast<size_t>(current) + 1;
@@ -537,7 +542,7 @@ std::vector<MeasureResult> CpuMeasurer::measure(const TuneTask& task,
     c.kernel = t.lower(c.config, fmt::format("yc_c{}", i));
     c.symbol = fmt::format("yc_m{}", i);
     c.items = c.kernel.kernel.work_items * t.batch;
-    c.action = injected_action(injections_, c.config);
+    c.action = injected_action(injections_, t.template_name, c.config);
     c.constants.resize(c.kernel.args.size());
     for (size_t a = 0; a < c.kernel.args.size(); ++a) {
       const KernelArg& arg = c.kernel.args[a];

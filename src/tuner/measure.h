@@ -34,9 +34,10 @@ struct MeasureOptions {
   double max_slowdown = 10;
   double rtol = 1e-3, atol = 1e-4;  ///< output check: |x - ref| <= atol + rtol * |ref|
   codegen::cpu::HostCompilerOptions cc;
-  /// Test hook ("crash:CFG;hang:CFG;wrong:CFG"): the worker crashes, hangs or corrupts the
-  /// outputs when running a config that has every knob=value of CFG (e.g. "unroll=2" or
-  /// "ocb=2,owb=4"). `yoloc tune` takes it from the YOLOC_TUNE_INJECT environment variable.
+  /// Test hook ("crash:CFG;hang:CFG;wrong@TEMPLATE:CFG"): the worker crashes, hangs or
+  /// corrupts the outputs when running a config that has every knob=value of CFG (e.g.
+  /// "unroll=2" or "ocb=2,owb=4"), of any task or only of tasks of TEMPLATE (e.g.
+  /// "elementwise"). `yoloc tune` takes it from the YOLOC_TUNE_INJECT environment variable.
   std::string inject;
 };
 

@@ -78,7 +78,8 @@ class GridSearch : public SearchStrategy {
 
 class EvolutionarySearch : public SearchStrategy {
  public:
-  EvolutionarySearch(CostModel* model, uint64_t seed) : model_(model), rng_(seed) {}
+  EvolutionarySearch(CostModel* model, uint64_t seed, size_t rank_whole)
+      : model_(model), rng_(seed), rank_whole_(rank_whole) {}
 
   std::vector<ScheduleConfig> propose(const SearchState& s, int n) override {
     if (!model_ || !model_->trained()) return draw(s, n, cache_, rng_);
@@ -101,7 +102,6 @@ class EvolutionarySearch : public SearchStrategy {
   }
 
  private:
-  static constexpr size_t kRankAll = 1024;  // valid spaces up to this size are ranked whole
   static constexpr int kPopulation = 64, kGenerations = 4;
 
   /// Untried valid configs worth scoring: the whole space when small, else the members of
@@ -109,7 +109,7 @@ class EvolutionarySearch : public SearchStrategy {
   std::vector<ScheduleConfig> candidates(const SearchState& s) {
     const auto& all = cache_.of(*s.task);
     std::vector<ScheduleConfig> out;
-    if (all && all->size() <= kRankAll) {
+    if (all && all->size() <= rank_whole_) {
       for (const ScheduleConfig& c : *all)
         if (!s.tried.count(c.str())) out.push_back(c);
       return out;
@@ -150,16 +150,17 @@ class EvolutionarySearch : public SearchStrategy {
 
   CostModel* model_;
   Rng rng_;
+  size_t rank_whole_;
   ValidCache cache_;
 };
 
 }  // namespace
 
 std::unique_ptr<SearchStrategy> make_strategy(const std::string& name, CostModel* model,
-                                              uint64_t seed) {
+                                              uint64_t seed, size_t rank_whole) {
   if (name == "random") return std::make_unique<RandomSearch>(seed);
   if (name == "grid") return std::make_unique<GridSearch>(seed);
-  if (name == "evolutionary") return std::make_unique<EvolutionarySearch>(model, seed);
+  if (name == "evolutionary") return std::make_unique<EvolutionarySearch>(model, seed, rank_whole);
   user_error("--strategy {}: expected random, grid or evolutionary", name);
 }
 

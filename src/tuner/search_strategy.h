@@ -36,9 +36,13 @@ class SearchStrategy {
 /// The names `--strategy` takes.
 inline const char* const kStrategies[] = {"random", "grid", "evolutionary"};
 
+/// Valid spaces up to this size are ranked whole by the evolutionary search instead of bred.
+inline constexpr size_t kRankWholeSpace = 1024;
+
 /// The strategy called `name`; evolutionary uses `model` (trained by the caller, may be
-/// untrained: it then draws at random). Raises a UserError for an unknown name.
+/// untrained: it then draws at random) and ranks spaces of up to `rank_whole` valid configs
+/// whole. Raises a UserError for an unknown name.
 std::unique_ptr<SearchStrategy> make_strategy(const std::string& name, CostModel* model,
-                                              uint64_t seed);
+                                              uint64_t seed, size_t rank_whole = kRankWholeSpace);
 
 }  // namespace yoloc::tuner
