@@ -38,6 +38,8 @@ struct TuneCliOptions {
   double timeout_s = 10;
   bool cache_flush = false;
   int build_jobs = 2;
+  int verify_rounds = 3;
+  int verify_top = 2;
   uint64_t seed = 1;
   bool quiet = false;
 };
@@ -129,6 +131,8 @@ void run_tune(const TuneCliOptions& o) {
     t.round_size = o.round_size;
     t.early_stopping = o.early_stopping;
     t.seed = o.seed;
+    t.verify_rounds = o.verify_rounds;
+    t.verify_top = o.verify_top;
     t.measure.threads = threads;
     t.measure.repeats = o.repeats;
     t.measure.min_repeat_s = o.min_repeat_ms / 1e3;
@@ -142,10 +146,10 @@ void run_tune(const TuneCliOptions& o) {
                               tasks.size(), o.model.path, target.str(), threads, o.model.batch,
                               o.strategy));
     const tuner::TuneSummary s = tuner::tune(tasks, t, *measurer, progress);
-    fmt::print("tuned {} tasks in {}: {} trials ({} failed), building {:.0f} s, measuring {:.0f} s; "
-               "records in {}\n",
-               tasks.size(), tuner::format_duration(s.seconds), s.trials, s.errors, s.build_s,
-               s.run_s, o.records);
+    fmt::print("tuned {} tasks in {}: {} trials and {} re-measurements ({} failed), building "
+               "{:.0f} s, measuring {:.0f} s; records in {}\n",
+               tasks.size(), tuner::format_duration(s.seconds), s.trials, s.verify_trials,
+               s.errors, s.build_s, s.run_s, o.records);
   }
   const tuner::TuneReport rep = report_from_file();
   fmt::print("{}", tuner::report_table(rep));
@@ -204,6 +208,14 @@ void add_tune(CLI::App& app) {
   c->add_option("--build-jobs", o->build_jobs, "compiler processes at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+  c->add_option("--verify-rounds", o->verify_rounds,
+                "at the end, re-measure each task's default and best configs side by side this "
+                "many times (0: no)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--verify-top", o->verify_top, "best configs per task the re-measurement takes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   c->add_option("--seed", o->seed, "random seed of the search")->capture_default_str();
   c->add_flag("-q,--quiet", o->quiet, "no progress display");
   c->callback([o] { run_tune(*o); });

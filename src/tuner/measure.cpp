@@ -122,6 +122,7 @@ struct TaskData {
   std::vector<Buffer> reference;
   bool has_reference = false;
   std::string reference_error;  // why the reference failed; empty while it has not
+  std::map<std::string, double> kept;  // built candidates kept (config -> seconds)
 };
 
 /// One candidate of a batch, lowered.
@@ -138,8 +139,15 @@ struct Candidate {
 
 struct Object {
   std::vector<size_t> members;
-  std::string so;
+  std::shared_ptr<const std::string> so;
   std::string error;
+};
+
+/// A built candidate kept for later measurements of the same config (the final re-measurement
+/// of the best ones): its shared object and wrapper symbol.
+struct Built {
+  std::shared_ptr<const std::string> so;
+  std::string symbol;
 };
 
 std::vector<uint64_t> batch_strides(const LoweredKernel& k, int64_t batch) {
@@ -213,8 +221,12 @@ class CpuMeasurer : public Measurer {
 
  private:
   TaskData& data_of(const TuneTask& task, const LoweredKernel& k);
-  void build(std::vector<Candidate>& cands, std::vector<Object>& objects, int64_t batch,
-             std::vector<MeasureResult>& results);
+  /// Builds cands[i] for i in `todo` into new objects appended to `objects`.
+  void build(std::vector<Candidate>& cands, const std::vector<size_t>& todo,
+             std::vector<Object>& objects, int64_t batch, std::vector<MeasureResult>& results);
+  /// Keeps the builds of a task's default and fastest configs, drops the others.
+  void keep_fastest(const TuneTask& task, TaskData& data, const std::vector<Candidate>& cands,
+                    const std::vector<MeasureResult>& results);
   /// Forks a worker that runs candidates from `start` on; returns the index to go on from.
   size_t run_worker(const TuneTask& task, TaskData& data, std::vector<Candidate>& cands,
                     const std::vector<Object>& objects, size_t start, double best_known_s,
@@ -229,6 +241,7 @@ class CpuMeasurer : public Measurer {
   MeasureOptions opt_;
   std::vector<Injection> injections_;
   std::map<std::string, TaskData> tasks_;
+  std::map<std::string, Built> built_;  // by task key + "|" + config
   double build_s_ = 0, run_s_ = 0;
 };
 
@@ -251,36 +264,41 @@ TaskData& CpuMeasurer::data_of(const TuneTask& task, const LoweredKernel& k) {
   return d;
 }
 
-void CpuMeasurer::build(std::vector<Candidate>& cands, std::vector<Object>& objects,
-                        int64_t batch, std::vector<MeasureResult>& results) {
+void CpuMeasurer::build(std::vector<Candidate>& cands, const std::vector<size_t>& todo,
+                        std::vector<Object>& objects, int64_t batch,
+                        std::vector<MeasureResult>& results) {
+  if (todo.empty()) return;
   const auto t0 = Clock::now();
   const int jobs = std::max(1, opt_.build_jobs);
   // Spread the batch over the compilers, at most max_per_object candidates per object.
-  const size_t per = std::clamp<size_t>((cands.size() + jobs - 1) / jobs, 1,
+  const size_t per = std::clamp<size_t>((todo.size() + jobs - 1) / jobs, 1,
                                         static_cast<size_t>(std::max(1, opt_.max_per_object)));
-  for (size_t i = 0; i < cands.size(); i += per) {
+  const size_t first = objects.size();
+  for (size_t i = 0; i < todo.size(); i += per) {
     Object o;
-    for (size_t j = i; j < std::min(cands.size(), i + per); ++j) o.members.push_back(j);
+    for (size_t j = i; j < std::min(todo.size(), i + per); ++j) o.members.push_back(todo[j]);
     objects.push_back(std::move(o));
   }
   const auto compile = [&](Object& o) {
     try {
-      o.so = codegen::cpu::compile_shared_object(object_source(cands, o, batch), opt_.cc).bytes;
+      o.so = std::make_shared<const std::string>(
+          codegen::cpu::compile_shared_object(object_source(cands, o, batch), opt_.cc).bytes);
     } catch (const std::exception& e) {
       o.error = e.what();
     }
   };
-  parallel_for_each(objects.size(), jobs, [&](size_t i) { compile(objects[i]); });
+  parallel_for_each(objects.size() - first, jobs, [&](size_t i) { compile(objects[first + i]); });
   // One candidate that does not compile fails its whole object: build those one by one.
   std::vector<Object> singles;
-  for (Object& o : objects) {
+  for (size_t oi = first; oi < objects.size(); ++oi) {
+    Object& o = objects[oi];
     if (o.error.empty() || o.members.size() == 1) continue;
-    for (size_t m : o.members) singles.push_back(Object{{m}, "", ""});
+    for (size_t m : o.members) singles.push_back(Object{{m}, nullptr, ""});
     o.members.clear();
   }
   parallel_for_each(singles.size(), jobs, [&](size_t i) { compile(singles[i]); });
   for (Object& o : singles) objects.push_back(std::move(o));
-  for (size_t oi = 0; oi < objects.size(); ++oi) {
+  for (size_t oi = first; oi < objects.size(); ++oi) {
     for (size_t m : objects[oi].members) {
       cands[m].object = static_cast<int>(oi);
       if (!objects[oi].error.empty())
@@ -403,7 +421,7 @@ void CpuMeasurer::worker(int fd, const TuneTask& task, TaskData& data,
       try {
         auto& lib = libs[c.object];
         if (!lib)
-          lib = std::make_unique<runtime::KernelLibrary>(objects[static_cast<size_t>(c.object)].so);
+          lib = std::make_unique<runtime::KernelLibrary>(*objects[static_cast<size_t>(c.object)].so);
         const MeasureResult r = run_one(task, data, c, *lib, pool, best_known_s, shared_ref,
                                         flush.get());
         out["times"] = r.times;
@@ -566,8 +584,23 @@ std::vector<MeasureResult> CpuMeasurer::measure(const TuneTask& task,
     return results;
   }
 
+  // Candidates built before (kept by keep_fastest) run from their object; the others are built.
   std::vector<Object> objects;
-  build(cands, objects, t.batch, results);
+  std::map<const std::string*, size_t> kept_objects;
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const auto it = built_.find(t.key + "|" + cands[i].config.str());
+    if (it == built_.end() || !cands[i].action.empty()) {
+      todo.push_back(i);
+      continue;
+    }
+    auto [o, fresh] = kept_objects.emplace(it->second.so.get(), objects.size());
+    if (fresh) objects.push_back(Object{{}, it->second.so, ""});
+    objects[o->second].members.push_back(i);
+    cands[i].object = static_cast<int>(o->second);
+    cands[i].symbol = it->second.symbol;
+  }
+  build(cands, todo, objects, t.batch, results);
   for (size_t i = 0; i < cands.size(); ++i) done[i] = !results[i].error.empty();
 
   const auto t0 = Clock::now();
@@ -588,7 +621,31 @@ std::vector<MeasureResult> CpuMeasurer::measure(const TuneTask& task,
                            : "no reference: " + data->reference_error;
     results[i].skipped = true;
   }
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (!results[i].ok() || cands[i].object < 0) continue;
+    built_[t.key + "|" + cands[i].config.str()] =
+        Built{objects[static_cast<size_t>(cands[i].object)].so, cands[i].symbol};
+  }
+  keep_fastest(task, *data, cands, results);
   return results;
+}
+
+void CpuMeasurer::keep_fastest(const TuneTask& task, TaskData& data,
+                               const std::vector<Candidate>& cands,
+                               const std::vector<MeasureResult>& results) {
+  constexpr size_t kKeep = 4;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (results[i].ok()) data.kept[cands[i].config.str()] = results[i].median;
+  }
+  std::vector<std::pair<double, std::string>> order;
+  for (const auto& [cfg, secs] : data.kept) order.emplace_back(secs, cfg);
+  std::sort(order.begin(), order.end());
+  const std::string def = task.task.default_config.str();
+  for (size_t i = kKeep; i < order.size(); ++i) {
+    if (order[i].second == def) continue;
+    data.kept.erase(order[i].second);
+    built_.erase(task.key() + "|" + order[i].second);
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.h"
@@ -106,27 +107,54 @@ void RecordWriter::write(const Record& r) {
   if (!out_) user_error("--records {}: cannot write (disk full?)", path_);
 }
 
-std::map<std::string, Record> best_records(const std::vector<Record>& records,
-                                           const RecordQuery& q) {
-  // Per key: the best match level seen, and the fastest record at that level.
-  struct Best {
-    int level = -1;
-    const Record* r = nullptr;
-  };
-  std::map<std::string, Best> best;
-  for (const Record& r : records) {
-    if (!r.ok() || !r.target.same_hardware(q.target)) continue;
-    const bool same_batch = r.batch == q.batch;
-    const int level = same_batch ? (q.threads == 0 || r.threads == q.threads ? 2 : 1) : 0;
-    Best& b = best[r.key];
-    if (level > b.level ||
-        (level == b.level && r.seconds_per_image() < b.r->seconds_per_image())) {
-      b.level = level;
-      b.r = &r;
+std::map<std::string, std::map<std::string, ConfigTime>> config_times(
+    const std::vector<Record>& records, const std::function<bool(const Record&)>& use) {
+  std::map<std::string, std::map<std::string, std::vector<const Record*>>> groups;
+  for (const Record& r : records)
+    if (r.ok() && use(r)) groups[r.key][r.config.str()].push_back(&r);
+  std::map<std::string, std::map<std::string, ConfigTime>> out;
+  for (const auto& [key, configs] : groups) {
+    for (const auto& [cfg, rs] : configs) {
+      std::vector<double> t;
+      for (const Record* r : rs) t.push_back(r->seconds_per_image());
+      std::sort(t.begin(), t.end());
+      const size_t n = t.size();
+      ConfigTime ct;
+      ct.config = rs.back()->config;
+      ct.seconds_per_image = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+      ct.records = static_cast<int>(n);
+      ct.last = rs.back();
+      out[key].emplace(cfg, ct);
     }
   }
+  return out;
+}
+
+std::map<std::string, Record> best_records(const std::vector<Record>& records,
+                                           const RecordQuery& q) {
+  // How well a record's conditions match: batch and threads, batch, or only the hardware.
+  const auto level = [&](const Record& r) {
+    if (r.batch != q.batch) return 0;
+    return q.threads == 0 || r.threads == q.threads ? 2 : 1;
+  };
+  std::map<std::string, int> best_level;
+  for (const Record& r : records) {
+    if (!r.ok() || !r.target.same_hardware(q.target)) continue;
+    int& l = best_level.try_emplace(r.key, 0).first->second;
+    l = std::max(l, level(r));
+  }
+  const auto times = config_times(records, [&](const Record& r) {
+    return r.target.same_hardware(q.target) && level(r) == best_level.at(r.key);
+  });
   std::map<std::string, Record> out;
-  for (const auto& [k, b] : best) out.emplace(k, *b.r);
+  for (const auto& [key, configs] : times) {
+    const ConfigTime* best = nullptr;
+    for (const auto& [cfg, ct] : configs)
+      if (!best || ct.seconds_per_image < best->seconds_per_image) best = &ct;
+    Record r = *best->last;
+    r.median = best->seconds_per_image * static_cast<double>(r.batch);
+    out.emplace(key, std::move(r));
+  }
   return out;
 }
 

@@ -14,6 +14,7 @@
 /// kernels they timed may have changed, so they are never applied.
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -86,9 +87,25 @@ struct RecordQuery {
   int threads = 0;  ///< 0: any
 };
 
-/// The fastest valid record per workload key among those for the query's hardware: among the
-/// records that match the query best (batch and threads, then batch, then any), the lowest
-/// time per image.
+/// The time of one config of one workload over all its valid records: the median of their
+/// medians (per image), so that a config measured several times (the tuner re-measures its
+/// best ones) is judged by its typical time, not by its luckiest run on a noisy machine.
+struct ConfigTime {
+  codegen::ScheduleConfig config;
+  double seconds_per_image = 0;
+  int records = 0;
+  const Record* last = nullptr;  ///< its latest record
+};
+
+/// ConfigTime of every (workload key, config) of the valid records for which `use` is true, by
+/// key, then by config string.
+std::map<std::string, std::map<std::string, ConfigTime>> config_times(
+    const std::vector<Record>& records, const std::function<bool(const Record&)>& use);
+
+/// The fastest config per workload key among the records for the query's hardware: among the
+/// records that match the query best (batch and threads, then batch, then any), the config with
+/// the lowest ConfigTime. The record returned is the config's latest, with `median` set to its
+/// ConfigTime (for its batch).
 std::map<std::string, Record> best_records(const std::vector<Record>& records,
                                            const RecordQuery& q);
 

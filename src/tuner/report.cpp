@@ -31,16 +31,23 @@ TuneReport make_report(const std::vector<TuneTask>& tasks, const std::vector<Rec
     const auto it = index.find(r.key);
     if (it == index.end() || !record_matches(r, q)) continue;
     TaskReport& tr = rep.tasks[it->second];
-    if (!r.ok()) {
-      ++tr.errors;
-      continue;
-    }
-    ++tr.measured;
-    if (r.config == tr.default_config && (tr.default_s == 0 || r.median < tr.default_s))
-      tr.default_s = r.median;
-    if (tr.best_s == 0 || r.median < tr.best_s) {
-      tr.best_s = r.median;
-      tr.best_config = r.config;
+    ++(r.ok() ? tr.measured : tr.errors);
+  }
+  const auto times = config_times(records, [&](const Record& r) { return record_matches(r, q); });
+  for (const auto& [key, configs] : times) {
+    const auto it = index.find(key);
+    if (it == index.end()) continue;
+    TaskReport& tr = rep.tasks[it->second];
+    const auto per_run = [&](const ConfigTime& ct) {
+      return ct.seconds_per_image * static_cast<double>(q.batch);
+    };
+    if (const auto d = configs.find(tr.default_config.str()); d != configs.end())
+      tr.default_s = per_run(d->second);
+    for (const auto& [cfg, ct] : configs) {
+      if (tr.best_s == 0 || per_run(ct) < tr.best_s) {
+        tr.best_s = per_run(ct);
+        tr.best_config = ct.config;
+      }
     }
   }
   for (const TaskReport& tr : rep.tasks) {

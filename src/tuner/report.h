@@ -14,8 +14,8 @@ struct TaskReport {
   std::string key, template_name, group_name;
   int occurrences = 1;
   double flops = 0;     ///< of one run of the task
-  double default_s = 0; ///< fastest valid record of the default config; 0: none
-  double best_s = 0;    ///< fastest valid record; 0: none
+  double default_s = 0; ///< ConfigTime of the default config (records.h); 0: none
+  double best_s = 0;    ///< the lowest ConfigTime of any config; 0: none
   codegen::ScheduleConfig default_config, best_config;
   int measured = 0, errors = 0;  ///< records of the task (valid, failed)
 };

@@ -1,7 +1,8 @@
 #pragma once
 /// The tuning loop: rounds of candidates, each round for the task the scheduler picks, proposed
 /// by the search strategy, timed by the measurer, appended to the records file and fed to the
-/// cost model, until the trial or time budget is spent or every task has stopped.
+/// cost model, until the trial or time budget is spent or every task has stopped; then the
+/// best configs are re-measured next to the defaults (see TuneOptions::verify_rounds).
 ///
 /// Resuming: the records of the file measured under the same conditions (hardware, batch,
 /// threads) count as tried (never measured again), seed each task's best time and the
@@ -27,11 +28,20 @@ struct TuneOptions {
   int round_size = 8;             ///< candidates per round
   int early_stopping = 64;        ///< trials without improvement after which a task stops
   uint64_t seed = 1;
+  /// The final re-measurement: each tuned task's default and `verify_top` best configs are
+  /// measured again `verify_rounds` times, side by side, so that the config chosen and the
+  /// default are compared in the same conditions (a single lucky run on a noisy machine does
+  /// not win). It takes the last `verify_share` of a time budget; its trials come on top of a
+  /// trial budget. verify_rounds 0: none.
+  int verify_top = 2;
+  int verify_rounds = 3;
+  double verify_share = 0.1;
   MeasureOptions measure;
 };
 
 struct TuneSummary {
-  int64_t trials = 0, errors = 0;  ///< this run
+  int64_t trials = 0, errors = 0;  ///< this run (the search)
+  int64_t verify_trials = 0;       ///< measurements of the final re-measurement
   int resumed = 0;                 ///< matching records read from the file
   int stale = 0;                   ///< records of other versions in the file (ignored)
   double seconds = 0, build_s = 0, run_s = 0;

@@ -40,6 +40,7 @@ TEST(TunerMeasure, CrashHangAndWrongCandidatesAreErrorsAndTuningGoesOn) {
   o.measure.repeats = 2;
   o.measure.min_repeat_s = 1e-4;
   o.measure.inject = "crash@elementwise:unroll=2;hang@elementwise:unroll=4;wrong@elementwise:unroll=8";
+  o.verify_rounds = 0;
   auto measurer = make_cpu_measurer(o.measure);
   ProgressDisplay quiet(stderr, false);
   const TuneSummary s = tune(tasks, o, *measurer, quiet);
@@ -84,6 +85,7 @@ TEST(TunerMeasure, AFailingReferenceStopsItsTaskOnly) {
   o.measure.repeats = 1;
   o.measure.min_repeat_s = 0;
   o.measure.inject = "crash@elementwise:unroll=1";  // the default
+  o.verify_rounds = 0;
   auto measurer = make_cpu_measurer(o.measure);
   ProgressDisplay quiet(stderr, false);
   const TuneSummary s = tune(tasks, o, *measurer, quiet);
@@ -137,6 +139,7 @@ TEST(TunerLoop, ResumesWithoutMeasuringAConfigTwice) {
   o.records = dir.path("r.jsonl");
   o.trials = 3;
   o.strategy = "grid";
+  o.verify_rounds = 0;
   ProgressDisplay quiet(stderr, false);
   std::multiset<std::string> all;
   int64_t total = 0;
@@ -158,6 +161,32 @@ TEST(TunerLoop, ResumesWithoutMeasuringAConfigTwice) {
   EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), 5u);
   EXPECT_EQ(all.size(), 7u);
   EXPECT_EQ(static_cast<int64_t>(load_records(o.records).records.size()), total);
+}
+
+TEST(TunerLoop, FinalRemeasurementTakesTheDefaultAndTheBest) {
+  TempDir dir;
+  const auto g = small_tuning_graph();
+  std::vector<TuneTask> tasks;
+  for (TuneTask& t : tuning_tasks(*g))
+    if (t.task.template_name == "elementwise") tasks.push_back(std::move(t));
+  TuneOptions o;
+  o.target = host_cpu_target();
+  o.records = dir.path("r.jsonl");
+  o.trials = 5;  // the whole space: unroll 1 (default), 2, 4, 8, 16
+  o.strategy = "grid";
+  o.verify_top = 2;
+  o.verify_rounds = 3;
+  ProgressDisplay quiet(stderr, false);
+  FakeMeasurer m;
+  const TuneSummary s = tune(tasks, o, m, quiet);
+  EXPECT_EQ(s.trials, 5);
+  EXPECT_EQ(s.verify_trials, 9);
+  const std::vector<Record> rs = load_records(o.records).records;
+  ASSERT_EQ(rs.size(), 14u);
+  // The fake times are 1 ms / unroll: the best two are 16 and 8.
+  std::multiset<int64_t> again;
+  for (size_t i = 5; i < rs.size(); ++i) again.insert(rs[i].config.get("unroll"));
+  EXPECT_EQ(again, (std::multiset<int64_t>{1, 1, 1, 8, 8, 8, 16, 16, 16}));
 }
 
 TEST(TunerLoop, BudgetsStopTheRun) {

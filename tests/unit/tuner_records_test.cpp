@@ -127,6 +127,16 @@ TEST(TunerRecords, BestRecordPerKeyForTheTarget) {
   // Only another batch: the fastest per image.
   q.batch = 2;
   EXPECT_EQ(best_records(rs, q).at("b").config, c1);
+  // A config is judged by the median of its records: three runs of 1, 5 and 5 ms lose to
+  // one of 2 ms.
+  const std::vector<Record> noisy = {record("n", c1, 1e-3), record("n", c1, 5e-3),
+                                     record("n", c1, 5e-3), record("n", c2, 2e-3)};
+  q.batch = 1;
+  const auto n = best_records(noisy, q).at("n");
+  EXPECT_EQ(n.config, c2);
+  EXPECT_DOUBLE_EQ(n.median, 2e-3);
+  const std::vector<Record> twice = {record("n", c1, 1e-3), record("n", c1, 4e-3)};
+  EXPECT_DOUBLE_EQ(best_records(twice, q).at("n").median, 2.5e-3);
   q.target = target("Other CPU");
   q.batch = 1;
   const auto other = best_configs(rs, q);
