@@ -37,6 +37,7 @@ struct TuneCliOptions {
   double min_repeat_ms = 2;
   double timeout_s = 10;
   bool cache_flush = false;
+  bool wall_clock = false;
   int build_jobs = 2;
   int verify_rounds = 3;
   int verify_top = 2;
@@ -138,6 +139,7 @@ void run_tune(const TuneCliOptions& o) {
     t.measure.min_repeat_s = o.min_repeat_ms / 1e3;
     t.measure.timeout_s = o.timeout_s;
     t.measure.cache_flush = o.cache_flush;
+    t.measure.cpu_clock = !o.wall_clock;
     t.measure.build_jobs = o.build_jobs;
     if (const char* inject = std::getenv("YOLOC_TUNE_INJECT")) t.measure.inject = inject;
     const auto measurer = tuner::make_cpu_measurer(t.measure);
@@ -205,6 +207,9 @@ void add_tune(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   c->add_flag("--cache-flush", o->cache_flush, "flush the caches before each timed repeat");
+  c->add_flag("--wall-clock", o->wall_clock,
+              "time wall clock with one thread too (default there: the thread's CPU time, which "
+              "other processes on the machine do not inflate)");
   c->add_option("--build-jobs", o->build_jobs, "compiler processes at once")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));

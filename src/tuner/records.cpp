@@ -15,6 +15,7 @@ nlohmann::json record_to_json(const Record& r) {
   return {{"format", r.format},   {"tool", r.tool},       {"key", r.key},
           {"template", r.template_name}, {"target", target_to_json(r.target)},
           {"config", cfg},        {"batch", r.batch},     {"threads", r.threads},
+          {"clock", r.clock},
           {"times", r.times},     {"median", r.median},   {"error", r.error},
           {"flops", r.flops},     {"time", r.time}};
 }
@@ -57,6 +58,7 @@ Record record_from_json(const nlohmann::json& j) {
   r.median = typed<double>(j, "median");
   r.error = typed<std::string>(j, "error");
   r.flops = j.value("flops", 0.0);
+  r.clock = j.value("clock", "wall");
   r.time = j.value("time", "");
   if (r.batch < 1) user_error("record batch {} is not positive", r.batch);
   return r;

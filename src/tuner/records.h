@@ -4,7 +4,7 @@
 ///
 ///   {"format": 1, "tool": "0.1.0", "key": "conv2d_nchw16c_f32 n1 c64 ...", "template": "conv",
 ///    "target": {"kind": "cpu", "arch": "x86_64-avx512", "device": "...", "device_id": 0},
-///    "config": {"ocb": 2, "owb": 8, ...}, "batch": 1, "threads": 1,
+///    "config": {"ocb": 2, "owb": 8, ...}, "batch": 1, "threads": 1, "clock": "cpu",
 ///    "times": [1.2e-4, ...], "median": 1.2e-4, "error": "", "flops": 1.8e8,
 ///    "time": "2026-11-30T10:00:00Z"}
 ///
@@ -37,6 +37,7 @@ struct Record {
   codegen::ScheduleConfig config;
   int64_t batch = 1;          ///< images one run covers
   int threads = 1;            ///< threads the run was split over
+  std::string clock = "wall"; ///< what `times` measure: "wall" or "cpu" (the thread's CPU time)
   std::vector<double> times;  ///< seconds per run, one per timed repeat
   double median = 0;          ///< seconds; 0 with an error
   std::string error;          ///< why the candidate has no time; empty when it ran

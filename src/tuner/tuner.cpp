@@ -123,6 +123,7 @@ double Tuner::record(int i, const std::vector<ScheduleConfig>& configs,
     r.config = configs[k];
     r.batch = o_.batch;
     r.threads = o_.measure.threads;
+    r.clock = o_.measure.cpu_clock && o_.measure.threads == 1 ? "cpu" : "wall";
     r.times = m.times;
     r.median = m.ok() ? m.median : 0;
     r.error = m.ok() ? "" : (m.error.empty() ? "no time" : m.error);

@@ -40,6 +40,7 @@ TEST(TunerRecords, RoundTripThroughAFile) {
   Record a = record("conv k1", ScheduleConfig({{"ocb", 2}, {"owb", 8}}), 1.5e-4);
   a.batch = 4;
   a.threads = 2;
+  a.clock = "cpu";
   Record b = record("pool k2", ScheduleConfig({{"separable", 1}}), 0);
   b.times.clear();
   b.error = "crashed: signal 11 (Segmentation fault)";
@@ -63,6 +64,7 @@ TEST(TunerRecords, RoundTripThroughAFile) {
   EXPECT_EQ(x.config, a.config);
   EXPECT_EQ(x.batch, 4);
   EXPECT_EQ(x.threads, 2);
+  EXPECT_EQ(x.clock, "cpu");
   EXPECT_EQ(x.times, a.times);
   EXPECT_DOUBLE_EQ(x.median, 1.5e-4);
   EXPECT_TRUE(x.ok());
