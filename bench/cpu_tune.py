@@ -9,7 +9,7 @@ bench processes' rusage, the fixed start-up cost removed by a one-iteration run)
 machine other processes stretch wall time but not, with one thread, the CPU time.
 
 usage: cpu_tune.py --yoloc BIN --out FILE.json [--model M] [--budget 10m] [--threads 1]
-                   [--rounds 5] [--iters 50] [--work DIR]
+                   [--rounds 5] [--iters 50] [--work DIR] [--tune-arg=--cache-flush ...]
 """
 import argparse
 import datetime
@@ -72,6 +72,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--work", default="/tmp/yoloc-cpu-tune")
+    ap.add_argument("--tune-arg", action="append", default=[],
+                    help="extra argument for yoloc tune (repeatable), e.g. --tune-arg=--cache-flush")
     a = ap.parse_args()
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
@@ -83,7 +85,7 @@ def main():
 
     t0 = time.time()
     p = run([a.yoloc, "tune", a.model, "--records", w("records.jsonl"), "--time-budget", a.budget,
-             "--threads", str(a.threads), "--report", w("report.json")])
+             "--threads", str(a.threads), "--report", w("report.json")] + a.tune_arg)
     tune_s = time.time() - t0
     with open(w("report.json")) as f:
         rep = json.load(f)
@@ -94,7 +96,8 @@ def main():
                           "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     result["commit"] = git or None
     result["tune"] = {
-        "budget": a.budget, "threads": a.threads, "wall_s": round(tune_s, 1),
+        "budget": a.budget, "threads": a.threads, "extra_args": a.tune_arg,
+        "wall_s": round(tune_s, 1),
         "trials": int(m.group(1)), "remeasurements": int(m.group(2)), "failed": int(m.group(3)),
         "build_s": int(m.group(4)), "measure_s": int(m.group(5)),
         "tasks": len(rep["tasks"]), "tasks_tuned_away_from_default": rep["tuned_tasks"],

@@ -11,6 +11,7 @@
 
 #include "tools/commands.h"
 #include "tools/compile_model.h"
+#include "tools/tune_in_model.h"
 #include "tuner/measure.h"
 #include "tuner/report.h"
 #include "tuner/search_space.h"
@@ -41,6 +42,7 @@ struct TuneCliOptions {
   int build_jobs = 2;
   int verify_rounds = 3;
   int verify_top = 2;
+  InModelOptions in_model;
   uint64_t seed = 1;
   bool quiet = false;
 };
@@ -84,9 +86,10 @@ void list_tasks(const TuneCliOptions& o, const std::vector<tuner::TuneTask>& tas
   }
   fmt::print("{}: {} kernels, {} tasks (distinct workloads), {:.2f} GFLOP per run (batch {})\n",
              o.model.path, kernels, tasks.size(), flops / 1e9, o.model.batch);
-  fmt::print("time shares: {} of {} tasks from measured defaults in the records, the rest "
-             "estimated\n",
-             from_records, tasks.size());
+  fmt::print(
+      "time shares: {} of {} tasks from measured defaults in the records, the rest "
+      "estimated\n",
+      from_records, tasks.size());
   fmt::print("{:>3} {:<11} {:>3} {:>9} {:>7} {:>6} {:>6}  {}\n", "#", "template", "x", "MFLOP",
              "share", "space", "valid", "workload");
   for (size_t i = 0; i < tasks.size(); ++i) {
@@ -103,8 +106,9 @@ void run_tune(const TuneCliOptions& o) {
   const tuner::TuneTarget target = tuner::resolve_target(o.target, device_id(o.devices));
   const ImportedDetector d = import_for_cpu(o.model);
   const std::vector<tuner::TuneTask> tasks = tuner::tuning_tasks(*d.graph);
-  const int threads =
-      o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const tuner::RecordQuery query{target, o.model.batch, threads};
   const auto report_from_file = [&] {
     const tuner::RecordSet set = tuner::load_records(o.records);
@@ -112,14 +116,16 @@ void run_tune(const TuneCliOptions& o) {
   };
 
   if (o.list_tasks) {
-    list_tasks(o, tasks, o.records.empty() ? tuner::make_report(tasks, {}, query) : report_from_file());
+    list_tasks(o, tasks,
+               o.records.empty() ? tuner::make_report(tasks, {}, query) : report_from_file());
     return;
   }
   if (o.records.empty()) user_error("tune needs --records FILE (where measurements go)");
   const bool budget = o.trials > 0 || !o.time_budget.empty();
   if (!budget && o.report.empty())
-    user_error("tune needs a budget (--trials N or --time-budget 10m), or --report FILE for a "
-               "summary of the records");
+    user_error(
+        "tune needs a budget (--trials N or --time-budget 10m), or --report FILE for a "
+        "summary of the records");
 
   if (budget) {
     tuner::TuneOptions t;
@@ -128,6 +134,9 @@ void run_tune(const TuneCliOptions& o) {
     t.batch = o.model.batch;
     t.trials = o.trials;
     t.time_budget_s = o.time_budget.empty() ? 0 : parse_duration(o.time_budget);
+    // The in-model re-measurement compiles the model a few times: its share of the budget.
+    const bool in_model = o.in_model.rounds > 0 && o.in_model.top > 0;
+    t.time_budget_s -= in_model ? std::min(0.15 * t.time_budget_s, 120.0) : 0.0;
     t.strategy = o.strategy;
     t.round_size = o.round_size;
     t.early_stopping = o.early_stopping;
@@ -148,10 +157,20 @@ void run_tune(const TuneCliOptions& o) {
                               tasks.size(), o.model.path, target.str(), threads, o.model.batch,
                               o.strategy));
     const tuner::TuneSummary s = tuner::tune(tasks, t, *measurer, progress);
-    fmt::print("tuned {} tasks in {}: {} trials and {} re-measurements ({} failed), building "
-               "{:.0f} s, measuring {:.0f} s; records in {}\n",
-               tasks.size(), tuner::format_duration(s.seconds), s.trials, s.verify_trials,
-               s.errors, s.build_s, s.run_s, o.records);
+    fmt::print(
+        "tuned {} tasks in {}: {} trials and {} re-measurements ({} failed), building "
+        "{:.0f} s, measuring {:.0f} s; records in {}\n",
+        tasks.size(), tuner::format_duration(s.seconds), s.trials, s.verify_trials, s.errors,
+        s.build_s, s.run_s, o.records);
+    if (in_model) {
+      InModelOptions im = o.in_model;
+      im.threads = threads;
+      const InModelSummary m = measure_in_model(o.model, tasks, query, o.records, im, progress);
+      progress.finish();
+      if (m.artifacts > 0)
+        fmt::print("timed {} configs inside the model ({} artifacts) in {}\n", m.records,
+                   m.artifacts, tuner::format_duration(m.seconds));
+    }
   }
   const tuner::TuneReport rep = report_from_file();
   fmt::print("{}", tuner::report_table(rep));
@@ -174,7 +193,8 @@ void add_tune(CLI::App& app) {
   c->add_option("--target", o->target, "what to tune for: cpu")->capture_default_str();
   c->add_option("--records", o->records,
                 "JSON-lines file the measurements are appended to (and resumed from)");
-  c->add_option("--trials", o->trials, "measurements in all (this run)")->check(CLI::PositiveNumber);
+  c->add_option("--trials", o->trials, "measurements in all (this run)")
+      ->check(CLI::PositiveNumber);
   c->add_option("--time-budget", o->time_budget, "wall time for this run, e.g. 90s, 10m, 1h");
   c->add_option("--strategy", o->strategy, "random, grid (small spaces) or evolutionary")
       ->capture_default_str()
@@ -219,6 +239,18 @@ void add_tune(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   c->add_option("--verify-top", o->verify_top, "best configs per task the re-measurement takes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  c->add_option("--model-rounds", o->in_model.rounds,
+                "at the end, time each task's default and best configs inside whole-model runs "
+                "(this many turns over the artifacts; 0: no); compile prefers these records")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--model-top", o->in_model.top,
+                "best configs per task (besides the default) timed inside the model")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  c->add_option("--model-iters", o->in_model.iters, "profiled model runs per artifact and turn")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   c->add_option("--seed", o->seed, "random seed of the search")->capture_default_str();

@@ -39,8 +39,8 @@ struct KeyShape {
       } else if (std::regex_match(tok, m, pair)) {
         const float a = std::stof(m[2]), b = std::stof(m[3]);
         const std::string p = m[1];
-        float *x = p.empty() ? &kh : p == "s" ? &sh : p == "p" ? &ph : &dh;
-        float *y = p.empty() ? &kw : p == "s" ? &sw : p == "p" ? &pw : &dw;
+        float* x = p.empty() ? &kh : p == "s" ? &sh : p == "p" ? &ph : &dh;
+        float* y = p.empty() ? &kw : p == "s" ? &sw : p == "p" ? &pw : &dw;
         if (std::isnan(*x)) *x = a, *y = b;  // the first window (pool keys list several)
       }
     }
@@ -104,8 +104,9 @@ struct CostModel::Impl {
     if (booster) XGBoosterFree(booster);
   }
 
-  std::vector<float> matrix(const std::vector<std::pair<const TuneTask*, const codegen::ScheduleConfig*>>& rows,
-                            size_t& cols) const {
+  std::vector<float> matrix(
+      const std::vector<std::pair<const TuneTask*, const codegen::ScheduleConfig*>>& rows,
+      size_t& cols) const {
     std::vector<float> m;
     cols = 0;
     for (const auto& [task, cfg] : rows) {
@@ -158,10 +159,14 @@ void CostModel::train() {
     check(XGDMatrixSetFloatInfo(d, "label", labels.data(), labels.size()), "labels");
     check(XGBoosterCreate(&d, 1, &b), "booster");
     // One thread: the tuner forks measurement workers, and OpenMP teams do not survive a fork.
-    const std::pair<const char*, const char*> params[] = {
-        {"objective", "reg:squarederror"}, {"max_depth", "6"}, {"eta", "0.2"},
-        {"min_child_weight", "1"}, {"lambda", "1"}, {"nthread", "1"}, {"verbosity", "0"},
-        {"seed", "1"}};
+    const std::pair<const char*, const char*> params[] = {{"objective", "reg:squarederror"},
+                                                          {"max_depth", "6"},
+                                                          {"eta", "0.2"},
+                                                          {"min_child_weight", "1"},
+                                                          {"lambda", "1"},
+                                                          {"nthread", "1"},
+                                                          {"verbosity", "0"},
+                                                          {"seed", "1"}};
     for (const auto& [k, v] : params) check(XGBoosterSetParam(b, k, v), "parameter");
     constexpr int kRounds = 80;
     for (int i = 0; i < kRounds; ++i) check(XGBoosterUpdateOneIter(b, i, d), "training");

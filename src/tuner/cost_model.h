@@ -31,7 +31,8 @@ class CostModel {
 
   /// Predicted relative speed (higher is faster; about 1 for the best known config) of each
   /// config on `task`. Raises InternalError when the model is not trained.
-  std::vector<float> predict(const TuneTask& task, const std::vector<codegen::ScheduleConfig>& configs);
+  std::vector<float> predict(const TuneTask& task,
+                             const std::vector<codegen::ScheduleConfig>& configs);
 
   static constexpr size_t kMinSamples = 8;
 

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 #include <poll.h>
-#include <time.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,7 +60,7 @@ class Buffer {
 
 /// The test hook: configs the worker crashes on, hangs on, or computes wrong outputs for.
 struct Injection {
-  std::string action;        // "crash", "hang", "wrong"
+  std::string action;         // "crash", "hang", "wrong"
   std::string template_name;  // empty: any
   std::map<std::string, int64_t> knobs;
 };
@@ -81,9 +81,10 @@ std::vector<Injection> parse_injections(const std::string& spec) {
     if (at < colon) inj.template_name = item.substr(at + 1, colon - at - 1);
     if (colon == std::string::npos ||
         (inj.action != "crash" && inj.action != "hang" && inj.action != "wrong"))
-      user_error("YOLOC_TUNE_INJECT '{}': expected ACTION[@TEMPLATE]:KNOB=V,... with ACTION "
-                 "crash, hang or wrong",
-                 item);
+      user_error(
+          "YOLOC_TUNE_INJECT '{}': expected ACTION[@TEMPLATE]:KNOB=V,... with ACTION "
+          "crash, hang or wrong",
+          item);
     std::string knobs = item.substr(colon + 1);
     size_t p = 0;
     while (p < knobs.size()) {
@@ -122,7 +123,7 @@ struct TaskData {
   std::vector<Buffer> inputs;
   std::vector<Buffer> reference;
   bool has_reference = false;
-  std::string reference_error;  // why the reference failed; empty while it has not
+  std::string reference_error;         // why the reference failed; empty while it has not
   std::map<std::string, double> kept;  // built candidates kept (config -> seconds)
 };
 
@@ -135,7 +136,7 @@ struct Candidate {
   int64_t items = 0;              // work items of one run over the batch
   int object = -1;                // the shared object it is built into
   bool reference = false;
-  std::string action;             // injected fault
+  std::string action;  // injected fault
 };
 
 struct Object {
@@ -166,8 +167,8 @@ std::string object_source(const std::vector<Candidate>& cands, const Object& o, 
     const Candidate& c = cands[i];
     src += fmt::format("\n// ---- candidate {} | {}\n", i, c.config.str());
     src += c.kernel.kernel.source;
-    src += codegen::cpu::abi_wrapper_source(c.kernel, c.symbol, batch,
-                                            batch_strides(c.kernel, batch));
+    src +=
+        codegen::cpu::abi_wrapper_source(c.kernel, c.symbol, batch, batch_strides(c.kernel, batch));
   }
   return src;
 }
@@ -213,9 +214,11 @@ bool same_bits_sentinel(float v) {
 
 class CpuMeasurer : public Measurer {
  public:
-  explicit CpuMeasurer(const MeasureOptions& o) : opt_(o), injections_(parse_injections(o.inject)) {}
+  explicit CpuMeasurer(const MeasureOptions& o)
+      : opt_(o), injections_(parse_injections(o.inject)) {}
 
-  std::vector<MeasureResult> measure(const TuneTask& task, const std::vector<ScheduleConfig>& configs,
+  std::vector<MeasureResult> measure(const TuneTask& task,
+                                     const std::vector<ScheduleConfig>& configs,
                                      double best_known_s) override;
   double build_seconds() const override { return build_s_; }
   double run_seconds() const override { return run_s_; }
@@ -380,9 +383,10 @@ MeasureResult CpuMeasurer::run_one(const TuneTask& task, TaskData& data, const C
       const bool both_nan = std::isnan(ref[e]) && std::isnan(got[e]);
       if (both_unwritten || both_nan) continue;
       if (!(std::fabs(got[e] - ref[e]) <= opt_.atol + opt_.rtol * std::fabs(ref[e]))) {
-        r.error = fmt::format("wrong output: argument {} element {} is {} where the default "
-                              "config computes {}",
-                              i, e, got[e], ref[e]);
+        r.error = fmt::format(
+            "wrong output: argument {} element {} is {} where the default "
+            "config computes {}",
+            i, e, got[e], ref[e]);
         return r;
       }
     }
@@ -395,10 +399,15 @@ MeasureResult CpuMeasurer::run_one(const TuneTask& task, TaskData& data, const C
     t0 = now();
     run();  // warm-up, also calibrates the runs per repeat
     const double warm = std::max(now() - t0, 1e-7);
-    const int number = static_cast<int>(std::clamp(std::ceil(opt_.min_repeat_s / warm), 1.0, 1e6));
+    // With flushes, every timed run starts cold: one run per repeat.
+    const int number =
+        flush ? 1 : static_cast<int>(std::clamp(std::ceil(opt_.min_repeat_s / warm), 1.0, 1e6));
     for (int rep = 0; rep < std::max(1, opt_.repeats); ++rep) {
       if (flush) {
         for (uint64_t e = 0; e < flush->count(); e += 16) flush->floats()[e] += 1.f;
+        // The flush writes back dirty lines: let the core's stores drain before the clock
+        // starts (a fence orders them).
+        std::atomic_thread_fence(std::memory_order_seq_cst);
       }
       t0 = now();
       for (int k = 0; k < number; ++k) run();
@@ -418,8 +427,10 @@ void CpuMeasurer::worker(int fd, const TuneTask& task, TaskData& data,
     runtime::ThreadPool pool(std::max(1, opt_.threads));
     std::unique_ptr<Buffer> flush;
     if (opt_.cache_flush) {
-      const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-      flush = std::make_unique<Buffer>(2 * static_cast<uint64_t>(llc > 0 ? llc : 32 << 20));
+      // Twice the core's private cache: in a model run a kernel's weights and inputs come from
+      // the shared last-level cache (or memory), not from L1/L2 warmed by its previous run.
+      const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+      flush = std::make_unique<Buffer>(2 * static_cast<uint64_t>(l2 > 0 ? l2 : 2 << 20));
       std::memset(flush->data(), 0, flush->bytes());
     }
     std::map<int, std::unique_ptr<runtime::KernelLibrary>> libs;
@@ -431,9 +442,10 @@ void CpuMeasurer::worker(int fd, const TuneTask& task, TaskData& data,
       try {
         auto& lib = libs[c.object];
         if (!lib)
-          lib = std::make_unique<runtime::KernelLibrary>(*objects[static_cast<size_t>(c.object)].so);
-        const MeasureResult r = run_one(task, data, c, *lib, pool, best_known_s, shared_ref,
-                                        flush.get());
+          lib =
+              std::make_unique<runtime::KernelLibrary>(*objects[static_cast<size_t>(c.object)].so);
+        const MeasureResult r =
+            run_one(task, data, c, *lib, pool, best_known_s, shared_ref, flush.get());
         out["times"] = r.times;
         out["median"] = r.median;
         out["error"] = r.error;
@@ -458,15 +470,26 @@ size_t CpuMeasurer::run_worker(const TuneTask& task, TaskData& data, std::vector
   for (const KernelArg& a : cands[0].kernel.args)
     if (a.output) ref_bytes += (a.bytes * static_cast<uint64_t>(task.task.batch) + 63) / 64 * 64;
   const size_t map_bytes = std::max<uint64_t>(ref_bytes, 64);
-  void* shared = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* shared =
+      mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) user_error("tuner: cannot map {} bytes of shared memory", map_bytes);
   int fds[2];
-  if (pipe(fds) != 0) user_error("tuner: cannot create a pipe to the measurement worker");
+  if (pipe(fds) != 0) {
+    munmap(shared, map_bytes);
+    user_error("tuner: cannot create a pipe to the measurement worker");
+  }
   const pid_t pid = fork();
-  if (pid < 0) user_error("tuner: cannot fork a measurement worker: {}", std::strerror(errno));
+  if (pid < 0) {
+    const int err = errno;
+    close(fds[0]);
+    close(fds[1]);
+    munmap(shared, map_bytes);
+    user_error("tuner: cannot fork a measurement worker: {}", std::strerror(err));
+  }
   if (pid == 0) {
     close(fds[0]);
-    worker(fds[1], task, data, cands, objects, start, best_known_s, static_cast<std::byte*>(shared));
+    worker(fds[1], task, data, cands, objects, start, best_known_s,
+           static_cast<std::byte*>(shared));
   }
   close(fds[1]);
   const int fd = fds[0];
@@ -507,17 +530,28 @@ size_t CpuMeasurer::run_worker(const TuneTask& task, TaskData& data, std::vector
       const nlohmann::json j = nlohmann::json::parse(buf.substr(0, nl), nullptr, false);
       buf.erase(0, nl + 1);
       if (j.is_discarded()) continue;
-      if (j.contains("begin")) {
-        current = j["begin"].get<long>();
+      // The worker runs untrusted code: take only well-formed lines about known candidates.
+      const auto index = [&](const char* f) -> long {
+        if (!j.contains(f) || !j[f].is_number_unsigned()) return -1;
+        const auto v = j[f].get<uint64_t>();
+        return v < cands.size() ? static_cast<long>(v) : -1;
+      };
+      if (index("begin") >= 0) {
+        current = index("begin");
         deadline = Clock::now() + std::chrono::duration<double>(opt_.timeout_s);
-      } else if (j.contains("result")) {
-        const auto i = j["result"].get<size_t>();
+      } else if (index("result") >= 0) {
+        const auto i = static_cast<size_t>(index("result"));
         MeasureResult& r = results[i];
-        r.error = j.value("error", "");
-        r.skipped = j.value("skipped", false);
-        if (r.error.empty()) {
-          r.times = j.value("times", std::vector<double>{});
-          r.median = j.value("median", 0.0);
+        try {
+          r.error = j.value("error", "");
+          r.skipped = j.value("skipped", false);
+          if (r.error.empty()) {
+            r.times = j.value("times", std::vector<double>{});
+            r.median = j.value("median", 0.0);
+          }
+        } catch (const nlohmann::json::exception&) {
+          r = MeasureResult{};
+          r.error = "the worker sent a malformed result";
         }
         done[i] = true;
         if (cands[i].reference && r.error.empty()) {
@@ -543,11 +577,10 @@ size_t CpuMeasurer::run_worker(const TuneTask& task, TaskData& data, std::vector
   munmap(shared, map_bytes);
   if (!killed && current >= 0 && !done[static_cast<size_t>(current)]) {
     // The worker died while running `current`.
-    std::string why = WIFSIGNALED(status)
-                          ? fmt::format("crashed: signal {} ({})", WTERMSIG(status),
-                                        strsignal(WTERMSIG(status)))
-                          : fmt::format("crashed: the worker exited with status {}",
-                                        WEXITSTATUS(status));
+    std::string why =
+        WIFSIGNALED(status)
+            ? fmt::format("crashed: signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)))
+            : fmt::format("crashed: the worker exited with status {}", WEXITSTATUS(status));
     results[static_cast<size_t>(current)].error = why;
     done[static_cast<size_t>(current)] = true;
     next = static_cast<size_t>(current) + 1;

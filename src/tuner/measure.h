@@ -9,9 +9,9 @@
 ///
 /// A run of a candidate: its first run's outputs are checked against the reference (the
 /// default config's outputs on the same random inputs); then one warm-up run, then `repeats`
-/// timed repeats, each running the kernel as often as lasts `min_repeat_s`, optionally after
-/// flushing the caches. The median repeat is the candidate's time (CPU time with one thread,
-/// see cpu_clock).
+/// timed repeats, each running the kernel as often as lasts `min_repeat_s` (or once, after
+/// flushing the core's caches). The median repeat is the candidate's time (CPU time with one
+/// thread, see cpu_clock).
 #include <map>
 #include <memory>
 #include <string>
@@ -23,16 +23,18 @@
 namespace yoloc::tuner {
 
 struct MeasureOptions {
-  int threads = 1;            ///< threads a kernel run is split over
-  int repeats = 5;            ///< timed repeats
+  int threads = 1;              ///< threads a kernel run is split over
+  int repeats = 5;              ///< timed repeats
   double min_repeat_s = 0.002;  ///< each repeat runs the kernel at least this long
-  double timeout_s = 10;      ///< per candidate in the worker (check, warm-up and repeats)
-  bool cache_flush = false;   ///< write over the last-level cache before each repeat
+  double timeout_s = 10;        ///< per candidate in the worker (check, warm-up and repeats)
+  /// Write over twice the core's private (L2) cache before each timed repeat, which is then
+  /// one run: the kernel starts cold, as it does in a model run.
+  bool cache_flush = false;
   /// With one thread, time the thread's CPU time instead of wall time: on a shared machine
   /// the time slices other processes take do not count (cache interference still does).
   bool cpu_clock = true;
-  int build_jobs = 2;         ///< compiler processes at once
-  int max_per_object = 4;     ///< candidates built into one shared object
+  int build_jobs = 2;      ///< compiler processes at once
+  int max_per_object = 4;  ///< candidates built into one shared object
   /// A candidate whose first run is this many times slower than the best known time of its
   /// task is timed by that run alone (its repeats would only cost time).
   double max_slowdown = 10;

@@ -29,9 +29,9 @@ std::string progress_line(const Progress& p) {
   return fmt::format(
       "[task {}/{}] {} | trials {} ({} failed) | best {} ({:.1f} GFLOP/s) cur {} | model {} "
       "(default {}) | {} elapsed, ETA {}",
-      p.task, p.tasks, p.task_name, trials, p.errors, format_seconds(p.best_s),
-      gflops(p.best_s), format_seconds(p.current_s), format_seconds(p.latency_s),
-      format_seconds(p.default_latency_s), format_duration(p.elapsed_s), format_duration(p.eta_s));
+      p.task, p.tasks, p.task_name, trials, p.errors, format_seconds(p.best_s), gflops(p.best_s),
+      format_seconds(p.current_s), format_seconds(p.latency_s), format_seconds(p.default_latency_s),
+      format_duration(p.elapsed_s), format_duration(p.eta_s));
 }
 
 ProgressDisplay::ProgressDisplay(std::FILE* out, bool enabled)

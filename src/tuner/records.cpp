@@ -1,8 +1,8 @@
 #include "tuner/records.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
-#include <algorithm>
 #include <filesystem>
 
 #include "core/error.h"
@@ -12,12 +12,21 @@ namespace yoloc::tuner {
 nlohmann::json record_to_json(const Record& r) {
   nlohmann::json cfg = nlohmann::json::object();
   for (const auto& [k, v] : r.config.values()) cfg[k] = v;
-  return {{"format", r.format},   {"tool", r.tool},       {"key", r.key},
-          {"template", r.template_name}, {"target", target_to_json(r.target)},
-          {"config", cfg},        {"batch", r.batch},     {"threads", r.threads},
+  return {{"format", r.format},
+          {"tool", r.tool},
+          {"key", r.key},
+          {"template", r.template_name},
+          {"target", target_to_json(r.target)},
+          {"config", cfg},
+          {"batch", r.batch},
+          {"threads", r.threads},
           {"clock", r.clock},
-          {"times", r.times},     {"median", r.median},   {"error", r.error},
-          {"flops", r.flops},     {"time", r.time}};
+          {"mode", r.mode},
+          {"times", r.times},
+          {"median", r.median},
+          {"error", r.error},
+          {"flops", r.flops},
+          {"time", r.time}};
 }
 
 namespace {
@@ -59,6 +68,7 @@ Record record_from_json(const nlohmann::json& j) {
   r.error = typed<std::string>(j, "error");
   r.flops = j.value("flops", 0.0);
   r.clock = j.value("clock", "wall");
+  r.mode = j.value("mode", "kernel");
   r.time = j.value("time", "");
   if (r.batch < 1) user_error("record batch {} is not positive", r.batch);
   return r;
@@ -134,10 +144,12 @@ std::map<std::string, std::map<std::string, ConfigTime>> config_times(
 
 std::map<std::string, Record> best_records(const std::vector<Record>& records,
                                            const RecordQuery& q) {
-  // How well a record's conditions match: batch and threads, batch, or only the hardware.
+  // How well a record's conditions match: batch and threads, batch, or only the hardware;
+  // at each of those, in the model before alone.
   const auto level = [&](const Record& r) {
-    if (r.batch != q.batch) return 0;
-    return q.threads == 0 || r.threads == q.threads ? 2 : 1;
+    const int in_model = r.mode == "model" ? 1 : 0;
+    if (r.batch != q.batch) return in_model;
+    return (q.threads == 0 || r.threads == q.threads ? 4 : 2) + in_model;
   };
   std::map<std::string, int> best_level;
   for (const Record& r : records) {

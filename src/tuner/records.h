@@ -5,6 +5,7 @@
 ///   {"format": 1, "tool": "0.1.0", "key": "conv2d_nchw16c_f32 n1 c64 ...", "template": "conv",
 ///    "target": {"kind": "cpu", "arch": "x86_64-avx512", "device": "...", "device_id": 0},
 ///    "config": {"ocb": 2, "owb": 8, ...}, "batch": 1, "threads": 1, "clock": "cpu",
+///    "mode": "kernel",
 ///    "times": [1.2e-4, ...], "median": 1.2e-4, "error": "", "flops": 1.8e8,
 ///    "time": "2026-11-30T10:00:00Z"}
 ///
@@ -35,9 +36,12 @@ struct Record {
   std::string template_name;  ///< the kernel template (informative)
   TuneTarget target;
   codegen::ScheduleConfig config;
-  int64_t batch = 1;          ///< images one run covers
-  int threads = 1;            ///< threads the run was split over
-  std::string clock = "wall"; ///< what `times` measure: "wall" or "cpu" (the thread's CPU time)
+  int64_t batch = 1;           ///< images one run covers
+  int threads = 1;             ///< threads the run was split over
+  std::string clock = "wall";  ///< what `times` measure: "wall" or "cpu" (the thread's CPU time)
+  /// "kernel": the kernel timed alone (the search); "model": timed inside whole-model runs,
+  /// per occurrence (the in-model re-measurement), which selection prefers.
+  std::string mode = "kernel";
   std::vector<double> times;  ///< seconds per run, one per timed repeat
   double median = 0;          ///< seconds; 0 with an error
   std::string error;          ///< why the candidate has no time; empty when it ran
@@ -104,9 +108,9 @@ std::map<std::string, std::map<std::string, ConfigTime>> config_times(
     const std::vector<Record>& records, const std::function<bool(const Record&)>& use);
 
 /// The fastest config per workload key among the records for the query's hardware: among the
-/// records that match the query best (batch and threads, then batch, then any), the config with
-/// the lowest ConfigTime. The record returned is the config's latest, with `median` set to its
-/// ConfigTime (for its batch).
+/// records that match the query best (batch and threads, then batch, then any; at each level
+/// in-model records before kernel ones), the config with the lowest ConfigTime. The record returned
+/// is the config's latest, with `median` set to its ConfigTime (for its batch).
 std::map<std::string, Record> best_records(const std::vector<Record>& records,
                                            const RecordQuery& q);
 

@@ -33,7 +33,8 @@ ScheduleConfig mutate(const ScheduleSpace& space, const ScheduleConfig& c, Rng& 
   for (const codegen::Knob& k : space.knobs)
     if (k.domain.size() > 1) movable.push_back(&k);
   if (movable.empty()) return c;
-  const codegen::Knob& k = *movable[std::uniform_int_distribution<size_t>(0, movable.size() - 1)(rng)];
+  const codegen::Knob& k =
+      *movable[std::uniform_int_distribution<size_t>(0, movable.size() - 1)(rng)];
   const auto cur = std::find(k.domain.begin(), k.domain.end(), c.get(k.name));
   const auto i = static_cast<int64_t>(cur - k.domain.begin());
   const auto n = static_cast<int64_t>(k.domain.size());
@@ -57,7 +58,8 @@ ScheduleConfig crossover(const ScheduleSpace& space, const ScheduleConfig& a,
                          const ScheduleConfig& b, Rng& rng) {
   ScheduleConfig out;
   std::bernoulli_distribution coin(0.5);
-  for (const codegen::Knob& k : space.knobs) out.set(k.name, coin(rng) ? a.get(k.name) : b.get(k.name));
+  for (const codegen::Knob& k : space.knobs)
+    out.set(k.name, coin(rng) ? a.get(k.name) : b.get(k.name));
   return out;
 }
 

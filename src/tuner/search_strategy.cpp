@@ -87,7 +87,8 @@ class EvolutionarySearch : public SearchStrategy {
     const std::vector<float> score = model_->predict(*s.task, pool);
     std::vector<size_t> order(pool.size());
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score[a] > score[b]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return score[a] > score[b]; });
     // Most by the model, the rest at random (at least one in a batch of four or more).
     const int random_n = n >= 4 ? std::max(1, n / 5) : 0;
     std::vector<ScheduleConfig> out;
@@ -116,9 +117,11 @@ class EvolutionarySearch : public SearchStrategy {
     }
     const codegen::cpu::CpuTask& t = s.task->task;
     std::vector<std::pair<ScheduleConfig, double>> best = s.measured;
-    std::sort(best.begin(), best.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    std::sort(best.begin(), best.end(),
+              [](const auto& a, const auto& b) { return a.second < b.second; });
     std::vector<ScheduleConfig> pop;
-    for (size_t i = 0; i < best.size() && pop.size() < kPopulation / 4; ++i) pop.push_back(best[i].first);
+    for (size_t i = 0; i < best.size() && pop.size() < kPopulation / 4; ++i)
+      pop.push_back(best[i].first);
     for (ScheduleConfig& c : draw(s, kPopulation - static_cast<int>(pop.size()), cache_, rng_))
       pop.push_back(std::move(c));
     if (pop.empty()) return out;

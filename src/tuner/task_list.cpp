@@ -29,8 +29,7 @@ double estimated_seconds(const TuneTask& t) {
   // About what the default kernels reach on one AVX-512 core: 50 GFLOP/s in registers,
   // 10 GB/s from memory.
   constexpr double kFlopsPerSecond = 50e9, kBytesPerSecond = 10e9;
-  return std::max(t.task.flops / kFlopsPerSecond,
-                  static_cast<double>(t.bytes) / kBytesPerSecond);
+  return std::max(t.task.flops / kFlopsPerSecond, static_cast<double>(t.bytes) / kBytesPerSecond);
 }
 
 std::string task_label(const TuneTask& t, size_t width) {

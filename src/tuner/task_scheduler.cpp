@@ -4,8 +4,7 @@
 
 namespace yoloc::tuner {
 
-TaskScheduler::TaskScheduler(std::vector<double> weights, std::vector<double> estimates,
-                             Options o)
+TaskScheduler::TaskScheduler(std::vector<double> weights, std::vector<double> estimates, Options o)
     : opt_(o) {
   YOLOC_CHECK(weights.size() == estimates.size(), "scheduler: {} weights for {} tasks",
               weights.size(), estimates.size());

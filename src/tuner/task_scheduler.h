@@ -40,7 +40,9 @@ class TaskScheduler {
   void finish(int i);
 
   bool done(int i) const { return tasks_[static_cast<size_t>(i)].done; }
-  int rounds(int i) const { return static_cast<int>(tasks_[static_cast<size_t>(i)].history.size()); }
+  int rounds(int i) const {
+    return static_cast<int>(tasks_[static_cast<size_t>(i)].history.size());
+  }
   /// Best time of task `i` so far, or its (calibrated) estimate.
   double seconds(int i) const;
   /// The (calibrated) estimate of task `i`'s time.

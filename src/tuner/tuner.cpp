@@ -28,8 +28,13 @@ class Tuner {
  public:
   Tuner(const std::vector<TuneTask>& tasks, const TuneOptions& o, Measurer& measurer,
         ProgressDisplay& progress)
-      : tasks_(tasks), o_(o), measurer_(measurer), progress_(progress), writer_(o.records),
-        runs_(tasks.size()), scheduler_(weights(tasks), estimates(tasks), scheduler_options(o)) {}
+      : tasks_(tasks),
+        o_(o),
+        measurer_(measurer),
+        progress_(progress),
+        writer_(o.records),
+        runs_(tasks.size()),
+        scheduler_(weights(tasks), estimates(tasks), scheduler_options(o)) {}
 
   TuneSummary run();
 
@@ -88,7 +93,8 @@ void Tuner::resume(const RecordSet& existing) {
   sum_.stale = existing.stale;
   for (const Record& r : existing.records) {
     const auto it = index.find(r.key);
-    if (it == index.end() || !record_matches(r, query)) continue;
+    // In-model records time a config in other conditions: not for the search.
+    if (it == index.end() || !record_matches(r, query) || r.mode != "kernel") continue;
     const TuneTask& task = tasks_[it->second];
     TaskRun& run = runs_[it->second];
     if (!r.config.in_space(task.task.space)) continue;
@@ -103,9 +109,10 @@ void Tuner::resume(const RecordSet& existing) {
   }
   for (size_t i = 0; i < tasks_.size(); ++i) scheduler_.seed(static_cast<int>(i), runs_[i].best_s);
   if (sum_.resumed > 0 || sum_.stale > 0)
-    progress_.note(fmt::format("resuming from {}: {} records of these tasks ({} of other "
-                               "versions ignored)",
-                               o_.records, sum_.resumed, sum_.stale));
+    progress_.note(
+        fmt::format("resuming from {}: {} records of these tasks ({} of other "
+                    "versions ignored)",
+                    o_.records, sum_.resumed, sum_.stale));
 }
 
 double Tuner::record(int i, const std::vector<ScheduleConfig>& configs,
@@ -175,6 +182,8 @@ bool Tuner::search_round() {
   scheduler_.update(i, static_cast<int>(configs.size()), run.best_s);
   if (first && run.default_s > 0) scheduler_.calibrate(i, run.default_s);
   if (first && !results[0].ok()) scheduler_.finish(i);  // no reference: nothing can be checked
+  if (std::all_of(results.begin(), results.end(), [](const auto& r) { return r.skipped; }))
+    scheduler_.finish(i);  // the task cannot be measured
   model_.train();
   show(i, round_best);
   return true;
@@ -189,16 +198,18 @@ void Tuner::verify() {
     return tasks_[a].occurrences() * runs_[a].best_s > tasks_[b].occurrences() * runs_[b].best_s;
   });
   if (order.empty()) return;
-  progress_.note(fmt::format("re-measuring the default and the {} best configs of {} tasks, {} "
-                             "times each",
-                             o_.verify_top, order.size(), o_.verify_rounds));
+  progress_.note(
+      fmt::format("re-measuring the default and the {} best configs of {} tasks, {} "
+                  "times each",
+                  o_.verify_top, order.size(), o_.verify_rounds));
   for (size_t i : order) {
     TaskRun& run = runs_[i];
     const TuneTask& task = tasks_[i];
     std::vector<std::pair<double, ScheduleConfig>> best;
     for (const auto& [c, s] : run.search.measured)
       if (!(c == task.task.default_config)) best.emplace_back(s, c);
-    std::sort(best.begin(), best.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::sort(best.begin(), best.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<ScheduleConfig> configs = {task.task.default_config};
     for (const auto& [s, c] : best) {
       if (static_cast<int>(configs.size()) > o_.verify_top) break;

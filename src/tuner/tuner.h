@@ -20,13 +20,13 @@ namespace yoloc::tuner {
 
 struct TuneOptions {
   TuneTarget target;
-  std::string records;            ///< the records file (appended; read first to resume)
-  int64_t batch = 1;              ///< images per run (of the graph the tasks come from)
-  int64_t trials = 256;           ///< measurements this run; 0: no limit but the time
-  double time_budget_s = 0;       ///< wall seconds; 0: no limit but the trials
+  std::string records;       ///< the records file (appended; read first to resume)
+  int64_t batch = 1;         ///< images per run (of the graph the tasks come from)
+  int64_t trials = 256;      ///< measurements this run; 0: no limit but the time
+  double time_budget_s = 0;  ///< wall seconds; 0: no limit but the trials
   std::string strategy = "evolutionary";
-  int round_size = 8;             ///< candidates per round
-  int early_stopping = 64;        ///< trials without improvement after which a task stops
+  int round_size = 8;       ///< candidates per round
+  int early_stopping = 64;  ///< trials without improvement after which a task stops
   uint64_t seed = 1;
   /// The final re-measurement: each tuned task's default and `verify_top` best configs are
   /// measured again `verify_rounds` times, side by side, so that the config chosen and the
@@ -45,12 +45,12 @@ struct TuneSummary {
   int resumed = 0;                 ///< matching records read from the file
   int stale = 0;                   ///< records of other versions in the file (ignored)
   double seconds = 0, build_s = 0, run_s = 0;
-  bool budget_spent = false;       ///< stopped by the trial or time budget (else: all tasks done)
+  bool budget_spent = false;  ///< stopped by the trial or time budget (else: all tasks done)
 };
 
 /// Tunes `tasks` (of one model) on `measurer`. Raises a UserError when the records file cannot
 /// be read or written, or when neither a trial nor a time budget is given.
-TuneSummary tune(const std::vector<TuneTask>& tasks, const TuneOptions& options,
-                 Measurer& measurer, ProgressDisplay& progress);
+TuneSummary tune(const std::vector<TuneTask>& tasks, const TuneOptions& options, Measurer& measurer,
+                 ProgressDisplay& progress);
 
 }  // namespace yoloc::tuner

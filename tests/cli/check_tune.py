@@ -2,7 +2,8 @@
 """`yoloc tune` end to end on a shared model with a tiny budget:
   - --list-tasks lists every kernel's workload with shares that add up to 100 %;
   - a grid run whose first conv candidates are made to crash and hang (YOLOC_TUNE_INJECT) writes
-    one JSON-lines record per trial, the crash and the hang among them, and goes on;
+    one JSON-lines record per trial, the crash and the hang among them, and goes on; then it
+    re-measures the best configs alone and inside the model ("model" records);
   - `compile --records` applies records (here: the valid non-default ones, made the fastest so
     that the tuned artifact really runs other configs) and its outputs match the untuned
     artifact's within 1e-4 (relative to the largest output);
@@ -64,17 +65,24 @@ def main():
     env = dict(os.environ, YOLOC_TUNE_INJECT="crash@conv:owb=1,unroll=2;hang@conv:owb=1,unroll=4")
     p = subprocess.run([args.yoloc, "tune", args.model, "--records", records, "--trials",
                         str(TRIALS), "--strategy", "grid", "--threads", "1", "--timeout", "2",
-                        "--repeats", "2", "--min-repeat-ms", "0.5"],
+                        "--repeats", "2", "--min-repeat-ms", "0.5", "--model-top", "1",
+                        "--model-rounds", "1", "--model-iters", "2"],
                        capture_output=True, text=True, env=env)
     if p.returncode != 0:
         fail(f"tune exited with {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
     if "trials" not in p.stderr:
         fail(f"no progress lines on stderr:\n{p.stderr[-2000:]}")
     rs = read_records(records)
-    # The search's trials, then the final re-measurement of the defaults and best configs.
+    # The search's trials, the re-measurement of the defaults and best configs alone, then
+    # each measured task's default and best config inside the model.
     m = re.search(r"(\d+) trials and (\d+) re-measurements", p.stdout)
-    if not m or int(m.group(1)) != TRIALS or len(rs) != TRIALS + int(m.group(2)):
+    im = re.search(r"timed (\d+) configs inside the model \((\d+) artifacts\)", p.stdout)
+    in_model = [r for r in rs if r.get("mode") == "model"]
+    if not m or not im or int(m.group(1)) != TRIALS or int(im.group(2)) != 2 or \
+            len(in_model) != int(im.group(1)) or not in_model or \
+            len(rs) != TRIALS + int(m.group(2)) + len(in_model):
         fail(f"{len(rs)} records for {TRIALS} trials and the re-measurements:\n{p.stdout}")
+    rs = [r for r in rs if r.get("mode", "kernel") == "kernel"]
     for r in rs:
         for field in ("key", "target", "config", "median", "times", "error", "tool", "format"):
             if field not in r:
@@ -127,7 +135,9 @@ def main():
     with open(report) as f:
         rep = json.load(f)
     measured = [t for t in rep["tasks"] if t["default_s"] > 0]
-    if len(rep["tasks"]) != tasks or not measured or "kernel sum" not in text:
+    in_model = [t for t in rep["tasks"] if t["model_default_s"] > 0]
+    if len(rep["tasks"]) != tasks or not measured or not in_model or \
+            "kernels in the model" not in text:
         fail(f"report: {len(rep['tasks'])} tasks, {len(measured)} with a default time:\n{text}")
     print(f"ok: {len(rs)} records ({len(errors)} failed), {want_tuned} tasks applied")
 

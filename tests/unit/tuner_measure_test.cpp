@@ -2,9 +2,12 @@
 // crashing, hanging and wrong candidates (each must cost one failed record, and tuning goes
 // on); resuming from a records file; budgets (with a measurer that only makes up times).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <map>
 
+#include "tuner/isolate.h"
 #include "tuner/tuner.h"
 #include "tuner_test_util.h"
 
@@ -39,7 +42,8 @@ TEST(TunerMeasure, CrashHangAndWrongCandidatesAreErrorsAndTuningGoesOn) {
   o.measure.timeout_s = 1;
   o.measure.repeats = 2;
   o.measure.min_repeat_s = 1e-4;
-  o.measure.inject = "crash@elementwise:unroll=2;hang@elementwise:unroll=4;wrong@elementwise:unroll=8";
+  o.measure.inject =
+      "crash@elementwise:unroll=2;hang@elementwise:unroll=4;wrong@elementwise:unroll=8";
   o.verify_rounds = 0;
   auto measurer = make_cpu_measurer(o.measure);
   ProgressDisplay quiet(stderr, false);
@@ -104,7 +108,8 @@ class FakeMeasurer : public Measurer {
   std::vector<MeasureResult> measure(const TuneTask& task, const std::vector<ScheduleConfig>& cs,
                                      double) override {
     if (!seen_.count(task.key())) {
-      EXPECT_EQ(cs.at(0), task.task.default_config) << "a task's first round starts with its default";
+      EXPECT_EQ(cs.at(0), task.task.default_config)
+          << "a task's first round starts with its default";
       seen_.insert(task.key());
     }
     std::vector<MeasureResult> out;
@@ -212,6 +217,33 @@ TEST(TunerLoop, BudgetsStopTheRun) {
   const TuneSummary t = tune(tasks, o, m, quiet);
   EXPECT_LT(t.seconds, 30);
   EXPECT_GT(t.trials, 0);
+}
+
+}  // namespace
+}  // namespace yoloc::tuner
+
+namespace yoloc::tuner {
+namespace {
+
+TEST(TunerIsolate, ResultsCrashesAndHangs) {
+  std::string error;
+  EXPECT_EQ(run_isolated([] { return std::string("fine"); }, 10, error), "fine");
+  EXPECT_FALSE(run_isolated(
+      [] {
+        std::raise(SIGSEGV);
+        return std::string();
+      },
+      10, error));
+  EXPECT_NE(error.find("crashed"), std::string::npos) << error;
+  EXPECT_FALSE(run_isolated([]() -> std::string { throw UserError("bad model"); }, 10, error));
+  EXPECT_NE(error.find("bad model"), std::string::npos) << error;
+  EXPECT_FALSE(run_isolated(
+      [] {
+        for (;;) pause();
+        return std::string();
+      },
+      0.3, error));
+  EXPECT_NE(error.find("timeout"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -41,6 +41,7 @@ TEST(TunerRecords, RoundTripThroughAFile) {
   a.batch = 4;
   a.threads = 2;
   a.clock = "cpu";
+  a.mode = "model";
   Record b = record("pool k2", ScheduleConfig({{"separable", 1}}), 0);
   b.times.clear();
   b.error = "crashed: signal 11 (Segmentation fault)";
@@ -65,6 +66,8 @@ TEST(TunerRecords, RoundTripThroughAFile) {
   EXPECT_EQ(x.batch, 4);
   EXPECT_EQ(x.threads, 2);
   EXPECT_EQ(x.clock, "cpu");
+  EXPECT_EQ(x.mode, "model");
+  EXPECT_EQ(set.records[1].mode, "kernel");
   EXPECT_EQ(x.times, a.times);
   EXPECT_DOUBLE_EQ(x.median, 1.5e-4);
   EXPECT_TRUE(x.ok());
@@ -139,6 +142,15 @@ TEST(TunerRecords, BestRecordPerKeyForTheTarget) {
   EXPECT_DOUBLE_EQ(n.median, 2e-3);
   const std::vector<Record> twice = {record("n", c1, 1e-3), record("n", c1, 4e-3)};
   EXPECT_DOUBLE_EQ(best_records(twice, q).at("n").median, 2.5e-3);
+  // Records timed inside the model win over records of kernels timed alone.
+  std::vector<Record> modes = {record("m", c1, 1e-3), record("m", c2, 2e-3)};
+  modes.push_back(record("m", c1, 3e-3));
+  modes.back().mode = "model";
+  modes.push_back(record("m", c2, 2.5e-3));
+  modes.back().mode = "model";
+  const Record chosen = best_records(modes, q).at("m");
+  EXPECT_EQ(chosen.config, c2);
+  EXPECT_EQ(chosen.mode, "model");
   q.target = target("Other CPU");
   q.batch = 1;
   const auto other = best_configs(rs, q);
