@@ -104,9 +104,13 @@ def main():
         "kernel_sum_default_ms": rep["kernel_sum_default_s"] * 1e3,
         "kernel_sum_tuned_ms": rep["kernel_sum_tuned_s"] * 1e3,
         "kernel_sum_speedup": rep["speedup"],
+        "in_model_kernel_sum_default_ms": rep["model_kernel_sum_default_s"] * 1e3,
+        "in_model_kernel_sum_tuned_ms": rep["model_kernel_sum_tuned_s"] * 1e3,
+        "in_model_kernel_sum_speedup": rep["model_speedup"],
         "clock": "thread CPU time" if a.threads == 1 else "wall",
         "per_task": [{k: t[k] for k in ("key", "occurrences", "default_s", "best_s", "speedup",
-                                        "default_config", "best_config", "measured", "errors")}
+                                        "model_default_s", "model_best_s", "default_config",
+                                        "best_config", "chosen_config", "measured", "errors")}
                      for t in rep["tasks"]],
     }
 
