@@ -5,6 +5,7 @@
 // the whole model (bench/ort_model.py), in alternating rounds. Writes JSON.
 //
 //   yoloc_cpu_conv_bench [MODEL.onnx] [--iters N] [--rounds N] [--json FILE] [--ort-script PATH]
+//                        [--isa avx512|avx2|neon|generic]   (default: this machine's)
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -74,12 +75,21 @@ int main(int argc, char** argv) {
   std::string model = "/work/shared/models/yolov8n.onnx", json_path = "cpu_conv_bench.json";
   std::string ort_script = std::string(YOLOC_SOURCE_DIR) + "/bench/ort_model.py";
   int iters = 15, rounds = 5;
+  CpuIsa isa = detect_host_isa();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--iters" && i + 1 < argc) iters = std::stoi(argv[++i]);
     else if (a == "--rounds" && i + 1 < argc) rounds = std::stoi(argv[++i]);
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "--ort-script" && i + 1 < argc) ort_script = argv[++i];
+    else if (a == "--isa" && i + 1 < argc) {
+      const auto v = parse_isa(argv[++i]);
+      if (!v) {
+        std::fprintf(stderr, "error: --isa takes one of %s\n", isa_names().c_str());
+        return 1;
+      }
+      isa = *v;
+    }
     else model = a;
   }
   try {
@@ -95,7 +105,8 @@ int main(int argc, char** argv) {
       for (const Node* n : g->nodes()) is_conv |= n->id == grp.anchor && n->op == "Conv";
       if (!is_conv) continue;
       ++convs;
-      const auto t = conv_task_from_group(*g, grp);
+      auto t = conv_task_from_group(*g, grp);
+      if (t) t->isa = isa;
       if (!t || !ConvTemplate::matches(*t)) {
         ++unmatched;
         std::printf("not generated: group %d %s\n", grp.id, grp.name.c_str());
@@ -109,7 +120,7 @@ int main(int argc, char** argv) {
       layers.push_back(std::move(l));
     }
     const auto c0 = Clock::now();
-    const SharedObject so = compile_shared_object(source);
+    const SharedObject so = compile_shared_object(source, host_compiler_options_for("c++", isa));
     const double compile_s = std::chrono::duration<double>(Clock::now() - c0).count();
     LoadedLibrary lib(so.bytes);
     std::mt19937 rng(1);
@@ -134,12 +145,13 @@ int main(int argc, char** argv) {
       if (t.residual) l.res = fill(l.out.size());
       gflop += t.flops() / 1e9;
     }
-    std::printf("%s: %d convs, %d generated, %.2f GFLOP, one shared object of %zu KiB built in "
-                "%.1f s\n", model.c_str(), convs, static_cast<int>(layers.size()), gflop,
-                so.bytes.size() / 1024, compile_s);
+    std::printf("%s: %d convs, %d generated for %s, %.2f GFLOP, one shared object of %zu KiB "
+                "built in %.1f s\n", model.c_str(), convs, static_cast<int>(layers.size()),
+                isa_name(isa), gflop, so.bytes.size() / 1024, compile_s);
 
     nlohmann::json result;
     result["model"] = model;
+    result["isa"] = isa_name(isa);
     result["convs"] = convs;
     result["generated"] = layers.size();
     result["gflop"] = gflop;

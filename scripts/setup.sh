@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine for yoloc and builds it (Release, in build/release):
-#   - the Debian packages it builds with (apt-get; sudo when not root),
+#   - the Debian packages it builds with (apt-get; sudo when not root), and the aarch64 cross
+#     compiler and qemu-user the `cross` tests use,
 #   - a Python virtual environment in build/venv with the test oracles (ONNX Runtime, onnx,
 #     numpy, pycocotools),
 #   - the build itself.
@@ -15,7 +16,8 @@ sudo=()
 packages=(build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   nlohmann-json3-dev libcli11-dev libfmt-dev libstb-dev libgtest-dev
-  libsodium-dev libxgboost-dev graphviz python3 python3-venv)
+  libsodium-dev libxgboost-dev graphviz python3 python3-venv
+  g++-aarch64-linux-gnu qemu-user)
 if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
   "${sudo[@]}" apt-get update -q
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "${packages[@]}"

@@ -72,6 +72,21 @@ Node* shared_activation(const Graph& g, const std::vector<Value*>& outs) {
   return first;
 }
 
+/// True when a branch's result (the conv output, or its activation's) feeds a Concat: the
+/// combined output's split slice cannot then be written into the concat buffer as well (it has
+/// one place), so combining would add a copy where the separate convs write in place.
+bool feeds_concat(const Graph& g, const std::vector<Node*>& convs) {
+  for (Node* c : convs) {
+    std::vector<Value*> results = {c->outputs[0]};
+    for (Node* u : g.users(c->outputs[0]))
+      if (u->def->has(kTraitElementwise) && u->inputs.size() == 1) results.push_back(u->outputs[0]);
+    for (Value* r : results)
+      for (Node* u : g.users(r))
+        if (u->op == "Concat") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool CombineParallelConv::run(Graph& g, PassContext&) {
@@ -84,7 +99,7 @@ bool CombineParallelConv::run(Graph& g, PassContext&) {
       if (!key.empty()) by_key[key].push_back(u);
     }
     for (auto& [key, convs] : by_key) {
-      if (convs.size() < 2) continue;
+      if (convs.size() < 2 || feeds_concat(g, convs)) continue;
       auto [w, b] = concat_params(convs);
       std::vector<int64_t> sizes;
       std::vector<Value*> outs;

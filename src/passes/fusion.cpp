@@ -139,6 +139,21 @@ class Partitioner {
     }
   }
 
+  /// Whether `in` is the only value group `id` makes for outside: a kernel runs after its last
+  /// node, so a group that joins a later node must not hold back values others read before.
+  bool single_exit(int id, const Value* in) {
+    for (Node* m : g_.nodes()) {
+      if (m->group != id) continue;
+      for (const Value* o : m->outputs) {
+        if (o == in) continue;
+        if (g_.is_output(o)) return false;
+        for (const Node* u : users(o))
+          if (u->group != id) return false;
+      }
+    }
+    return true;
+  }
+
   /// What is left: views need no kernel; pointwise chains share one; the rest is one each.
   void rest() {
     for (Node* n : g_.nodes()) {
@@ -151,7 +166,7 @@ class Partitioner {
         const Value* in = n->input(0);
         const Node* p = in ? in->producer : nullptr;
         if (p && p->group >= 0 && g_.groups[static_cast<size_t>(p->group)].kind == GroupKind::kElementwise &&
-            users(in).size() == 1 && !g_.is_output(in)) {
+            users(in).size() == 1 && !g_.is_output(in) && single_exit(p->group, in)) {
           n->group = p->group;
           continue;
         }

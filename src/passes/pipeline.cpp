@@ -16,6 +16,7 @@
 #include "passes/constant_folding.h"
 #include "passes/cse.h"
 #include "passes/dead_code_elimination.h"
+#include "passes/float_compute.h"
 #include "passes/fusion.h"
 #include "passes/layout_selection.h"
 #include "passes/quantization.h"
@@ -26,6 +27,8 @@ namespace yoloc {
 std::vector<std::unique_ptr<Pass>> make_pipeline(const PassContext& ctx) {
   std::vector<std::unique_ptr<Pass>> p;
   if (ctx.opt_level <= 0) return p;
+  // Numerics first: at fp32, a float16 model computes in float32 (Casts at its edges).
+  p.push_back(std::make_unique<FloatCompute>());
   // Clean-up: fold shape arithmetic and constants, remove identities and dead code.
   p.push_back(std::make_unique<ConstantFolding>());
   p.push_back(std::make_unique<AlgebraicSimplify>());

@@ -1,5 +1,6 @@
 #include "passes/views.h"
 
+#include <algorithm>
 #include <set>
 
 #include "ir/op_registry.h"
@@ -19,6 +20,32 @@ bool kernel_written(const Graph& g, const Value* v) {
 /// Reshape-like ops re-address contiguous memory and never need a copy.
 bool is_reshape_like(const Node& n) { return n.def->has(kTraitReshape); }
 
+/// Whether every value of `vals` lies in `whole`'s memory as a tensor of its own layout: all
+/// share the layout, and in a blocked layout (NCHWc) each part is a run of whole channel blocks
+/// (a part of 8 channels inside a 16-channel block is interleaved with its neighbour).
+bool same_layout_parts(const Value* whole, const std::vector<Value*>& vals) {
+  for (const Value* v : vals) {
+    if (!v || v->layout != whole->layout) return false;
+  }
+  if (whole->layout.layout != Layout::kNCHWc) return true;
+  const int64_t b = whole->layout.block;
+  const auto dims_equal_but_channels = [&](const Value* v) {
+    if (v->type.dims.size() != 4 || whole->type.dims.size() != 4) return false;
+    for (size_t d : {0u, 2u, 3u})
+      if (!(v->type.dims[d] == whole->type.dims[d])) return false;
+    return v->type.dims[1].known() && v->type.dims[1].value % b == 0;
+  };
+  return b > 0 && std::all_of(vals.begin(), vals.end(), dims_equal_but_channels);
+}
+
+/// A reshape re-addresses its input in place only between plain layouts, or when it keeps the
+/// shape (a blocked layout's element order depends on the shape).
+bool reshape_in_place(const Node& n) {
+  const Value *x = n.input(0), *y = n.outputs[0];
+  if (x->layout != y->layout) return false;
+  return x->layout.layout == Layout::kNCHW || x->type.dims == y->type.dims;
+}
+
 }  // namespace
 
 bool Views::run(Graph& g, PassContext&) {
@@ -26,7 +53,8 @@ bool Views::run(Graph& g, PassContext&) {
   // Split and step-1 Slice: consumers read their slice of the input in place, unless a
   // reshape-like view or the graph output needs the slice contiguous.
   for (Node* n : g.nodes()) {
-    if (is_reshape_like(*n) && n->input(0) && !n->input(0)->is_constant()) {
+    if (is_reshape_like(*n) && n->input(0) && !n->input(0)->is_constant() &&
+        reshape_in_place(*n)) {
       mark(n);
       changed = true;
       continue;
@@ -35,7 +63,9 @@ bool Views::run(Graph& g, PassContext&) {
     if (n->op == "Slice" && n->input(4) &&
         !(n->input(4)->is_constant() && constant_all_equal(n->input(4)->data, 1.0)))
       continue;
-    bool ok = n->input(0) && !n->input(0)->is_constant();
+    bool ok = n->input(0) && !n->input(0)->is_constant() &&
+              same_layout_parts(n->input(0), n->outputs) &&
+              (n->op == "Split" || n->input(0)->layout.layout == Layout::kNCHW);
     for (const Value* o : n->outputs) {
       if (g.is_output(o)) ok = false;
       for (const Node* u : g.users(o)) ok &= !is_reshape_like(*u) && u->op != "Concat";
@@ -51,11 +81,12 @@ bool Views::run(Graph& g, PassContext&) {
   std::set<const Value*> claimed;
   for (Node* n : g.nodes()) {
     if (n->op != "Concat") continue;
-    bool ok = true;
+    bool ok = same_layout_parts(n->outputs[0], n->inputs);
     std::set<const Value*> mine;
+    std::vector<Node*> split_runs;  // splits whose whole output run lies in this concat
     for (size_t i = 0; ok && i < n->inputs.size();) {
       const Value* in = n->input(i);
-      const Node* p = in ? in->producer : nullptr;
+      Node* p = in ? in->producer : nullptr;
       if (p && p->op == "Split" && !p->is_view() && p->input(0) &&
           i + p->outputs.size() <= n->inputs.size()) {
         // A split feeding a concat is not a view (above); its outputs in order re-form its input.
@@ -64,6 +95,7 @@ bool Views::run(Graph& g, PassContext&) {
         const Value* src = p->input(0);
         if (run && kernel_written(g, src) && !claimed.count(src) && mine.insert(src).second &&
             p->attrs.get_int("axis", 0) == n->attrs.get_int("axis", 0)) {
+          split_runs.push_back(p);
           i += p->outputs.size();
           continue;
         }
@@ -76,10 +108,7 @@ bool Views::run(Graph& g, PassContext&) {
     }
     if (!ok) continue;
     claimed.insert(mine.begin(), mine.end());
-    for (const Value* in : n->inputs) {
-      Node* p = in->producer;
-      if (p->op == "Split") mark(p);  // reads its slices of the concat buffer in place
-    }
+    for (Node* p : split_runs) mark(p);  // reads its slices of the concat buffer in place
     mark(n);
     changed = true;
   }

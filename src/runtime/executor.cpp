@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "runtime/host_check.h"
 
 namespace yoloc::runtime {
 namespace {
@@ -23,6 +24,7 @@ Executor::Executor(std::shared_ptr<const artifact::Artifact> artifact, int threa
     : artifact_(std::move(artifact)), pool_(checked_threads(threads)) {
   const std::string& where = artifact_->path();
   program_ = parse_program(artifact_->manifest(), where);
+  check_kernels_run_here(artifact_->manifest().target, artifact_->blob(program_.kernel_blob), where);
   library_ = std::make_unique<KernelLibrary>(artifact_->blob(program_.kernel_blob));
   // aligned_alloc wants a size that is a multiple of the alignment (and > 0).
   const uint64_t size = artifact::align_up(std::max<uint64_t>(program_.arena_bytes, 1));

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "core/error.h"
 
@@ -40,7 +41,19 @@ KernelLibrary::KernelLibrary(std::span<const std::byte> bytes) {
   if (fd_ >= 0) {
     if (!write_all(fd_, bytes))
       user_error("cannot write the kernel library into memory: {}", std::strerror(errno));
-    const std::string path = "/proc/self/fd/" + std::to_string(fd_);
+    // dlopen hands back an already loaded object of the same name: a library of an earlier
+    // artifact whose memfd had this number and that something still pins (its thread-local
+    // destructors, say). Pick a descriptor number whose path no loaded object has.
+    std::vector<int> spare;
+    std::string path = "/proc/self/fd/" + std::to_string(fd_);
+    while (void* old = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+      ::dlclose(old);  // drops the reference NOLOAD took
+      spare.push_back(fd_);
+      fd_ = ::dup(fd_);
+      if (fd_ < 0) user_error("cannot duplicate the kernel library's descriptor");
+      path = "/proc/self/fd/" + std::to_string(fd_);
+    }
+    for (int f : spare) ::close(f);
     handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   } else {
     std::string tmpl = (fs::temp_directory_path() / "yoloc-kernels-XXXXXX").string();

@@ -51,18 +51,22 @@ void add_compile(CLI::App& app) {
   add_detector_model_options(*c, o->model);
   c->add_option("-o,--output", o->output, "the artifact to write (.ycm)")->required();
   c->add_option("--target", o->target, "what to compile for: cpu")->capture_default_str();
-  c->add_option("--precision", o->precision, "numeric precision: fp32")->capture_default_str();
   c->add_option("--batch", o->model.batch, "images per run")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   c->add_option("--cc", o->cc,
                 "C++ compiler for the kernels (cross compilation, e.g. aarch64-linux-gnu-g++); "
                 "default: the host's c++");
+  c->add_option("--isa", o->isa,
+                 "vector ISA of the kernels: avx512, avx2, neon, generic (default: the best the "
+                 "compiler's target has: this CPU's, neon for aarch64)");
   c->add_option("--sign", o->sign_key, "sign the artifact with this Ed25519 secret key file");
   c->add_option("--emit-source", o->emit_source, "also write the generated kernel C++ to FILE");
+  c->add_option("--outputs", o->outputs,
+                 "compile these values as the outputs instead (debugging; no detector then)");
   c->add_option("--records", o->records,
                 "apply the best tuning record of each task from FILE (yoloc tune's records; only "
-                "records of this machine and tool version are used)");
+                "records of this machine, ISA and tool version are used)");
   c->add_flag("--force", o->force, "overwrite the output file if it exists");
   c->callback([o] {
     const CompileReport r = compile_model(*o);

@@ -22,6 +22,8 @@ struct ExecOptions {
   int opt_level = 1;
   std::string dump_ir;
   int threads = 1;
+  std::vector<std::string> outputs;
+  std::string precision = "auto";
 };
 
 /// Runs a compiled artifact: feeds by the manifest's input names.
@@ -61,8 +63,15 @@ void run_exec(const ExecOptions& o) {
     outputs = run_artifact(o, std::move(feeds));
   } else {
     auto g = onnx_frontend::import_onnx(o.model);
+    if (!o.outputs.empty()) select_outputs(*g, o.outputs, o.model);
     PassContext ctx;
     ctx.opt_level = o.opt_level;
+    if (o.precision == "fp32") {
+      ctx.precision = Precision::kFp32;
+    } else if (o.precision != "auto") {
+      user_error("--precision {}: exec takes auto (the model's own) or fp32 (quantized layers "
+                 "rewritten to float, as the cpu target compiles them)", o.precision);
+    }
     ctx.dump_dir = o.dump_ir;
     optimize(*g, ctx);
     outputs = run_reference(*g, feeds);
@@ -98,6 +107,11 @@ void add_exec(CLI::App& app) {
   c->add_option("--threads", o->threads, "threads running an artifact")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  c->add_option("--outputs", o->outputs, "return these values of an ONNX model instead");
+  c->add_option("--precision", o->precision,
+                 "auto: compute as the model says; fp32: dequantize quantized layers, as "
+                 "`compile --target cpu` does")
+      ->capture_default_str();
   c->add_option("--dump-ir", o->dump_ir, "write the IR after each graph pass to DIR/NN-<pass>.txt");
   c->callback([o] { run_exec(*o); });
 }

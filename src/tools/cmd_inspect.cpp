@@ -15,6 +15,8 @@
 #include "passes/layout_selection.h"
 #include "passes/pipeline.h"
 #include "tools/commands.h"
+#include "tools/detector_model.h"
+#include "tools/inspect_artifact.h"
 
 extern char** environ;
 
@@ -299,6 +301,10 @@ void export_dot(const Graph& g, const std::string& file) {
 }
 
 void run_inspect(const InspectOptions& o) {
+  if (is_artifact_path(o.model)) {
+    inspect_artifact(o.model, o.json);
+    return;
+  }
   onnx_frontend::ImportOptions io;
   for (const std::string& spec : o.dims) {
     const auto eq = spec.find('=');
@@ -331,7 +337,7 @@ void run_inspect(const InspectOptions& o) {
 void add_inspect(CLI::App& app) {
   auto o = std::make_shared<InspectOptions>();
   auto* c = app.add_subcommand("inspect", "Show a model's inputs, outputs, ops, size and FLOPs");
-  c->add_option("model", o->model, "ONNX model")->required();
+  c->add_option("model", o->model, "ONNX model, or a compiled .ycm artifact")->required();
   c->add_flag("--json", o->json, "print JSON instead of text");
   c->add_option("--dot", o->dot,
                 "write the graph as Graphviz DOT to FILE (and FILE's .svg beside it when "

@@ -30,6 +30,7 @@ struct TuneCliOptions {
   std::string strategy = "evolutionary";
   int threads = 0;
   std::string devices = "0";
+  std::string isa;  ///< empty: the host's best
   bool list_tasks = false;
   std::string report;
   int round_size = 8;
@@ -103,9 +104,16 @@ void list_tasks(const TuneCliOptions& o, const std::vector<tuner::TuneTask>& tas
 }
 
 void run_tune(const TuneCliOptions& o) {
-  const tuner::TuneTarget target = tuner::resolve_target(o.target, device_id(o.devices));
+  codegen::cpu::CpuIsa isa = codegen::cpu::detect_host_isa();
+  if (!o.isa.empty()) {
+    const auto parsed = codegen::cpu::parse_isa(o.isa);
+    if (!parsed)
+      user_error("--isa {}: unknown; choose one of {}", o.isa, codegen::cpu::isa_names());
+    isa = *parsed;
+  }
+  const tuner::TuneTarget target = tuner::resolve_target(o.target, device_id(o.devices), isa);
   const ImportedDetector d = import_for_cpu(o.model);
-  const std::vector<tuner::TuneTask> tasks = tuner::tuning_tasks(*d.graph);
+  const std::vector<tuner::TuneTask> tasks = tuner::tuning_tasks(*d.graph, isa);
   const int threads = o.threads > 0
                           ? o.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -150,6 +158,7 @@ void run_tune(const TuneCliOptions& o) {
     t.measure.cache_flush = o.cache_flush;
     t.measure.cpu_clock = !o.wall_clock;
     t.measure.build_jobs = o.build_jobs;
+    t.measure.cc = codegen::cpu::host_compiler_options_for("c++", isa);  // as compile builds
     if (const char* inject = std::getenv("YOLOC_TUNE_INJECT")) t.measure.inject = inject;
     const auto measurer = tuner::make_cpu_measurer(t.measure);
     tuner::ProgressDisplay progress(stderr, !o.quiet);
@@ -165,6 +174,7 @@ void run_tune(const TuneCliOptions& o) {
     if (in_model) {
       InModelOptions im = o.in_model;
       im.threads = threads;
+      im.isa = codegen::cpu::isa_name(isa);
       const InModelSummary m = measure_in_model(o.model, tasks, query, o.records, im, progress);
       progress.finish();
       if (m.artifacts > 0)
@@ -206,6 +216,9 @@ void add_tune(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   c->add_option("--devices", o->devices, "device to measure on (cpu: 0)")->capture_default_str();
+  c->add_option("--isa", o->isa,
+                "vector ISA of the kernels (as compile --isa): avx512, avx2, generic; default: "
+                "the best this CPU runs");
   c->add_flag("--list-tasks", o->list_tasks,
               "list the tasks with their FLOPs and share of the model's time, and stop");
   c->add_option("--report", o->report,

@@ -22,18 +22,6 @@ artifact::TensorSpec spec_of(const Value* v) {
   return {v->name, std::string(dtype_name(v->type.dtype)), v->type.static_shape()};
 }
 
-/// The host compiler, or a cross compiler: an aarch64 one builds for generic ARMv8-A.
-codegen::cpu::HostCompilerOptions compiler_options(const std::string& cc) {
-  codegen::cpu::HostCompilerOptions o;
-  if (cc.empty()) return o;
-  o.cxx = cc;
-  if (cc.find("aarch64") != std::string::npos) {
-    for (std::string& f : o.flags)
-      if (f == "-march=native") f = "-march=armv8-a";
-  }
-  return o;
-}
-
 void check_output(const CompileOptions& o) {
   if (o.output.empty()) user_error("compile needs an output file: -o OUT.ycm");
   if (!is_artifact_path(o.output))
@@ -54,28 +42,37 @@ CompileReport compile_model(const CompileOptions& o) {
   check_output(o);
   if (o.target != "cpu")
     user_error("--target {}: this build compiles for 'cpu' only", o.target);
-  if (o.precision != "fp32")
+  if (o.model.precision != "fp32" && o.model.precision != "auto")
     user_error("--precision {}: the cpu target computes in fp32 (quantized and fp16 models are "
                "compiled to fp32); pass --precision fp32",
-               o.precision);
+               o.model.precision);
 
-  ImportedDetector d = import_for_cpu(o.model);
+  ImportedDetector d = import_for_cpu(o.model, o.outputs);
   const Graph& g = *d.graph;
 
   codegen::cpu::CpuCompileOptions cpu;
-  cpu.cc = compiler_options(o.cc);
+  const std::string cxx = o.cc.empty() ? "c++" : o.cc;
+  if (o.isa.empty()) {
+    cpu.isa = codegen::cpu::default_isa_for_compiler(cxx);
+  } else if (auto isa = codegen::cpu::parse_isa(o.isa)) {
+    cpu.isa = *isa;
+  } else {
+    user_error("--isa {}: unknown; choose one of {}", o.isa, codegen::cpu::isa_names());
+  }
+  cpu.cc = codegen::cpu::host_compiler_options_for(cxx, cpu.isa);
   cpu.configs = o.configs;
   CompileReport report;
   if (!o.records.empty()) {
     if (!fs::exists(o.records)) user_error("--records {}: no such file", o.records);
     const tuner::RecordSet set = tuner::load_records(o.records);
-    // Records of another machine do not apply to a cross compile either: its kernels run
-    // elsewhere.
-    const tuner::RecordQuery q{tuner::host_cpu_target(), o.model.batch, 0};
+    // Records time kernels of one ISA on this machine: a cross compile's kernels run elsewhere.
+    const bool here = codegen::cpu::compiler_arch(cxx) == codegen::cpu::host_arch() &&
+                      codegen::cpu::host_can_run(cpu.isa);
+    const tuner::RecordQuery q{tuner::cpu_target(cpu.isa), o.model.batch, 0};
     for (const tuner::Record& r : set.records)
-      report.records_applicable += r.target.same_hardware(q.target) ? 1 : 0;
+      report.records_applicable += here && r.target.same_hardware(q.target) ? 1 : 0;
     report.records_stale = set.stale;
-    if (o.cc.empty()) cpu.configs.merge(tuner::best_configs(set.records, q));
+    if (here) cpu.configs.merge(tuner::best_configs(set.records, q));
   }
   report.build = codegen::cpu::compile_cpu(g, cpu);
   const codegen::cpu::CpuBuild& b = report.build;
@@ -86,9 +83,9 @@ CompileReport compile_model(const CompileOptions& o) {
 
   artifact::Manifest m;
   m.tool_version = YOLOC_VERSION;
-  m.family = std::string(detect::family_name(d.config.family));
-  m.target = o.cc.empty() ? "cpu" : "cpu:" + cpu.cc.cxx;
-  m.precision = o.precision;
+  if (o.outputs.empty()) m.family = std::string(detect::family_name(d.config.family));
+  m.target = fmt::format("cpu-{}", codegen::cpu::isa_name(cpu.isa));
+  m.precision = "fp32";
   for (const Value* v : g.inputs) m.inputs.push_back(spec_of(v));
   for (const Value* v : g.outputs) m.outputs.push_back(spec_of(v));
   m.class_names = d.names;
@@ -111,8 +108,10 @@ CompileReport compile_model(const CompileOptions& o) {
   return report;
 }
 
-ImportedDetector import_for_cpu(const DetectorModelOptions& options) {
+ImportedDetector import_for_cpu(const DetectorModelOptions& options,
+                                const std::vector<std::string>& outputs) {
   ImportedDetector d = import_detector(options);
+  if (!outputs.empty()) select_outputs(*d.graph, outputs, options.path);
   PassContext passes;
   passes.target = "cpu";
   passes.precision = Precision::kFp32;

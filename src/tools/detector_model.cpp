@@ -117,6 +117,18 @@ ImportedDetector import_detector(const DetectorModelOptions& o) {
   return d;
 }
 
+void select_outputs(Graph& g, const std::vector<std::string>& names, const std::string& where) {
+  std::vector<Value*> outs;
+  for (const std::string& n : names) {
+    Value* v = g.find_value(n);
+    if (!v || v->is_constant())
+      user_error("--outputs {}: '{}' has no computed value of that name", n, where);
+    outs.push_back(v);
+  }
+  g.outputs = outs;
+  g.remove_dead();
+}
+
 bool is_artifact_path(const std::string& path) {
   return std::filesystem::path(path).extension() == ".ycm";
 }
@@ -149,6 +161,11 @@ DetectorModel load_detector_model(const DetectorModelOptions& o) {
   // The graph optimizer at its default level: bit-identical outputs (tests/e2e/check_optimized.py)
   // with fewer nodes to run.
   PassContext passes;
+  if (o.precision == "fp32") {
+    passes.precision = Precision::kFp32;
+  } else if (o.precision != "auto") {
+    user_error("--precision {}: choose auto (as the model says) or fp32", o.precision);
+  }
   optimize(*d.graph, passes);
   m.names = std::move(d.names);
   std::shared_ptr<const Graph> graph(std::move(d.graph));
@@ -169,6 +186,10 @@ void add_detector_model_options(CLI::App& c, DetectorModelOptions& options) {
   c.add_option("--imgsz", options.imgsz,
                "input size for models with dynamic height/width (default: the export size, else "
                "640)");
+  c.add_option("--precision", options.precision,
+               "ONNX models: auto (compute as the model says) or fp32 (quantized layers in float, "
+               "as compile does)")
+      ->capture_default_str();
   c.add_option("--family", options.family,
                "model family when the model does not say: yolov5, yolov8, yolo11, yolov10, yolox");
 }

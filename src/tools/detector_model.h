@@ -23,6 +23,9 @@ struct DetectorModelOptions {
   float iou = 0.45f;
   int max_det = 300;
   int batch = 1;    ///< images per run (compile and bench; detection runs take 1)
+  /// ONNX models on the reference executor: "auto" computes as the model says, "fp32" rewrites
+  /// quantized layers to float as `compile --target cpu` does.
+  std::string precision = "auto";
   int threads = 0;  ///< --threads for artifacts; 0: the machine's hardware threads
 };
 
@@ -40,6 +43,10 @@ struct DetectorModel {
   std::unique_ptr<detect::Detector> detector;
   std::vector<std::string> names;
 };
+
+/// Makes the values named `names` the graph's outputs (and drops what they do not need);
+/// raises a UserError naming a value the model `where` lacks.
+void select_outputs(Graph& g, const std::vector<std::string>& names, const std::string& where);
 
 /// True when `path` names a compiled artifact (by its .ycm extension).
 bool is_artifact_path(const std::string& path);

@@ -1,12 +1,14 @@
 // The yoloc command line: a thin layer over the compiler and runtime APIs.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
 
 #include "core/error.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"yoloc: a deep-learning compiler and runtime for YOLO object detectors"};
+  app.set_version_flag("--version", std::string("yoloc ") + YOLOC_VERSION);
   app.require_subcommand(1);
   yoloc::tools::add_commands(app);
   try {

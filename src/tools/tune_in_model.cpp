@@ -126,6 +126,7 @@ InModelSummary measure_in_model(const DetectorModelOptions& model,
     c.model = model;
     c.output = (fs::path(dir.path) / fmt::format("rank{}.ycm", j)).string();
     c.configs = configs[j];
+    c.isa = o.isa;
     progress.note(fmt::format("in the model: compiling rank {} of {}", j + 1, ranks));
     compile_model(c);
     paths.push_back(c.output);

@@ -22,6 +22,7 @@ struct InModelOptions {
   int rounds = 3;   ///< turns over the artifacts
   int iters = 10;   ///< profiled runs of each artifact per turn (after one warm-up run)
   int threads = 1;  ///< the executor's threads
+  std::string isa;  ///< the kernels' ISA (compile --isa)
   double timeout_s = 600;
 };
 

@@ -39,7 +39,9 @@ struct MeasureOptions {
   /// task is timed by that run alone (its repeats would only cost time).
   double max_slowdown = 10;
   double rtol = 1e-3, atol = 1e-4;  ///< output check: |x - ref| <= atol + rtol * |ref|
-  codegen::cpu::HostCompilerOptions cc;
+  /// How candidates are built: as compile builds the host ISA's kernels by default.
+  codegen::cpu::HostCompilerOptions cc =
+      codegen::cpu::host_compiler_options_for("c++", codegen::cpu::detect_host_isa());
   /// Test hook ("crash:CFG;hang:CFG;wrong@TEMPLATE:CFG"): the worker crashes, hangs or
   /// corrupts the outputs when running a config that has every knob=value of CFG (e.g.
   /// "unroll=2" or "ocb=2,owb=4"), of any task or only of tasks of TEMPLATE (e.g.

@@ -23,19 +23,6 @@ std::string cpu_model_name() {
   return "unknown";
 }
 
-std::string cpu_isa() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return "x86_64-avx512";
-  if (__builtin_cpu_supports("avx2")) return "x86_64-avx2";
-  return "x86_64";
-#elif defined(__aarch64__)
-  return "aarch64";
-#else
-  return "unknown";
-#endif
-}
-
 }  // namespace
 
 std::string TuneTarget::str() const { return kind + "/" + arch + "/" + device; }
@@ -56,18 +43,23 @@ TuneTarget target_from_json(const nlohmann::json& j) {
   return t;
 }
 
-TuneTarget host_cpu_target() {
+TuneTarget cpu_target(codegen::cpu::CpuIsa isa) {
   TuneTarget t;
   t.kind = "cpu";
-  t.arch = cpu_isa();
+  t.arch = std::string(codegen::cpu::host_arch()) + "-" + codegen::cpu::isa_name(isa);
   t.device = cpu_model_name();
   return t;
 }
 
-TuneTarget resolve_target(const std::string& name, int device_id) {
+TuneTarget host_cpu_target() { return cpu_target(codegen::cpu::detect_host_isa()); }
+
+TuneTarget resolve_target(const std::string& name, int device_id, codegen::cpu::CpuIsa isa) {
   if (name == "cpu") {
     if (device_id != 0) user_error("--devices {}: the cpu target is one device (0)", device_id);
-    return host_cpu_target();
+    if (!codegen::cpu::host_can_run(isa))
+      user_error("--isa {}: this machine cannot run {} kernels, so it cannot time them",
+                 codegen::cpu::isa_name(isa), codegen::cpu::isa_name(isa));
+    return cpu_target(isa);
   }
   user_error("--target {}: this build tunes for 'cpu' only", name);
 }

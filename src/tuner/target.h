@@ -7,11 +7,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "codegen/cpu/isa.h"
+
 namespace yoloc::tuner {
 
 struct TuneTarget {
   std::string kind = "cpu";  ///< "cpu" (this build); "cuda" for a GPU target
-  std::string arch;          ///< cpu: ISA level, e.g. "x86_64-avx512"; cuda: e.g. "sm_90"
+  std::string arch;          ///< cpu: machine and kernel ISA, "x86_64-avx512"; cuda: "sm_90"
   std::string device;        ///< the device model, e.g. "Intel(R) Xeon(R) Processor"
   int device_id = 0;         ///< which device of the host measured
 
@@ -28,12 +30,14 @@ nlohmann::json target_to_json(const TuneTarget& t);
 /// Raises a UserError naming the missing field.
 TuneTarget target_from_json(const nlohmann::json& j);
 
-/// This machine's CPU: the widest x86 vector ISA the kernels use (-march=native) and the model
-/// name from /proc/cpuinfo.
+/// This machine's CPU running kernels generated for `isa`: arch "<machine>-<isa>" (e.g.
+/// "x86_64-avx512") and the model name from /proc/cpuinfo.
+TuneTarget cpu_target(codegen::cpu::CpuIsa isa);
+/// cpu_target of the best ISA this machine runs (what compile generates by default).
 TuneTarget host_cpu_target();
 
-/// The target a `--target NAME` option names on this host (device `device_id`). Raises a
-/// UserError for a target this build cannot measure.
-TuneTarget resolve_target(const std::string& name, int device_id = 0);
+/// The target a `--target NAME` option names on this host (device `device_id`; kernels for
+/// `isa`). Raises a UserError for a target this build cannot measure.
+TuneTarget resolve_target(const std::string& name, int device_id, codegen::cpu::CpuIsa isa);
 
 }  // namespace yoloc::tuner

@@ -5,10 +5,10 @@
 
 namespace yoloc::tuner {
 
-std::vector<TuneTask> tuning_tasks(const Graph& g) {
+std::vector<TuneTask> tuning_tasks(const Graph& g, codegen::cpu::CpuIsa isa) {
   std::vector<TuneTask> out;
   std::map<std::string, size_t> index;
-  for (codegen::cpu::CpuTask& t : codegen::cpu::extract_cpu_tasks(g)) {
+  for (codegen::cpu::CpuTask& t : codegen::cpu::extract_cpu_tasks(g, isa)) {
     auto it = index.find(t.key);
     if (it != index.end()) {
       out[it->second].groups.push_back(t.group);

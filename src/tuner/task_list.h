@@ -21,8 +21,10 @@ struct TuneTask {
   double model_flops() const { return task.flops * static_cast<double>(groups.size()); }
 };
 
-/// The workloads of `g` (after optimize() for target "cpu"), in the order of their first group.
-std::vector<TuneTask> tuning_tasks(const Graph& g);
+/// The workloads of `g` (after optimize() for target "cpu") with kernels for `isa`, in the order
+/// of their first group.
+std::vector<TuneTask> tuning_tasks(const Graph& g,
+                                   codegen::cpu::CpuIsa isa = codegen::cpu::detect_host_isa());
 
 /// A guess of one run's seconds before anything is measured (for shares and scheduling): the
 /// larger of its compute time and its memory time at rough rates of one modern core.

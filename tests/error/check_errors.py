@@ -174,6 +174,72 @@ class Case:
         return [[self.yoloc, "run", self.shared_model(), image, "--json", out + ".json"]], [
             "not-an-image.jpg"]
 
+    # --- compiled artifacts: made once (yoloc compile of yolov8n), then damaged copies ---
+
+    def _artifact(self):
+        cache = os.path.join(os.path.dirname(os.path.abspath(self.work)), "artifact-cache")
+        os.makedirs(cache, exist_ok=True)
+        path = os.path.join(cache, "yolov8n.ycm")
+        if not os.path.isfile(path):
+            p = subprocess.run([self.yoloc, "compile", self.shared_model(), "-o", path, "--force"],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                print(p.stdout, p.stderr)
+                raise SystemExit("FAIL: yoloc compile of the shared model failed")
+        with open(path, "rb") as f:
+            return f.read()
+
+    def _artifact_commands(self, path):
+        image = os.path.join(self.shared, "data", "images", "bus.jpg")
+        x = npy(self.work, "x.npy", [1, 3, 640, 640])
+        return [[self.yoloc, "run", path, image],
+                [self.yoloc, "inspect", path],
+                [self.yoloc, "bench", path, "--iters", "1", "--warmup", "0"],
+                [self.yoloc, "exec", path, "--input", f"images={x}", "--output-dir",
+                 os.path.join(self.work, "out")]]
+
+    def artifact_truncated(self):
+        data = self._artifact()
+        path = self.write("truncated.ycm", data[:len(data) // 2])
+        return self._artifact_commands(path), ["truncated.ycm", "truncated"]
+
+    def artifact_corrupt(self):
+        data = bytearray(self._artifact())
+        data[len(data) // 2] ^= 0xFF  # one bit flip in the weights
+        path = self.write("corrupt.ycm", bytes(data))
+        return self._artifact_commands(path), ["corrupt.ycm", "digest"]
+
+    def artifact_tampered(self):
+        data = self._artifact()
+        i = data.find(b'"yolov8"')
+        if i < 0:
+            raise SystemExit("FAIL: the manifest has no family to tamper with")
+        path = self.write("tampered.ycm", data[:i] + b'"yolov5"' + data[i + 8:])
+        return self._artifact_commands(path), ["tampered.ycm", "digest"]
+
+    def artifact_newer_version(self):
+        data = bytearray(self._artifact())
+        data[8:12] = (999).to_bytes(4, "little")  # the format version after the 8-byte magic
+        path = self.write("newer.ycm", bytes(data))
+        return self._artifact_commands(path), ["newer.ycm", "999"]
+
+    def artifact_not_an_artifact(self):
+        np = onnx_modules()[0]
+        data = np.random.default_rng(7).integers(0, 256, 4096, dtype=np.uint8).tobytes()
+        return self._artifact_commands(self.write("random.ycm", data)), ["random.ycm"]
+
+    def compile_output_exists(self):
+        existing = self.write("precious.ycm", b"user data")
+        self._checks_after = lambda: open(existing, "rb").read() == b"user data" or \
+            "the existing output file was overwritten"
+        return [[self.yoloc, "compile", self.shared_model(), "-o", existing]], [
+            "precious.ycm", "--force"]
+
+    def compile_unknown_target(self):
+        out = os.path.join(self.work, "x.ycm")
+        return [[self.yoloc, "compile", self.shared_model(), "-o", out, "--target", "tpu"]], [
+            "tpu", "cpu"]
+
 
 def check(cmd, needles):
     """Returns a list of problems with the command's behaviour (empty when it is right)."""
@@ -217,6 +283,10 @@ def main():
         for problem in check(cmd, needles):
             print(f"  FAIL: {problem}")
             failed = True
+    after = getattr(case, "_checks_after", None)
+    if after and after() is not True:
+        print(f"  FAIL: {after()}")
+        failed = True
     print("FAIL" if failed else "ok", args.case)
     return 1 if failed else 0
 

@@ -3,6 +3,7 @@
 // with the host compiler and compared with the reference Conv (+ activation + Add) ops.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
@@ -56,7 +57,10 @@ std::vector<ScheduleConfig> configs_of(const ConvTask& t) {
       {{"ocb", 2}, {"owb", 7}, {"ict", 1}, {"order", 0}, {"unroll", 16}},
       {{"ocb", 1}, {"owb", 28}, {"ict", 2}, {"order", 1}, {"unroll", 2}},
       {{"ocb", 4}, {"owb", 6}, {"ict", space.find("ict")->domain.back()}, {"order", 1},
-       {"unroll", 8}}};
+       {"unroll", 8}},
+      // Tiles that fit 16 ymm / 32 q registers too (the AVX2 and NEON ones).
+      {{"ocb", 1}, {"owb", 6}, {"ict", 1}, {"order", 0}, {"unroll", 4}},
+      {{"ocb", 2}, {"owb", 2}, {"ict", 2}, {"order", 1}, {"unroll", 1}}};
   for (const auto& v : tries) {
     ScheduleConfig c(v);
     if (ConvTemplate::valid(t, c)) out.push_back(c);
@@ -64,10 +68,14 @@ std::vector<ScheduleConfig> configs_of(const ConvTask& t) {
   return out;
 }
 
-void check_tasks(const std::vector<ConvTask>& tasks, int threads) {
+// Builds every task x configs_of for `isa` into one shared object (with the options yoloc uses
+// for that ISA) and compares each kernel with the reference.
+void check_tasks(const std::vector<ConvTask>& tasks, int threads,
+                 CpuIsa isa = detect_host_isa()) {
   std::vector<Case> cases;
   std::string source;
-  for (const ConvTask& t : tasks) {
+  for (ConvTask t : tasks) {
+    t.isa = isa;
     ASSERT_TRUE(ConvTemplate::matches(t)) << t.key();
     for (const ScheduleConfig& cfg : configs_of(t)) {
       ASSERT_TRUE(ConvTemplate::valid(t, cfg)) << cfg.str();
@@ -76,7 +84,7 @@ void check_tasks(const std::vector<ConvTask>& tasks, int threads) {
       cases.push_back(c);
     }
   }
-  const SharedObject so = compile_shared_object(source);
+  const SharedObject so = compile_shared_object(source, host_compiler_options_for("c++", isa));
   LoadedLibrary lib(so.bytes);
   ThreadPool pool(threads);
   std::mt19937 rng(7);
@@ -136,6 +144,72 @@ TEST(CpuConv, FirstConvThreeChannels) {
               1);
 }
 
+// The vector-extension kernels (the code AVX2, NEON and generic builds get), built for AVX2
+// (x86-64-v3) and for the compiler's default target (SSE2 on x86-64), on every kernel variant.
+class CpuConvPortable : public ::testing::TestWithParam<CpuIsa> {};
+
+TEST_P(CpuConvPortable, MatchesReference) {
+  const CpuIsa isa = GetParam();
+  if (!host_can_run(isa)) GTEST_SKIP() << "this machine does not run " << isa_name(isa);
+  check_tasks({ConvTask::make(1, 64, 8, 8, 32, 1, 1, 0, Activation::kSilu),
+               ConvTask::make(1, 48, 7, 13, 64, 1, 1, 0, Activation::kRelu, true),
+               ConvTask::make(1, 16, 12, 12, 32, 3, 1, 1, Activation::kSilu, true),
+               ConvTask::make(1, 32, 13, 10, 64, 3, 2, 1, Activation::kSilu),
+               ConvTask::make(1, 64, 9, 9, 16, 3, 2, 0, Activation::kRelu),
+               ConvTask::make(2, 3, 20, 22, 16, 3, 2, 1, Activation::kSilu)},
+              2, isa);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, CpuConvPortable,
+                         ::testing::Values(CpuIsa::kAvx2, CpuIsa::kGeneric),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+TEST(CpuConv, PortableSourceHasNoIntrinsics) {
+  ConvTask t = ConvTask::make(1, 32, 8, 8, 32, 3, 1, 1, Activation::kSilu);
+  t.isa = CpuIsa::kAvx512;
+  EXPECT_NE(ConvTemplate::emit(t, ConvTemplate::default_config(t), "k").source.find("_mm512"),
+            std::string::npos);
+  for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kNeon, CpuIsa::kGeneric}) {
+    t.isa = isa;
+    const std::string src = ConvTemplate::emit(t, ConvTemplate::default_config(t), "k").source;
+    EXPECT_EQ(src.find("immintrin"), std::string::npos) << isa_name(isa);
+    EXPECT_EQ(src.find("_mm"), std::string::npos) << isa_name(isa);
+    EXPECT_NE(t.key().find(isa_name(isa)), std::string::npos) << t.key();
+  }
+}
+
+// Register tiles per ISA: ocb x owb accumulators + ocb weights + 1 broadcast input, a 16-float
+// vector taking 1 of 32 zmm (AVX-512), 2 of 16 ymm (AVX2), 4 of 32 q (NEON) or 4 of 16 xmm.
+TEST(CpuConv, RegisterTilePerIsa) {
+  ConvTask t = ConvTask::make(1, 64, 20, 20, 64, 3, 1, 1);
+  const auto fits = [&](CpuIsa isa, int64_t ocb, int64_t owb) {
+    t.isa = isa;
+    return ConvTemplate::valid(
+        t, ScheduleConfig({{"ocb", ocb}, {"owb", owb}, {"ict", 1}, {"order", 0}, {"unroll", 1}}));
+  };
+  EXPECT_TRUE(fits(CpuIsa::kAvx512, 4, 6));    // 24 + 4 + 1 = 29 zmm
+  EXPECT_FALSE(fits(CpuIsa::kAvx512, 4, 7));   // 33
+  EXPECT_TRUE(fits(CpuIsa::kAvx512, 1, 20));   // 22
+  EXPECT_TRUE(fits(CpuIsa::kAvx2, 1, 6));      // (6 + 1) * 2 + 1 = 15 ymm
+  EXPECT_FALSE(fits(CpuIsa::kAvx2, 1, 7));     // 17
+  EXPECT_TRUE(fits(CpuIsa::kAvx2, 2, 2));      // (4 + 2) * 2 + 1 = 13
+  EXPECT_FALSE(fits(CpuIsa::kAvx2, 2, 4));     // 21
+  EXPECT_FALSE(fits(CpuIsa::kAvx2, 4, 1));     // 17
+  EXPECT_TRUE(fits(CpuIsa::kNeon, 1, 6));      // (6 + 1) * 4 + 1 = 29 q
+  EXPECT_FALSE(fits(CpuIsa::kNeon, 1, 7));     // 33
+  EXPECT_TRUE(fits(CpuIsa::kGeneric, 1, 2));   // (2 + 1) * 4 + 1 = 13 xmm
+  EXPECT_FALSE(fits(CpuIsa::kGeneric, 2, 1));  // 17
+  // The default config is valid for every ISA and task shape.
+  for (CpuIsa isa : {CpuIsa::kAvx512, CpuIsa::kAvx2, CpuIsa::kNeon, CpuIsa::kGeneric}) {
+    for (ConvTask u : {ConvTask::make(1, 3, 640, 640, 16, 3, 2, 1),
+                       ConvTask::make(1, 256, 20, 20, 256, 1, 1, 0),
+                       ConvTask::make(1, 64, 1, 1, 80, 3, 1, 1)}) {
+      u.isa = isa;
+      EXPECT_TRUE(ConvTemplate::valid(u, ConvTemplate::default_config(u))) << u.key();
+    }
+  }
+}
+
 TEST(CpuConv, SpaceAndValidity) {
   const ConvTask t = ConvTask::make(1, 64, 20, 20, 80, 3, 1, 1);
   const ScheduleSpace s = ConvTemplate::space(t);
@@ -154,6 +228,54 @@ TEST(CpuConv, SpaceAndValidity) {
   int64_t valid = 0;
   for (int64_t i = 0; i < s.size(); ++i) valid += ConvTemplate::valid(t, ScheduleConfig::at(s, i));
   EXPECT_GT(valid, 50);
+}
+
+TEST(CpuIsa, NamesAndHost) {
+  for (CpuIsa isa : {CpuIsa::kAvx512, CpuIsa::kAvx2, CpuIsa::kNeon, CpuIsa::kGeneric}) {
+    EXPECT_EQ(parse_isa(isa_name(isa)), isa);
+    EXPECT_EQ(registers_per_block(isa) * isa_info(isa).vector_floats, kBlock);
+  }
+  EXPECT_FALSE(parse_isa("sse9"));
+  EXPECT_EQ(isa_names(), "avx512, avx2, neon, generic");
+  EXPECT_TRUE(host_can_run(detect_host_isa()));
+  EXPECT_TRUE(host_can_run(CpuIsa::kGeneric));
+#if defined(__x86_64__)
+  EXPECT_FALSE(host_can_run(CpuIsa::kNeon));
+  EXPECT_EQ(detect_host_isa() == CpuIsa::kAvx512, __builtin_cpu_supports("avx512f") != 0);
+#endif
+}
+
+TEST(CpuIsa, CompilerOptions) {
+  const std::string arch = compiler_arch("c++");
+  ASSERT_EQ(arch, host_arch()) << "the test machine's c++ is expected to be a native compiler";
+  EXPECT_EQ(compiler_arch("/nonexistent/c++"), "");
+  EXPECT_EQ(default_isa_for_compiler("c++"), detect_host_isa());
+  const auto has = [](const HostCompilerOptions& o, const std::string& f) {
+    return std::find(o.flags.begin(), o.flags.end(), f) != o.flags.end();
+  };
+  const HostCompilerOptions host = host_compiler_options_for("c++", detect_host_isa());
+  EXPECT_TRUE(has(host, "-march=native"));
+  EXPECT_TRUE(has(host, "-shared") && has(host, "-fPIC") && has(host, "-ffp-contract=fast"));
+  const HostCompilerOptions generic = host_compiler_options_for("c++", CpuIsa::kGeneric);
+  EXPECT_TRUE(std::none_of(generic.flags.begin(), generic.flags.end(),
+                           [](const std::string& f) { return f.rfind("-march", 0) == 0; }));
+#if defined(__x86_64__)
+  if (detect_host_isa() != CpuIsa::kAvx2) {
+    EXPECT_TRUE(has(host_compiler_options_for("c++", CpuIsa::kAvx2), "-march=x86-64-v3"));
+  }
+  try {
+    host_compiler_options_for("c++", CpuIsa::kNeon);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("aarch64"), std::string::npos) << e.what();
+  }
+#endif
+  if (compiler_arch("aarch64-linux-gnu-g++") == "aarch64") {
+    EXPECT_EQ(default_isa_for_compiler("aarch64-linux-gnu-g++"), CpuIsa::kNeon);
+    const HostCompilerOptions o = host_compiler_options_for("aarch64-linux-gnu-g++", CpuIsa::kNeon);
+    EXPECT_EQ(o.cxx, "aarch64-linux-gnu-g++");
+    EXPECT_TRUE(has(o, "-march=armv8-a"));
+  }
 }
 
 TEST(CpuConv, CompilerErrorIsUserErrorWithLog) {

@@ -19,6 +19,7 @@
 #include "codegen/cpu/resize_template.h"
 #include "codegen/cpu/tail_template.h"
 #include "frontend/onnx/importer.h"
+#include "cpu_test_util.h"
 #include "graph_builder.h"
 #include "passes/pipeline.h"
 
@@ -28,57 +29,6 @@ namespace {
 using testing::input;
 using testing::node;
 using testing::random_tensor;
-
-// The group's nodes as a graph of their own: its activations become inputs, its outputs the
-// graph's outputs (in GroupIO order).
-std::unique_ptr<Graph> subgraph(const GroupIO& io) {
-  auto s = std::make_unique<Graph>();
-  std::map<const Value*, Value*> m;
-  for (const Value* v : io.inputs) {
-    if (v->is_constant()) {
-      m[v] = s->add_constant(v->name, v->data);
-    } else {
-      m[v] = s->add_value(v->name, v->type);
-      s->inputs.push_back(m[v]);
-    }
-  }
-  for (const Node* n : io.nodes) {
-    std::vector<Value*> ins;
-    for (const Value* v : n->inputs) ins.push_back(v ? m.at(v) : nullptr);
-    Node* c = s->add_node(n->op, ins, n->outputs.size(), n->attrs, n->name);
-    for (size_t i = 0; i < n->outputs.size(); ++i) m[n->outputs[i]] = c->outputs[i];
-  }
-  for (const Value* v : io.outputs) s->outputs.push_back(m.at(v));
-  infer_shapes(*s);
-  return s;
-}
-
-bool blocked(const Value* v) { return v->layout.layout == Layout::kNCHWc; }
-
-// A logical NCHW tensor in the value's layout, and back.
-std::vector<float> to_layout(const Value* v, const Tensor& t) {
-  const float* d = t.data<float>();
-  if (!blocked(v)) return std::vector<float>(d, d + t.numel());
-  const Shape s = t.shape();
-  return to_nchw16c(d, s[0], s[1], s[2], s[3]);
-}
-std::vector<float> from_layout(const Value* v, const std::vector<float>& x) {
-  if (!blocked(v)) return x;
-  const Shape s = v->type.static_shape();
-  return from_nchw16c(x.data(), s[0], s[1], s[2], s[3]);
-}
-
-void expect_close(const std::vector<float>& got, const Tensor& want, const std::string& what) {
-  ASSERT_EQ(static_cast<int64_t>(got.size()), want.numel()) << what;
-  int bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const float ref = want.data<float>()[i];
-    if (!(std::fabs(got[i] - ref) <= 1e-4f * std::max(1.f, std::fabs(ref))) && bad++ < 5) {
-      ADD_FAILURE() << what << " element " << i << ": got " << got[i] << ", want " << ref;
-    }
-  }
-  EXPECT_EQ(bad, 0) << what;
-}
 
 // One kernel of the IR-driven ABI to check: its group, the arrays it takes and makes.
 struct Case {
@@ -128,20 +78,6 @@ void run_cases(const std::vector<Case>& cases) {
   }
 }
 
-std::unique_ptr<Graph> optimized(std::unique_ptr<Graph> g) {
-  PassContext ctx;
-  ctx.target = "cpu";
-  optimize(*g, ctx);
-  return g;
-}
-
-std::unique_ptr<Graph> shared_model(const std::string& file) {
-  const char* env = std::getenv("YOLOC_SHARED_DIR");
-  const auto path = std::filesystem::path(env ? env : YOLOC_SHARED_DIR) / "models" / file;
-  if (!std::filesystem::exists(path)) return nullptr;
-  return optimized(onnx_frontend::import_onnx(path.string()));
-}
-
 std::vector<const FusedGroup*> groups_of(const Graph& g, GroupKind kind) {
   std::vector<const FusedGroup*> out;
   for (const FusedGroup& grp : g.groups) {
@@ -181,7 +117,13 @@ Value* conv(Graph& g, Value* x, int64_t out_c, int64_t k, int64_t stride, int64_
 
 // --- depthwise conv: its own ABI (the conv one) ---
 
-TEST(CpuTemplates, DepthwiseConv) {
+// Built for each ISA the host runs (the kernel is the same C++; the build flags and the default
+// tile differ).
+class CpuTemplatesDepthwise : public ::testing::TestWithParam<CpuIsa> {};
+
+TEST_P(CpuTemplatesDepthwise, MatchesReference) {
+  const CpuIsa isa = GetParam();
+  if (!host_can_run(isa)) GTEST_SKIP() << "this machine does not run " << isa_name(isa);
   auto g = std::make_unique<Graph>();
   Value* x = input(*g, "x", {2, 8, 13, 11});
   Value* a = node(*g, "SiLU", {conv(*g, x, 32, 1, 1, 1, 1)});    // blocked, 32
@@ -199,8 +141,9 @@ TEST(CpuTemplates, DepthwiseConv) {
   std::vector<DwCase> cases;
   std::string source;
   for (const FusedGroup* grp : groups_of(*g, GroupKind::kAnchor)) {
-    const auto t = conv_task_from_group(*g, *grp);
+    auto t = conv_task_from_group(*g, *grp);
     if (!t || !DwConvTemplate::matches(*t)) continue;
+    t->isa = isa;
     for (int64_t owb : {int64_t{0}, int64_t{1}, int64_t{4}, int64_t{16}}) {
       const ScheduleConfig cfg =
           owb == 0 ? DwConvTemplate::default_config(*t) : ScheduleConfig({{"owb", owb}});
@@ -211,7 +154,7 @@ TEST(CpuTemplates, DepthwiseConv) {
     }
   }
   ASSERT_GE(cases.size(), 10u);  // 4 depthwise groups x 3-4 configs
-  const SharedObject so = compile_shared_object(source);
+  const SharedObject so = compile_shared_object(source, host_compiler_options_for("c++", isa));
   LoadedLibrary lib(so.bytes);
   ThreadPool pool(2);
   for (const DwCase& c : cases) {
@@ -237,6 +180,13 @@ TEST(CpuTemplates, DepthwiseConv) {
                  c.t.key());
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Isas, CpuTemplatesDepthwise,
+                         ::testing::Values(detect_host_isa(), CpuIsa::kAvx2, CpuIsa::kGeneric),
+                         [](const auto& info) {
+                           return std::string(info.index == 0 ? "host_" : "") +
+                                  isa_name(info.param);
+                         });
 
 // --- pooling ---
 

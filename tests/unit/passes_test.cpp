@@ -10,6 +10,7 @@
 #include "passes/combine_parallel_conv.h"
 #include "passes/constant_folding.h"
 #include "passes/cse.h"
+#include "passes/float_compute.h"
 #include "passes/fusion.h"
 #include "passes/layout_selection.h"
 #include "passes/pipeline.h"
@@ -279,4 +280,112 @@ TEST(LayoutSelection, BlockedInsideConvRegionsNchwAtTheEdges) {
   g2.outputs.push_back(conv(g2, y, 16, 16, 1, 4));
   EXPECT_FALSE(LayoutSelection().run(g2, reference));
   EXPECT_EQ(count_layout_conversions(g2), 0u);
+}
+
+namespace {
+
+// y = Cast<float16>(x * 0.5h) + 0.25h on a float16 input x[1, 4]: a float16 model with a
+// Cast to float16 inside.
+struct HalfGraph {
+  Graph g;
+  Value* x = nullptr;
+  Value* y = nullptr;
+};
+
+void build_half_graph(HalfGraph& h) {
+  Graph& g = h.g;
+  h.x = g.add_value("x", TensorType(DType::kFloat16, {1, 4}));
+  g.inputs.push_back(h.x);
+  Value* half_c = g.add_constant("half", Tensor::scalar<float>(0.5f).cast(DType::kFloat16));
+  Value* quarter = g.add_constant("quarter", Tensor::scalar<float>(0.25f).cast(DType::kFloat16));
+  Attrs to16;
+  to16.set("to", std::string("float16"));
+  Value* m = node(g, "Cast", {node(g, "Mul", {h.x, half_c})}, to16);
+  h.y = node(g, "Add", {m, quarter});
+  g.outputs.push_back(h.y);
+}
+
+}  // namespace
+
+TEST(FloatCompute, ComputesAFloat16GraphInFloat32WithCastsAtTheEdges) {
+  HalfGraph h;
+  build_half_graph(h);
+  PassContext ctx;
+  ctx.precision = Precision::kFp32;
+  ctx.target = "cpu";
+  EXPECT_TRUE(FloatCompute().run(h.g, ctx));
+  verify(h.g);
+  // The edges keep their float16 type.
+  ASSERT_EQ(h.g.inputs.size(), 1u);
+  ASSERT_EQ(h.g.outputs.size(), 1u);
+  EXPECT_EQ(h.g.inputs[0], h.x);
+  EXPECT_EQ(h.g.outputs[0], h.y);
+  EXPECT_EQ(h.x->type.dtype, DType::kFloat16);
+  EXPECT_EQ(h.y->type.dtype, DType::kFloat16);
+  // Inside, everything is float32: the input's only reader is a Cast to float32, the output is
+  // made by a Cast to float16 of a float32 value.
+  const auto readers = h.g.users(h.x);
+  ASSERT_EQ(readers.size(), 1u);
+  EXPECT_EQ(readers[0]->op, "Cast");
+  EXPECT_EQ(readers[0]->attrs.get_string("to"), "float32");
+  ASSERT_NE(h.y->producer, nullptr);
+  EXPECT_EQ(h.y->producer->op, "Cast");
+  EXPECT_EQ(h.y->producer->attrs.get_string("to"), "float16");
+  EXPECT_EQ(h.y->producer->input(0)->type.dtype, DType::kFloat32);
+  for (const Node* n : h.g.nodes()) {
+    for (const Value* in : n->inputs) {
+      if (in != h.x) EXPECT_EQ(in->type.dtype, DType::kFloat32) << n->label();
+    }
+    for (const Value* o : n->outputs) {
+      if (o != h.y) EXPECT_EQ(o->type.dtype, DType::kFloat32) << n->label();
+    }
+  }
+  // The inner Cast became float32 -> float32: algebraic simplification removes it.
+  EXPECT_EQ(count_op(h.g, "Cast"), 3u);
+  PassContext plain;
+  EXPECT_TRUE(AlgebraicSimplify().run(h.g, plain));
+  verify(h.g);
+  EXPECT_EQ(count_op(h.g, "Cast"), 2u);
+  // x * 0.5 + 0.25, computed by hand; every value is exact in float16.
+  const Tensor x = Tensor::from_vector<float>({1, 4}, {1.f, -2.f, 3.5f, 100.f}).cast(DType::kFloat16);
+  const auto out = run_reference(h.g, {{"x", x}});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].tensor.dtype(), DType::kFloat16);
+  const std::vector<double> want = {0.75, -0.75, 2.0, 50.25};
+  EXPECT_EQ(out[0].tensor.to_doubles(), want);
+}
+
+TEST(FloatCompute, KeepsTheModelsNumericsAtOtherPrecisions) {
+  for (Precision p : {Precision::kAuto, Precision::kFp16, Precision::kBf16, Precision::kInt8}) {
+    HalfGraph h;
+    build_half_graph(h);
+    PassContext ctx;
+    ctx.precision = p;
+    ctx.target = "cpu";
+    EXPECT_FALSE(FloatCompute().run(h.g, ctx));
+    EXPECT_EQ(count_op(h.g, "Cast"), 1u);
+    EXPECT_EQ(h.y->producer->op, "Add");
+    EXPECT_EQ(h.y->producer->input(1)->data.dtype(), DType::kFloat16);
+  }
+}
+
+TEST(FloatCompute, LeavesFloat32GraphsAlone) {
+  Graph g;
+  Value* x = input(g, "x", {1, 4});
+  g.outputs.push_back(node(g, "Add", {x, g.add_constant("b", scalar(2))}));
+  PassContext ctx;
+  ctx.precision = Precision::kFp32;
+  EXPECT_FALSE(FloatCompute().run(g, ctx));
+  EXPECT_EQ(g.num_nodes(), 1u);
+}
+
+TEST(FloatCompute, RunsInThePipelineAtFp32) {
+  HalfGraph h;
+  build_half_graph(h);
+  PassContext ctx;
+  ctx.precision = Precision::kFp32;
+  ctx.target = "cpu";
+  optimize(h.g, ctx);
+  EXPECT_EQ(count_op(h.g, "Cast"), 2u);
+  EXPECT_EQ(h.g.outputs[0]->type.dtype, DType::kFloat16);
 }

@@ -18,14 +18,19 @@ class TunerSearch : public ::testing::Test {
   void SetUp() override {
     graph_ = testing::small_tuning_graph();
     tasks_ = tuning_tasks(*graph_);
+    for (const TuneTask& t : tasks_)
+      if (t.key().find(" c16 h12 w12 k32 3x3 ") != std::string::npos) conv_ = &t;
+    ASSERT_TRUE(conv_) << "no 3x3 conv 16 -> 32 task";
   }
+  const TuneTask* conv_ = nullptr;  // the 3x3 conv, 16 -> 32 channels
   std::unique_ptr<Graph> graph_;
   std::vector<TuneTask> tasks_;
 };
 
 TEST_F(TunerSearch, TasksOfTheSmallGraph) {
-  // Two distinct convs (3x3 16->32; 1x1 32->16, twice) and the Sigmoid-Mul-Tanh chain.
-  ASSERT_EQ(tasks_.size(), 3u);
+  // Three distinct convs (3x3 3->16 and 16->32; 1x1 32->16, twice), the Sigmoid-Mul-Tanh chain
+  // and the kernel of the two output Sigmoids.
+  ASSERT_EQ(tasks_.size(), 5u);
   std::multiset<std::string> names;
   int groups = 0;
   for (const TuneTask& t : tasks_) {
@@ -35,14 +40,14 @@ TEST_F(TunerSearch, TasksOfTheSmallGraph) {
     EXPECT_GT(t.bytes, 0u);
     EXPECT_TRUE(t.task.valid(t.task.default_config)) << t.key();
   }
-  EXPECT_EQ(groups, 4);
-  EXPECT_EQ(names, (std::multiset<std::string>{"conv", "conv", "elementwise"}));
+  EXPECT_EQ(groups, 6);
+  EXPECT_EQ(names, (std::multiset<std::string>{"conv", "conv", "conv", "elementwise", "tail"}));
   // 3x3 conv: 2 * K * OH * OW * C * 9 by hand.
-  EXPECT_DOUBLE_EQ(tasks_[0].task.flops, 2.0 * 32 * 12 * 12 * 16 * 9);
+  EXPECT_DOUBLE_EQ(conv_->task.flops, 2.0 * 32 * 12 * 12 * 16 * 9);
 }
 
 TEST_F(TunerSearch, EnumerationMatchesTheConvRule) {
-  const TuneTask& t = tasks_[0];  // 3x3, K = 32 (2 blocks), OW = 12
+  const TuneTask& t = *conv_;  // 3x3, K = 32 (2 blocks), OW = 12
   const auto all = enumerate_valid(t.task);
   ASSERT_TRUE(all);
   // The conv template's documented rule, counted here independently: ocb divides K/16, the
@@ -63,7 +68,7 @@ TEST_F(TunerSearch, EnumerationMatchesTheConvRule) {
 }
 
 TEST_F(TunerSearch, SamplesMutationsAndCrossoversStayInTheSpace) {
-  const TuneTask& t = tasks_[0];
+  const TuneTask& t = *conv_;
   Rng rng(7);
   for (int i = 0; i < 200; ++i) {
     const auto a = sample_valid(t.task, rng);
@@ -116,7 +121,7 @@ TEST_F(TunerSearch, EveryStrategyProposesEachValidConfigOnce) {
 
 TEST_F(TunerSearch, EvolutionBreedsValidConfigs) {
   // Breeding instead of ranking the whole space (what larger spaces get).
-  const TuneTask& t = tasks_[0];
+  const TuneTask& t = *conv_;
   CostModel model;
   auto s = make_strategy("evolutionary", &model, 5, 0);
   EXPECT_EQ(exhaust(*s, t, 8, &model), enumerate_valid(t.task)->size());

@@ -14,17 +14,20 @@
 
 namespace yoloc::testing {
 
-/// a = Conv 3x3 (16 -> 32) of x[1,16,12,12]; outputs Conv 1x1 (32 -> 16) of Tanh(Sigmoid(a) * c)
-/// and of a itself. Optimized for the CPU: three tasks, the 3x3 conv, the elementwise chain
-/// (blocked layout; it cannot fuse into the conv, whose output has another reader) and the 1x1
-/// conv, which two groups share.
+/// c0 = Conv 3x3 (3 -> 16) of x[1,3,12,12]; a = Conv 3x3 (16 -> 32) of c0; then Conv 1x1
+/// (32 -> 16) of Tanh(Sigmoid(a) * c) and of a itself, each followed by a Sigmoid (graph
+/// outputs). Optimized for the CPU: the 3x3 convs, the elementwise chain (blocked layout; it
+/// cannot fuse into the conv, whose output has another reader), the 1x1 conv, which two groups
+/// share, and the kernels that write the outputs.
 inline std::unique_ptr<Graph> small_tuning_graph() {
   auto g = std::make_unique<Graph>();
-  Value* x = input(*g, "x", {1, 16, 12, 12});
-  Value* a = conv(*g, x, 16, 32, 3, 1);
+  Value* x = input(*g, "x", {1, 3, 12, 12});
+  Value* c0 = conv(*g, x, 3, 16, 3, 7);
+  Value* a = conv(*g, c0, 16, 32, 3, 1);
   Value* c = g->add_constant("c", random_tensor({1, 32, 1, 1}, 5, 0.5f, 2.f));
   Value* e = node(*g, "Tanh", {node(*g, "Mul", {node(*g, "Sigmoid", {a}), c})});
-  g->outputs = {conv(*g, e, 32, 16, 1, 3), conv(*g, a, 32, 16, 1, 3)};
+  g->outputs = {node(*g, "Sigmoid", {conv(*g, e, 32, 16, 1, 3)}),
+                node(*g, "Sigmoid", {conv(*g, a, 32, 16, 1, 3)})};
   PassContext ctx;
   ctx.target = "cpu";
   optimize(*g, ctx);

@@ -9,18 +9,44 @@
 namespace yoloc::codegen::cpu {
 namespace {
 
-constexpr int kVectorRegisters = 32;
 constexpr int64_t kL1WeightBytes = 32 * 1024;
 
 int64_t in_blocks(const ConvTask& t) { return ceil_div(t.c, kBlock); }
 int64_t in_lanes(const ConvTask& t) { return std::min(t.c, kBlock); }
 
-// Shared by every conv kernel of a translation unit: exp by Cephes' polynomial (relative error
-// ~1e-7 on [-88, 88]), and the epilogue activations.
-constexpr const char* kPrelude = R"(#ifndef YOLOC_CPU_CONV_PRELUDE
-#define YOLOC_CPU_CONV_PRELUDE
+// True when a register tile of ocb x owb accumulators, ocb weight vectors and one broadcast
+// input fits the ISA's vector registers (each 16-float vector taking 1 zmm, 2 ymm or 4 q).
+bool tile_fits(CpuIsa isa, int64_t ocb, int64_t owb) {
+  const int64_t per = registers_per_block(isa);
+  return (ocb * owb + ocb) * per + 1 <= isa_info(isa).vector_registers;
+}
+
+// The vector operations the kernels are written in, per ISA, each set in its own namespace (a
+// kernel names it with a using-directive): yc_vec (16 floats = one NCHW16c block), yc_load /
+// yc_store (unaligned), yc_set1 (broadcast), yc_fma (a * b + c), yc_add, and the epilogue
+// activations yc_none / yc_relu / yc_silu, with exp by Cephes' polynomial (relative error ~1e-7
+// on [-88, 88]).
+//
+// AVX-512: intrinsics, one zmm register per vector.
+constexpr const char* kAvx512Prelude = R"(#ifndef YOLOC_CPU_CONV_AVX512
+#define YOLOC_CPU_CONV_AVX512
 #include <immintrin.h>
 #include <cstdint>
+namespace yc_avx512 {
+typedef __m512 yc_vec;
+static inline __attribute__((always_inline)) __m512 yc_load(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+static inline __attribute__((always_inline)) void yc_store(float* p, __m512 v) {
+  _mm512_storeu_ps(p, v);
+}
+static inline __attribute__((always_inline)) __m512 yc_set1(float x) { return _mm512_set1_ps(x); }
+static inline __attribute__((always_inline)) __m512 yc_fma(__m512 a, __m512 b, __m512 c) {
+  return _mm512_fmadd_ps(a, b, c);
+}
+static inline __attribute__((always_inline)) __m512 yc_add(__m512 a, __m512 b) {
+  return _mm512_add_ps(a, b);
+}
 static inline __attribute__((always_inline)) __m512 yc_exp(__m512 x) {
   x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-88.3762626647949f)),
                     _mm512_set1_ps(88.3762626647949f));
@@ -46,8 +72,108 @@ static inline __attribute__((always_inline)) __m512 yc_relu(__m512 x) {
   return _mm512_max_ps(x, _mm512_setzero_ps());
 }
 static inline __attribute__((always_inline)) __m512 yc_none(__m512 x) { return x; }
+}  // namespace yc_avx512
 #endif
 )";
+
+// Every other ISA: GCC / Clang vector extensions. A 16-float vector is a struct of 16 / @VF@
+// vectors of the register's width (@VF@ floats: 8 for AVX2, 4 for NEON / SSE), each of which
+// the compiler keeps in a register (a 64-byte vector type would live in memory where the
+// target has no 64-byte registers); built with -ffp-contract=fast, a * b + c becomes an FMA
+// where the target has one. The same exp as above: rounding by the 1.5 * 2^23 trick, the power
+// of two made in the exponent bits (2^-127 flushes to 0 where AVX-512's scalef gives a
+// denormal; exp(-88) is ~0 either way).
+constexpr const char* kVectorPrelude = R"(#ifndef YOLOC_CPU_CONV_VECTOR@VF@
+#define YOLOC_CPU_CONV_VECTOR@VF@
+#include <cstdint>
+namespace yc_vector@VF@ {
+constexpr int P = 16 / @VF@;
+typedef float yc_part __attribute__((vector_size(@VF@ * 4)));
+typedef int32_t yc_ipart __attribute__((vector_size(@VF@ * 4)));
+struct yc_vec {
+  yc_part p[P];
+};
+static inline __attribute__((always_inline)) yc_part yc_part_set1(float x) {
+  return yc_part{@BCAST@};
+}
+static inline __attribute__((always_inline)) yc_vec yc_load(const float* x) {
+  yc_vec v;
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) __builtin_memcpy(&v.p[i], x + i * @VF@, sizeof(yc_part));
+  return v;
+}
+static inline __attribute__((always_inline)) void yc_store(float* x, const yc_vec& v) {
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) __builtin_memcpy(x + i * @VF@, &v.p[i], sizeof(yc_part));
+}
+static inline __attribute__((always_inline)) yc_vec yc_set1(float x) {
+  yc_vec v;
+  const yc_part b = yc_part_set1(x);
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) v.p[i] = b;
+  return v;
+}
+static inline __attribute__((always_inline)) yc_vec yc_fma(const yc_vec& a, const yc_vec& b,
+                                                           const yc_vec& c) {
+  yc_vec r;
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) r.p[i] = a.p[i] * b.p[i] + c.p[i];
+  return r;
+}
+static inline __attribute__((always_inline)) yc_vec yc_add(const yc_vec& a, const yc_vec& b) {
+  yc_vec r;
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) r.p[i] = a.p[i] + b.p[i];
+  return r;
+}
+static inline __attribute__((always_inline)) yc_part yc_exp(yc_part x) {
+  const yc_part lo = yc_part_set1(-88.3762626647949f), hi = yc_part_set1(88.3762626647949f);
+  x = x > lo ? x : lo;
+  x = x < hi ? x : hi;
+  const yc_part magic = yc_part_set1(12582912.f);
+  const yc_part fx = (x * yc_part_set1(1.44269504088896341f) + magic) - magic;
+  x = x - fx * yc_part_set1(0.693359375f);
+  x = x - fx * yc_part_set1(-2.12194440e-4f);
+  yc_part p = yc_part_set1(1.9875691500e-4f);
+  p = p * x + yc_part_set1(1.3981999507e-3f);
+  p = p * x + yc_part_set1(8.3334519073e-3f);
+  p = p * x + yc_part_set1(4.1665795894e-2f);
+  p = p * x + yc_part_set1(1.6666665459e-1f);
+  p = p * x + yc_part_set1(5.0000001201e-1f);
+  const yc_part y = (p * (x * x) + x) + yc_part_set1(1.f);
+  const yc_ipart e = (__builtin_convertvector(fx, yc_ipart) + 127) << 23;
+  return y * (yc_part)e;  // a vector cast reinterprets the bits
+}
+static inline __attribute__((always_inline)) yc_vec yc_silu(const yc_vec& x) {
+  const yc_part one = yc_part_set1(1.f);
+  yc_vec r;
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) r.p[i] = x.p[i] * (one / (one + yc_exp(-x.p[i])));
+  return r;
+}
+static inline __attribute__((always_inline)) yc_vec yc_relu(const yc_vec& x) {
+  const yc_part zero = {};
+  yc_vec r;
+#pragma GCC unroll 4
+  for (int i = 0; i < P; ++i) r.p[i] = x.p[i] > zero ? x.p[i] : zero;
+  return r;
+}
+static inline __attribute__((always_inline)) yc_vec yc_none(const yc_vec& x) { return x; }
+}  // namespace yc_vector@VF@
+#endif
+)";
+
+// The prelude of t's ISA and the namespace of its vector operations.
+std::pair<std::string, std::string> vector_prelude(CpuIsa isa) {
+  if (isa == CpuIsa::kAvx512) return {kAvx512Prelude, "yc_avx512"};
+  const int vf = isa_info(isa).vector_floats;
+  std::string bcast = "x";
+  for (int i = 1; i < vf; ++i) bcast += ", x";
+  std::string s = kVectorPrelude;
+  replace_all(s, "@VF@", std::to_string(vf));
+  replace_all(s, "@BCAST@", bcast);
+  return {s, "yc_vector" + std::to_string(vf)};
+}
 
 // One kernel; @NAME@ placeholders are replaced by the task's and config's constants. A tile
 // accumulates input channel blocks [cb0, cb0 + ICT) over the bias (first cache tile) or the
@@ -56,6 +182,7 @@ static inline __attribute__((always_inline)) __m512 yc_none(__m512 x) { return x
 // right-hand remainder tile (TAIL columns) always checks.
 constexpr const char* kKernel = R"(
 namespace @SYM@_ns {
+using namespace @VNS@;
 constexpr int64_t CB = @CB@, CI = @CI@, H = @H@, W = @W@, KB = @KB@, OH = @OH@, OW = @OW@;
 constexpr int64_t KH = @KH@, KW = @KW@, SH = @SH@, SW = @SW@, PH = @PH@, PW = @PW@;
 constexpr int64_t DH = @DH@, DW = @DW@, OCB = @OCB@, OWB = @OWB@, ICT = @ICT@, N = @N@;
@@ -70,15 +197,15 @@ static inline __attribute__((always_inline)) void tile(
     const float* __restrict in, const float* __restrict w, const float* __restrict bias,
     const float* __restrict res, float* __restrict out, int64_t g, int64_t oh, int64_t ow0,
     int64_t cb0) {
-  __m512 acc[OCB][NW];
+  yc_vec acc[OCB][NW];
   const float* wg = w + g * WG;
 #pragma GCC unroll 16
   for (int o = 0; o < OCB; ++o) {
     const int64_t ob = ((g * OCB + o) * OH + oh) * OW + ow0;
 #pragma GCC unroll 32
     for (int j = 0; j < NW; ++j) {
-      acc[o][j] = cb0 == 0 ? _mm512_loadu_ps(bias + (g * OCB + o) * 16)
-                           : _mm512_loadu_ps(out + (ob + j) * 16);
+      acc[o][j] = cb0 == 0 ? yc_load(bias + (g * OCB + o) * 16)
+                           : yc_load(out + (ob + j) * 16);
     }
   }
   const int64_t cb1 = cb0 + ICT < CB ? cb0 + ICT : CB;
@@ -97,15 +224,15 @@ static inline __attribute__((always_inline)) void tile(
         }
 #pragma GCC unroll @UNROLL@
         for (int64_t ci = 0; ci < CI; ++ci) {
-          __m512 wv[OCB];
+          yc_vec wv[OCB];
 #pragma GCC unroll 16
-          for (int o = 0; o < OCB; ++o) wv[o] = _mm512_loadu_ps(wp + (ci * OCB + o) * 16);
+          for (int o = 0; o < OCB; ++o) wv[o] = yc_load(wp + (ci * OCB + o) * 16);
 #pragma GCC unroll 32
           for (int j = 0; j < NW; ++j) {
             if (kEdge && (j < jlo || j >= jhi)) continue;
-            const __m512 xv = _mm512_set1_ps(row[(iw0 + j * SW) * XS + ci * CS]);
+            const yc_vec xv = yc_set1(row[(iw0 + j * SW) * XS + ci * CS]);
 #pragma GCC unroll 16
-            for (int o = 0; o < OCB; ++o) acc[o][j] = _mm512_fmadd_ps(wv[o], xv, acc[o][j]);
+            for (int o = 0; o < OCB; ++o) acc[o][j] = yc_fma(wv[o], xv, acc[o][j]);
           }
         }
       }
@@ -116,12 +243,12 @@ static inline __attribute__((always_inline)) void tile(
     const int64_t ob = ((g * OCB + o) * OH + oh) * OW + ow0;
 #pragma GCC unroll 32
     for (int j = 0; j < NW; ++j) {
-      __m512 v = acc[o][j];
+      yc_vec v = acc[o][j];
       if (cb1 == CB) {
         v = @ACT@(v);
-        if (@RES@) v = _mm512_add_ps(v, _mm512_loadu_ps(res + (ob + j) * 16));
+        if (@RES@) v = yc_add(v, yc_load(res + (ob + j) * 16));
       }
-      _mm512_storeu_ps(out + (ob + j) * 16, v);
+      yc_store(out + (ob + j) * 16, v);
     }
   }
 }
@@ -166,9 +293,10 @@ const char* act_name(Activation a) {
 }  // namespace
 
 std::string ConvTask::key() const {
-  return fmt::format("conv2d_nchw16c_f32 n{} c{} h{} w{} k{} {}x{} s{}x{} p{}x{} d{}x{} {}{}{}", n,
-                     c, h, w, k, kh, kw, sh, sw, ph, pw, dh, dw, act_name(act),
-                     residual ? " add" : "", groups == 1 ? "" : fmt::format(" g{}", groups));
+  return fmt::format("conv2d_nchw16c_f32 n{} c{} h{} w{} k{} {}x{} s{}x{} p{}x{} d{}x{} {}{}{} {}",
+                     n, c, h, w, k, kh, kw, sh, sw, ph, pw, dh, dw, act_name(act),
+                     residual ? " add" : "", groups == 1 ? "" : fmt::format(" g{}", groups),
+                     isa_name(isa));
 }
 
 ConvTask ConvTask::make(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t kernel,
@@ -256,7 +384,7 @@ ScheduleSpace ConvTemplate::space(const ConvTask& t) {
 bool ConvTemplate::valid(const ConvTask& t, const ScheduleConfig& cfg) {
   if (!matches(t) || !cfg.in_space(space(t))) return false;
   const int64_t ocb = cfg.get("ocb"), owb = cfg.get("owb");
-  return (t.k / kBlock) % ocb == 0 && ocb * owb + ocb + 1 <= kVectorRegisters && owb <= t.ow;
+  return (t.k / kBlock) % ocb == 0 && tile_fits(t.isa, ocb, owb) && owb <= t.ow;
 }
 
 ScheduleConfig ConvTemplate::default_config(const ConvTask& t) {
@@ -266,16 +394,19 @@ ScheduleConfig ConvTemplate::default_config(const ConvTask& t) {
   // blocks (weights reused over columns, inputs over channels), then the column count that
   // covers OW with the least remainder.
   const ScheduleSpace sp = space(t);
+  const int64_t per = registers_per_block(t.isa);
   ScheduleConfig best;
   double best_score = -1;
   for (int64_t ocb : {4, 2, 5, 3, 1}) {
     if (kb % ocb != 0) continue;
     for (int64_t owb : sp.find("owb")->domain) {
-      if (ocb * owb + ocb + 1 > kVectorRegisters || owb > t.ow) continue;
+      if (!tile_fits(t.isa, ocb, owb) || owb > t.ow) continue;
       const int64_t tiles = ceil_div(t.ow, owb);
       const double eff = static_cast<double>(t.ow) / static_cast<double>(tiles * owb);
-      // FMAs per load of one channel step, damped by remainder waste.
-      const double score = eff * static_cast<double>(ocb * owb) / static_cast<double>(ocb + owb);
+      // FMAs per load of one channel step (in hardware registers: a weight vector is `per`
+      // loads, an input one broadcast), damped by remainder waste.
+      const double score = eff * static_cast<double>(ocb * owb * per) /
+                           static_cast<double>(ocb * per + owb);
       if (score > best_score + 1e-9) {
         best_score = score;
         best = ScheduleConfig({{"ocb", ocb}, {"owb", owb}});
@@ -300,6 +431,7 @@ CpuKernel ConvTemplate::emit(const ConvTask& t, const ScheduleConfig& cfg,
                              const std::string& symbol) {
   YOLOC_CHECK(valid(t, cfg), "conv config {} invalid for {}", cfg.str(), t.key());
   YOLOC_CHECK(is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
+  const auto prelude = vector_prelude(t.isa);
   std::string body = kKernel;
   const auto num = [](int64_t v) { return std::to_string(v); };
   const std::pair<const char*, std::string> subs[] = {
@@ -311,11 +443,12 @@ CpuKernel ConvTemplate::emit(const ConvTask& t, const ScheduleConfig& cfg,
       {"@OCB@", num(cfg.get("ocb"))}, {"@OWB@", num(cfg.get("owb"))},
       {"@ICT@", num(cfg.get("ict"))}, {"@ORDER@", num(cfg.get("order"))},
       {"@UNROLL@", num(cfg.get("unroll"))},
-      {"@ACT@", std::string("yc_") + act_name(t.act)}, {"@RES@", t.residual ? "true" : "false"}};
+      {"@ACT@", std::string("yc_") + act_name(t.act)}, {"@RES@", t.residual ? "true" : "false"},
+      {"@VNS@", prelude.second}};
   for (const auto& [from, to] : subs) replace_all(body, from, to);
   CpuKernel k;
   k.symbol = symbol;
-  k.source = std::string(kPrelude) + "// " + t.key() + " | " + cfg.str() + body;
+  k.source = prelude.first + "// " + t.key() + " | " + cfg.str() + body;
   k.work_items = t.n * (t.k / kBlock / cfg.get("ocb")) * t.oh;
   return k;
 }

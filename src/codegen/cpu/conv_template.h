@@ -1,8 +1,9 @@
 #pragma once
 /// The CPU kernel template of the fused "Conv (+bias) (+ReLU/SiLU) (+residual Add)" group: a
 /// direct convolution over activations in the blocked layout NCHW16c (what the layout_selection
-/// pass picks for target "cpu"), fp32, AVX-512, register-tiled over output channel blocks and
-/// output columns, specialised for the task's static shapes.
+/// pass picks for target "cpu"), fp32, register-tiled over output channel blocks and output
+/// columns, specialised for the task's static shapes and its ISA (AVX-512 intrinsics, or vector
+/// extensions for AVX2 / NEON / generic; the layout is NCHW16c for all of them).
 ///
 /// Tensors as the generated kernel sees them (batch N, channel blocks of 16, zero padded):
 ///   input    [N][C/16][H][W][16], or plain NCHW [N][C][H][W] when C < 16
@@ -17,12 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cpu/isa.h"
 #include "codegen/cpu/schedule.h"
 #include "ir/graph.h"
 
 namespace yoloc::codegen::cpu {
-
-constexpr int64_t kBlock = 16;  ///< channel block of NCHW16c = floats per AVX-512 register
 
 /// Activation applied after the bias (before the residual add).
 enum class Activation { kNone, kRelu, kSilu };
@@ -35,8 +35,10 @@ struct ConvTask {
   Activation act = Activation::kNone;
   bool residual = false;  ///< adds a tensor of the output's shape after the activation
   int64_t groups = 1;     ///< Conv's `group` (channels split into this many independent convs)
+  CpuIsa isa = detect_host_isa();  ///< what the kernel is generated for
 
-  /// Canonical workload key, e.g. "conv2d_nchw16c_f32 n1 c64 h80 w80 k64 3x3 s1x1 p1x1 d1x1 silu add".
+  /// Canonical workload key, e.g.
+  /// "conv2d_nchw16c_f32 n1 c64 h80 w80 k64 3x3 s1x1 p1x1 d1x1 silu add avx512".
   std::string key() const;
   /// Multiply-adds times two.
   double flops() const { return 2.0 * n * k * oh * ow * c * kh * kw; }
@@ -77,7 +79,8 @@ class ConvTemplate {
   /// The knobs and their domains for t.
   static ScheduleSpace space(const ConvTask& t);
   /// True when cfg is a point of space(t) that the kernel can run: ocb divides K/16, the tile
-  /// fits the 32 vector registers, owb <= OW.
+  /// (ocb x owb accumulators, ocb weights, one input) fits t.isa's vector registers (32 zmm;
+  /// 16 ymm or 32 q at 2 or 4 per 16-float vector), owb <= OW.
   static bool valid(const ConvTask& t, const ScheduleConfig& cfg);
   /// A heuristic config that is always valid for a matching task.
   static ScheduleConfig default_config(const ConvTask& t);

@@ -148,7 +148,7 @@ extern "C" void {0}(void* const* a, const int64_t* p, int64_t b, int64_t e) {{
 
 CpuBuild compile_cpu(const Graph& g, const CpuCompileOptions& options) {
   CpuBuild out;
-  const std::vector<CpuTask> tasks = extract_cpu_tasks(g);
+  const std::vector<CpuTask> tasks = extract_cpu_tasks(g, options.isa);
   out.plan = plan_memory(g);
   verify_memory_plan(out.plan);
   const ArenaMap arena(g, out.plan);

@@ -24,7 +24,8 @@ inline constexpr const char* kKernelBlob = "kernels.so";
 inline constexpr const char* kWeightsBlob = "weights";
 
 struct CpuCompileOptions {
-  HostCompilerOptions cc;
+  CpuIsa isa = detect_host_isa();  ///< what the kernels are generated for
+  HostCompilerOptions cc;          ///< how they are built (host_compiler_options_for(cxx, isa))
   /// Configs by workload key (from tuning records); other tasks take their default.
   std::map<std::string, ScheduleConfig> configs;
 };

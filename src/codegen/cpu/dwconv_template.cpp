@@ -76,10 +76,14 @@ bool DwConvTemplate::valid(const ConvTask& t, const ScheduleConfig& cfg) {
 
 ScheduleConfig DwConvTemplate::default_config(const ConvTask& t) {
   YOLOC_CHECK(matches(t), "depthwise template does not match {}", t.key());
-  // The widest tile that divides OW (no ragged tail), at most 8 so it stays in registers.
+  // The widest tile that divides OW (no ragged tail), at most 8 and with its accumulators and
+  // the weight and input vectors in the ISA's registers (an NCHW16c column takes 1 zmm, 2 ymm
+  // or 4 q).
+  const int64_t per = lanes(t) == kBlock ? registers_per_block(t.isa) : 1;
   int64_t best = 1;
   for (int64_t v : {2, 4, 8}) {
-    if (v <= t.ow && (t.ow % v == 0 || best == 1)) best = v;
+    const bool fits = (v + 2) * per <= isa_info(t.isa).vector_registers;
+    if (fits && v <= t.ow && (t.ow % v == 0 || best == 1)) best = v;
   }
   return ScheduleConfig({{"owb", best}});
 }

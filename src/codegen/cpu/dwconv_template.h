@@ -16,7 +16,8 @@
 namespace yoloc::codegen::cpu {
 
 /// The depthwise template. Knob "owb": output columns per register tile. Work items are output
-/// rows of one channel block.
+/// rows of one channel block. The kernel is plain C++ the compiler vectorises over the lanes, the
+/// same for every ISA; the task's ISA only bounds the default tile by its registers.
 class DwConvTemplate {
  public:
   /// True for depthwise tasks (groups == C == K) of positive sizes.

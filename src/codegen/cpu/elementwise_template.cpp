@@ -31,7 +31,15 @@ std::vector<int64_t> operand_strides(const ElementwiseTask& t, const Value* v) {
 std::string ElementwiseTask::key() const {
   std::string dims, ops;
   for (int64_t d : shape) dims += (dims.empty() ? "" : "x") + std::to_string(d);
-  for (const Node* n : io.nodes) ops += (ops.empty() ? "" : ",") + n->op;
+  for (const Node* n : io.nodes) {
+    ops += (ops.empty() ? "" : ",") + n->op;
+    // Casts differ by their types; float16 operands by their loads and stores.
+    if (n->op == "Cast") ops += fmt::format(">{}", dtype_name(n->outputs[0]->type.dtype));
+  }
+  std::string halves;
+  for (const Value* v : io.inputs) halves += is_half(v) ? "h" : "f";
+  for (const Value* v : io.outputs) halves += is_half(v) ? "h" : "f";
+  if (halves.find('h') != std::string::npos) ops += " io:" + halves;
   return fmt::format("elementwise_f32 {} {} {}", dims, blocked ? "nchw16c" : "nchw", ops);
 }
 
@@ -40,7 +48,7 @@ std::optional<ElementwiseTask> elementwise_task_from_group(const Graph& g,
   ElementwiseTask t;
   t.io = group_io(g, group);
   if (t.io.nodes.empty() || t.io.outputs.empty()) return std::nullopt;
-  const auto out_shape = static_f32_shape(t.io.outputs[0]);
+  const auto out_shape = static_float_shape(t.io.outputs[0]);
   if (!out_shape) return std::nullopt;
   t.shape = *out_shape;
   const LayoutSpec layout = t.io.outputs[0]->layout;
@@ -50,7 +58,7 @@ std::optional<ElementwiseTask> elementwise_task_from_group(const Graph& g,
   }
   if (!t.blocked && layout.layout != Layout::kNCHW) return std::nullopt;
   for (const Value* o : t.io.outputs) {
-    if (static_f32_shape(o) != t.shape || o->layout != layout || !dense_output(g, o)) {
+    if (static_float_shape(o) != t.shape || o->layout != layout || !dense_output(g, o)) {
       return std::nullopt;
     }
   }
@@ -58,10 +66,16 @@ std::optional<ElementwiseTask> elementwise_task_from_group(const Graph& g,
     if (!n->def->has(kTraitElementwise) || n->outputs.size() != 1) return std::nullopt;
     std::vector<std::string> args;
     for (const Value* in : n->inputs) args.push_back(in ? "a" : "");
-    if (!static_f32_shape(n->outputs[0]) || !elementwise_expr(*n, args)) return std::nullopt;
+    // Only a Cast makes float16 (other ops would skip the rounding of their results).
+    const Value* y = n->outputs[0];
+    if (!(n->op == "Cast" ? static_float_shape(y) : static_f32_shape(y)) ||
+        !elementwise_expr(*n, args)) {
+      return std::nullopt;
+    }
   }
   for (const Value* in : t.io.inputs) {
-    const auto s = static_f32_shape(in);
+    // Constants are passed as float32 arrays; activations may be float16 storage.
+    const auto s = in->is_constant() ? static_f32_shape(in) : static_float_shape(in);
     if (!s || !broadcast_strides(*s, t.shape)) return std::nullopt;
     if (in->is_constant()) continue;
     if (in->layout != layout || (t.blocked && *s != t.shape)) return std::nullopt;
@@ -100,7 +114,8 @@ CpuKernel ElementwiseTemplate::emit(const ElementwiseTask& t, const ScheduleConf
   std::vector<LoopOperand> reads, writes;
   for (size_t k = 0; k < t.io.inputs.size(); ++k) {
     name[t.io.inputs[k]] = fmt::format("x{}", k);
-    reads.push_back({fmt::format("in[{}]", k), 0, operand_strides(t, t.io.inputs[k])});
+    reads.push_back({fmt::format("in[{}]", k), 0, operand_strides(t, t.io.inputs[k]),
+                     is_half(t.io.inputs[k])});
   }
   std::string body;
   for (const Node* n : t.io.nodes) {
@@ -112,7 +127,7 @@ CpuKernel ElementwiseTemplate::emit(const ElementwiseTask& t, const ScheduleConf
   }
   std::vector<std::string> values;
   for (size_t k = 0; k < t.io.outputs.size(); ++k) {
-    writes.push_back({fmt::format("out[{}]", k), 0, dense_strides(dims)});
+    writes.push_back({fmt::format("out[{}]", k), 0, dense_strides(dims), is_half(t.io.outputs[k])});
     values.push_back(name.at(t.io.outputs[k]));
   }
   CpuKernel k;

@@ -26,7 +26,9 @@ struct ElementwiseTask {
 };
 
 /// The task of an elementwise group, or nullopt when some node is not a supported float32
-/// elementwise op, a shape is not static, or the operands' layouts / shapes do not fit.
+/// elementwise op (or a Cast between float32 and float16, whose float16 activations are raw
+/// 16-bit storage behind the ABI's float pointers), a shape is not static, or the operands'
+/// layouts / shapes do not fit.
 std::optional<ElementwiseTask> elementwise_task_from_group(const Graph& g, const FusedGroup& group);
 
 /// The elementwise template. Knob: "unroll" (of the innermost loop). Work items are the rows of

@@ -15,6 +15,8 @@ const char* const kScalarPrelude = R"(#ifndef YOLOC_CPU_SCALAR_PRELUDE
 #define YOLOC_CPU_SCALAR_PRELUDE
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
 // exp in plain float arithmetic (Cephes' polynomial, within 2 ulp of std::exp over the float
 // range), so loops calling it vectorise; std::exp is a library call they cannot.
@@ -48,11 +50,63 @@ static inline float yc_silu(float x) { return x / (1.f + yc_exp(-x)); }
 // it skips a NaN `b`, unlike it, it keeps a NaN `a`.
 static inline float yc_max(float a, float b) { return b > a ? b : a; }
 static inline float yc_relu1(float x) { return x > 0.f ? x : 0.f; }
-// A kernel's scratch buffer of at least N floats (contents undefined).
+// IEEE half <-> float for float16 buffers (raw 16-bit storage), branch-light so loops
+// vectorise. Half to float is exact: the bits shifted into a float's place, rescaled by 2^112
+// (subnormal halves land on float subnormals, which the product normalises exactly).
+static inline float yc_h2f(uint16_t h) {
+  union {
+    uint32_t i;
+    float f;
+  } u;
+  u.i = static_cast<uint32_t>(h & 0x7fffu) << 13;
+  const bool special = (h & 0x7c00u) == 0x7c00u;
+  u.f *= 0x1p112f;
+  u.i |= special ? 0x7f800000u : 0u;
+  u.i |= static_cast<uint32_t>(h & 0x8000u) << 16;
+  return u.f;
+}
+// Float to half, round to nearest even; overflow gives inf, NaN stays NaN.
+static inline uint16_t yc_f2h(float f) {
+  union {
+    uint32_t i;
+    float f;
+  } u, d;
+  u.f = f;
+  const uint32_t sign = (u.i >> 16) & 0x8000u;
+  u.i &= 0x7fffffffu;
+  uint32_t o;
+  if (u.i >= 0x47800000u) {  // >= 2^16: inf or NaN
+    o = u.i > 0x7f800000u ? 0x7e00u : 0x7c00u;
+  } else if (u.i < 0x38800000u) {  // below the smallest normal half: the float adder rounds
+    d.f = u.f + 0.5f;
+    o = d.i - 0x3f000000u;
+  } else {  // rebias, round to nearest even (a carry into the exponent is right, up to inf)
+    o = (u.i + 0xc8000fffu + ((u.i >> 13) & 1u)) >> 13;
+  }
+  return static_cast<uint16_t>(o | sign);
+}
+// A kernel's scratch buffer of at least N floats per thread (contents undefined). The
+// pointers are trivially destructible thread-locals and the blocks belong to a library-wide
+// registry freed when the library is unloaded: thread-locals with destructors would keep the
+// library loaded until every thread that ran it exits.
+struct YcScratchBlocks {
+  std::mutex mu;
+  std::vector<std::unique_ptr<float[]>> blocks;
+};
+static YcScratchBlocks& yc_scratch_blocks() {
+  static YcScratchBlocks b;
+  return b;
+}
 template <long N>
-static inline float* yc_scratch(std::vector<float>& v) {
-  if (v.size() < static_cast<size_t>(N)) v.resize(N);
-  return v.data();
+static inline float* yc_scratch(float*& p, long& cap) {
+  if (cap < N) {
+    YcScratchBlocks& r = yc_scratch_blocks();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.blocks.emplace_back(new float[N]);
+    p = r.blocks.back().get();
+    cap = N;
+  }
+  return p;
 }
 #endif
 )";
@@ -78,6 +132,16 @@ std::optional<Shape> static_f32_shape(const Value* v) {
   }
   return v->type.static_shape();
 }
+
+std::optional<Shape> static_float_shape(const Value* v) {
+  if (v && v->type.dtype == DType::kFloat16) {
+    if (!v->type.has_rank || !v->type.is_static()) return std::nullopt;
+    return v->type.static_shape();
+  }
+  return static_f32_shape(v);
+}
+
+bool is_half(const Value* v) { return v && v->type.dtype == DType::kFloat16; }
 
 std::vector<int64_t> dense_strides(const Shape& s) {
   std::vector<int64_t> st(s.size(), 1);
@@ -139,7 +203,7 @@ bool dense_output(const Graph& g, const Value* v) {
 std::optional<std::string> elementwise_expr(const Node& n, const std::vector<std::string>& a) {
   const std::string& op = n.op;
   const auto f = [](float v) { return fmt::format("{:.9g}f", v); };
-  if (a.size() == 1) {
+  if (a.size() == 1 && op != "Cast") {
     if (op == "Relu") return fmt::format("std::fmax({}, 0.f)", a[0]);
     if (op == "Sigmoid") return fmt::format("yc_sigmoid({})", a[0]);
     if (op == "SiLU") return fmt::format("yc_silu({})", a[0]);
@@ -163,6 +227,15 @@ std::optional<std::string> elementwise_expr(const Node& n, const std::vector<std
       return fmt::format("({0} * std::fmin(std::fmax({0} / 6.f + 0.5f, 0.f), 1.f))", a[0]);
     }
     return std::nullopt;
+  }
+  if (op == "Cast") {
+    // Values are float in the kernel; a float16 result is rounded to what it can hold (a
+    // float16 buffer then stores it exactly).
+    const DType from = n.input(0) ? n.input(0)->type.dtype : DType::kUndefined;
+    const DType to = n.outputs.at(0)->type.dtype;
+    const auto is_float_type = [](DType t) { return t == DType::kFloat32 || t == DType::kFloat16; };
+    if (a.size() != 1 || !is_float_type(from) || !is_float_type(to)) return std::nullopt;
+    return to == DType::kFloat16 && from != to ? fmt::format("yc_h2f(yc_f2h({}))", a[0]) : a[0];
   }
   if (op == "Clip") {
     // Omitted bounds do not clip; an empty-name input reaches here as an absent argument.
@@ -213,8 +286,17 @@ std::string emit_loop_nest(const Shape& dims, const std::vector<LoopOperand>& re
     }
     return fmt::format("    {} = {} + ({});\n", name, o.ptr, e);
   };
-  for (size_t k = 0; k < reads.size(); ++k) s += base(reads[k], fmt::format("const float* r{}", k));
-  for (size_t k = 0; k < writes.size(); ++k) s += base(writes[k], fmt::format("float* w{}", k));
+  // float16 operands are raw 16-bit storage behind the ABI's float pointers.
+  for (size_t k = 0; k < reads.size(); ++k) {
+    LoopOperand o = reads[k];
+    if (o.half) o.ptr = fmt::format("reinterpret_cast<const uint16_t*>({})", o.ptr);
+    s += base(o, fmt::format("const {}* r{}", o.half ? "uint16_t" : "float", k));
+  }
+  for (size_t k = 0; k < writes.size(); ++k) {
+    LoopOperand o = writes[k];
+    if (o.half) o.ptr = fmt::format("reinterpret_cast<uint16_t*>({})", o.ptr);
+    s += base(o, fmt::format("{}* w{}", o.half ? "uint16_t" : "float", k));
+  }
   s += fmt::format("    for (int64_t j = 0; j < {}; ++j) {{\n#pragma GCC unroll {}\n", d[r - 2],
                    unroll);
   s += fmt::format("      for (int64_t k = 0; k < {}; ++k) {{\n", d[r - 1]);
@@ -222,11 +304,14 @@ std::string emit_loop_nest(const Shape& dims, const std::vector<LoopOperand>& re
     return fmt::format("j * {} + k * {}", stride(o, r - 2), stride(o, r - 1));
   };
   for (size_t k = 0; k < reads.size(); ++k) {
-    s += fmt::format("        const float x{} = r{}[{}];\n", k, k, at(reads[k]));
+    const std::string load = fmt::format("r{}[{}]", k, at(reads[k]));
+    s += fmt::format("        const float x{} = {};\n", k,
+                     reads[k].half ? fmt::format("yc_h2f({})", load) : load);
   }
   s += body;
   for (size_t k = 0; k < writes.size(); ++k) {
-    s += fmt::format("        w{}[{}] = {};\n", k, at(writes[k]), values.at(k));
+    s += fmt::format("        w{}[{}] = {};\n", k, at(writes[k]),
+                     writes[k].half ? fmt::format("yc_f2h({})", values.at(k)) : values.at(k));
   }
   s += "      }\n    }\n  }\n";
   return s;

@@ -25,6 +25,11 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
 bool is_c_identifier(const std::string& s);
 /// The static shape of a float32 value, or nullopt (unknown dims, other dtype, null).
 std::optional<Shape> static_f32_shape(const Value* v);
+/// The static shape of a float32 or float16 value (a float16 activation is raw 16-bit storage
+/// the kernel converts on load and store), or nullopt.
+std::optional<Shape> static_float_shape(const Value* v);
+/// True for a float16 value.
+bool is_half(const Value* v);
 /// Row-major strides of `in` aligned to the dims of `out` by numpy broadcasting (0 on broadcast
 /// and missing leading dims); nullopt when `in` does not broadcast to `out`.
 std::optional<std::vector<int64_t>> broadcast_strides(const Shape& in, const Shape& out);
@@ -47,10 +52,11 @@ bool dense_output(const Graph& g, const Value* v);
 
 /// The C++ float expression of elementwise node n applied to `args` (one expression per input,
 /// in input order), or nullopt when the op (or its attributes) is not supported. Needs the
-/// functions of kScalarPrelude.
+/// functions of kScalarPrelude. A Cast between float32 and float16 is taken (values are float
+/// in the kernel: a Cast to float16 rounds; LoopOperand::half stores it).
 std::optional<std::string> elementwise_expr(const Node& n, const std::vector<std::string>& args);
 
-/// Includes and scalar helpers (yc_sigmoid, yc_silu, yc_relu1) every IR-driven kernel starts with.
+/// Includes and scalar helpers (yc_sigmoid, yc_silu, yc_relu1, yc_h2f, yc_f2h) every IR-driven kernel starts with.
 extern const char* const kScalarPrelude;
 
 /// An array a loop nest reads or writes: `ptr` + base + sum(index_d * strides[d]).
@@ -58,6 +64,7 @@ struct LoopOperand {
   std::string ptr;
   int64_t base = 0;
   std::vector<int64_t> strides;  ///< one per loop dim
+  bool half = false;  ///< float16 elements: converted to float on read, rounded on write
 };
 
 /// A loop nest over `dims`: the leading dims (all but the last two) are the work items from

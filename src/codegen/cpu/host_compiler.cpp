@@ -3,9 +3,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "core/error.h"
@@ -47,14 +50,16 @@ std::string shell_quote(const std::string& s) {
   return q;
 }
 
-}  // namespace
-
-SharedObject compile_shared_object(const std::string& source, const HostCompilerOptions& opts) {
+// Runs `cxx flags... kernels.cpp -o <out_name>` in a temporary folder; `what` names the product
+// in the error message.
+SharedObject build(const std::string& source, const std::string& cxx,
+                   const std::vector<std::string>& flags, bool keep_dir, const char* out_name,
+                   const char* what) {
   const fs::path dir = make_temp_dir();
-  const fs::path src = dir / "kernels.cpp", so = dir / "kernels.so", log = dir / "compile.log";
+  const fs::path src = dir / "kernels.cpp", so = dir / out_name, log = dir / "compile.log";
   write_file(src, source);
-  std::vector<std::string> args = {opts.cxx};
-  args.insert(args.end(), opts.flags.begin(), opts.flags.end());
+  std::vector<std::string> args = {cxx};
+  args.insert(args.end(), flags.begin(), flags.end());
   for (const std::string& a : {src.string(), std::string("-o"), so.string()}) args.push_back(a);
   std::string cmd;
   for (const std::string& a : args) cmd.append(shell_quote(a)).append(" ");
@@ -67,17 +72,79 @@ SharedObject compile_shared_object(const std::string& source, const HostCompiler
     out.bytes = read_file(so);
     out.path = so.string();
   }
-  if (!opts.keep_dir) {
+  if (!keep_dir) {
     std::error_code ec;
     fs::remove_all(dir, ec);
     out.path.clear();
   }
   if (!ok) {
-    user_error("the host compiler '{}' failed to build the generated kernels (exit status {}); "
+    user_error("the host compiler '{}' failed to build the generated {} (exit status {}); "
                "check that it is installed and targets this machine (set --cc).\ncompiler log:\n{}",
-               opts.cxx, status, out.log);
+               cxx, what, status, out.log);
   }
   return out;
+}
+
+}  // namespace
+
+SharedObject compile_shared_object(const std::string& source, const HostCompilerOptions& opts) {
+  return build(source, opts.cxx, opts.flags, opts.keep_dir, "kernels.so", "kernels");
+}
+
+SharedObject compile_static_executable(const std::string& source, const HostCompilerOptions& opts) {
+  std::vector<std::string> flags;
+  for (const std::string& f : opts.flags) {
+    if (f != "-shared" && f != "-fPIC") flags.push_back(f);
+  }
+  flags.push_back("-static");
+  return build(source, opts.cxx, flags, opts.keep_dir, "harness", "executable");
+}
+
+std::string compiler_arch(const std::string& cxx) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> cache;
+  const std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(cxx); it != cache.end()) return it->second;
+  std::string triple;
+  if (FILE* p = popen((shell_quote(cxx) + " -dumpmachine 2>/dev/null").c_str(), "r")) {
+    char buf[256];
+    while (fgets(buf, sizeof buf, p)) triple += buf;
+    if (pclose(p) != 0) triple.clear();
+  }
+  std::string arch = triple.substr(0, triple.find_first_of("-\n"));
+  if (arch == "amd64") arch = "x86_64";
+  if (arch == "arm64") arch = "aarch64";
+  return cache[cxx] = arch;
+}
+
+CpuIsa default_isa_for_compiler(const std::string& cxx) {
+  const std::string arch = compiler_arch(cxx);
+  if (arch.empty() || arch == host_arch()) return detect_host_isa();
+  return arch == "aarch64" ? CpuIsa::kNeon : CpuIsa::kGeneric;
+}
+
+HostCompilerOptions host_compiler_options_for(const std::string& cxx, CpuIsa isa) {
+  const CpuIsaInfo& info = isa_info(isa);
+  const std::string arch = compiler_arch(cxx);
+  // An unknown arch (the compiler does not run) is left to the build to report.
+  if (*info.arch && !arch.empty() && arch != info.arch) {
+    user_error("the ISA '{}' needs a compiler for {}, but '{}' targets {}; pick a compiler with "
+               "--cc or another ISA ({})", info.name, info.arch, cxx, arch, isa_names());
+  }
+  HostCompilerOptions o;
+  o.cxx = cxx;
+  const bool native = isa == detect_host_isa() && (arch.empty() || arch == host_arch());
+  o.flags = {"-O3"};
+  if (native) {
+    o.flags.push_back("-march=native");
+  } else if (*info.march) {
+    o.flags.push_back(info.march);
+  }
+  for (const char* f : {"-fno-trapping-math", "-fno-math-errno", "-std=c++17", "-ffp-contract=fast",
+                        "-fPIC", "-shared"}) {
+    o.flags.push_back(f);
+  }
+  return o;
 }
 
 }  // namespace yoloc::codegen::cpu

@@ -3,12 +3,13 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cpu/isa.h"
 #include "runtime/kernel_library.h"
 
 namespace yoloc::codegen::cpu {
 
-/// How to invoke the compiler. The defaults build for this machine; a cross build sets `cxx`
-/// (e.g. "aarch64-linux-gnu-g++") and replaces `-march=native` in `flags`.
+/// How to invoke the compiler. The defaults build for this machine; host_compiler_options_for
+/// makes them for another compiler (a cross compiler such as "aarch64-linux-gnu-g++") or ISA.
 struct HostCompilerOptions {
   std::string cxx = "c++";
   // -fno-trapping-math and -fno-math-errno change no result, but let loops with conversions,
@@ -30,6 +31,28 @@ struct SharedObject {
 /// with the compiler's log when the compiler cannot be run or fails.
 SharedObject compile_shared_object(const std::string& source,
                                    const HostCompilerOptions& opts = {});
+
+/// Compiles `source` (which defines main) into a statically linked executable with opts.cxx and
+/// opts.flags less "-shared" and "-fPIC": a test harness a user-mode emulator (qemu-aarch64) runs
+/// without the target's shared libraries. Raises a UserError like compile_shared_object.
+SharedObject compile_static_executable(const std::string& source,
+                                       const HostCompilerOptions& opts = {});
+
+/// The architecture the C++ compiler `cxx` generates code for, from `cxx -dumpmachine`
+/// ("x86_64", "aarch64", ... the triple's first field), or "" when it cannot be run. Cached.
+std::string compiler_arch(const std::string& cxx);
+
+/// The ISA to generate for when `cxx` is the compiler: the host's ISA (detect_host_isa) when it
+/// targets this machine's architecture, NEON for an aarch64 compiler (aarch64-linux-gnu-g++),
+/// generic for any other.
+CpuIsa default_isa_for_compiler(const std::string& cxx);
+
+/// The options that build kernels emitted for `isa` with the compiler `cxx`: -O3, -march=native
+/// when isa is the host's and cxx targets this machine (tuned for it), else the ISA's portable
+/// -march (x86-64-v4, x86-64-v3, armv8-a; none for generic), and -ffp-contract=fast so the
+/// vector-extension kernels' a * b + c become FMAs. Raises a UserError when cxx targets another
+/// architecture than the ISA's (e.g. avx2 with aarch64-linux-gnu-g++).
+HostCompilerOptions host_compiler_options_for(const std::string& cxx, CpuIsa isa);
 
 /// Loads a built shared object (tests and benchmarks): the runtime's loader.
 using LoadedLibrary = runtime::KernelLibrary;

@@ -32,20 +32,28 @@ class Emitter {
     }
     for (const Node* n : t_.io.nodes) {
       for (const Value* o : n->outputs) {
-        if (!static_f32_shape(o)) return std::nullopt;
+        // Only a Cast makes float16 (other ops would skip the rounding of their results).
+        if (!(n->op == "Cast" ? static_float_shape(o) : static_f32_shape(o))) return std::nullopt;
       }
       if (!emit_node(*n)) return std::nullopt;
     }
+    for (const auto& [v, k] : blocked_outputs_) store_blocked(v, k);
     return code_;
   }
 
  private:
   static std::string rd(const Value* v) { return fmt::format("v{}", v->id); }
   static std::string wr(const Value* v) { return fmt::format("w{}", v->id); }
-  static Shape shape(const Value* v) { return v->type.static_shape(); }
+  /// The shape the kernel sees: one image of an activation for a per-image task.
+  Shape shape(const Value* v) const {
+    Shape s = v->type.static_shape();
+    if (t_.images > 1 && !v->is_constant() && !s.empty()) s[0] = 1;
+    return s;
+  }
 
   bool bind_input(const Value* v, size_t k) {
     const Shape s = shape(v);
+    if (is_half(v) && v->layout.layout != Layout::kNCHW) return false;
     if (v->is_constant() || v->layout.layout == Layout::kNCHW) {
       code_ += fmt::format("  const float* {} = in[{}];\n", rd(v), k);
       bound_.insert(v);
@@ -57,8 +65,9 @@ class Emitter {
     // NCHWc -> NCHW: loop over the blocked dims, scatter to the plain offsets.
     const int64_t b = v->layout.block, hw = s[2] * s[3];
     const Shape dims = {s[0], s[1] / b, s[2], s[3], b};
-    code_ += fmt::format("  static thread_local std::vector<float> plain{0};\n"
-                         "  float* {2} = yc_scratch<{1}>(plain{0});\n",
+    code_ += fmt::format("  static thread_local float* plain{0} = nullptr;\n"
+                         "  static thread_local long plain{0}_n = 0;\n"
+                         "  float* {2} = yc_scratch<{1}>(plain{0}, plain{0}_n);\n",
                          k, shape_numel(s), wr(v));
     code_ += emit_loop_nest(dims, {{fmt::format("in[{}]", k), 0, dense_strides(dims)}},
                             {{wr(v), 0, {s[1] * hw, b * hw, s[3], 1, hw}}}, "", {"x0"}, "0",
@@ -68,15 +77,32 @@ class Emitter {
     return true;
   }
 
-  // A buffer for v: the kernel's output when v leaves the group, else a scratch buffer of the
-  // thread that keeps its pages from run to run (fresh vectors cost page faults every run).
+  // NCHWc output k from v's plain buffer, once everything is computed: the inverse of the
+  // re-layout of bind_input.
+  void store_blocked(const Value* v, size_t k) {
+    const Shape s = shape(v);
+    const int64_t b = v->layout.block, hw = s[2] * s[3];
+    const Shape dims = {s[0], s[1] / b, s[2], s[3], b};
+    code_ += fmt::format("  // {} to NCHW{}c\n", v->name, b);
+    code_ += emit_loop_nest(dims, {{rd(v), 0, {s[1] * hw, b * hw, s[3], 1, hw}}},
+                            {{fmt::format("out[{}]", k), 0, dense_strides(dims)}}, "", {"x0"}, "0",
+                            std::to_string(loop_items(dims)), unroll_);
+  }
+
+  // A buffer for v: the kernel's output when v leaves the group (unless it is stored in NCHWc:
+  // then it is computed plain and re-laid at the end), else a scratch buffer of the thread that
+  // keeps its pages from run to run (fresh vectors cost page faults every run).
   void define(const Value* v) {
     const auto it = std::find(t_.io.outputs.begin(), t_.io.outputs.end(), v);
-    if (it != t_.io.outputs.end()) {
+    if (it != t_.io.outputs.end() && v->layout.layout == Layout::kNCHWc) {
+      blocked_outputs_.emplace_back(v, static_cast<size_t>(it - t_.io.outputs.begin()));
+    }
+    if (it != t_.io.outputs.end() && v->layout.layout != Layout::kNCHWc) {
       code_ += fmt::format("  float* {} = out[{}];\n", wr(v), it - t_.io.outputs.begin());
     } else {
-      code_ += fmt::format("  static thread_local std::vector<float> buf{0};\n"
-                           "  float* {2} = yc_scratch<{1}>(buf{0});\n",
+      code_ += fmt::format("  static thread_local float* buf{0} = nullptr;\n"
+                           "  static thread_local long buf{0}_n = 0;\n"
+                           "  float* {2} = yc_scratch<{1}>(buf{0}, buf{0}_n);\n",
                            v->id, shape_numel(shape(v)), wr(v));
     }
     code_ += fmt::format("  const float* {} = {};\n", rd(v), wr(v));
@@ -95,10 +121,14 @@ class Emitter {
     // bounds) are read at compile time by the emitters that take them.
     const size_t data_inputs = n.def->has(kTraitElementwise) || n.op == "Concat" ? n.inputs.size()
                                : n.op == "Conv"                                  ? 3
+                               : n.op == "MatMul"                                ? 2
                                                                                  : 1;
     for (size_t i = 0; i < std::min(data_inputs, n.inputs.size()); ++i) {
       if (n.input(i) && !bound_.count(n.input(i))) return false;
+      // float16 buffers (raw 16-bit storage) are read and written by elementwise loops only.
+      if (is_half(n.input(i)) && !n.def->has(kTraitElementwise)) return false;
     }
+    if (is_half(y) && !n.def->has(kTraitElementwise)) return false;
     code_ += fmt::format("  // {}\n", n.label());
     if (is_alias(n.op)) {
       const bool leaves =
@@ -120,6 +150,7 @@ class Emitter {
     if (n.op == "Split") return split(n);
     if (n.op == "Softmax") return softmax(n);
     if (n.op == "Conv") return conv(n);
+    if (n.op == "MatMul") return matmul(n);
     return false;
   }
 
@@ -133,17 +164,16 @@ class Emitter {
         args.emplace_back();
         continue;
       }
-      const auto xs = static_f32_shape(in);
-      if (!xs) return false;
-      const auto st = broadcast_strides(*xs, s);
+      if (!static_float_shape(in)) return false;
+      const auto st = broadcast_strides(shape(in), s);
       if (!st) return false;
       args.push_back(fmt::format("x{}", reads.size()));
-      reads.push_back({rd(in), 0, *st});
+      reads.push_back({rd(in), 0, *st, is_half(in)});
     }
     const auto e = elementwise_expr(n, args);
     if (!e) return false;
     define(y);
-    code_ += emit_loop_nest(s, reads, {{wr(y), 0, dense_strides(s)}},
+    code_ += emit_loop_nest(s, reads, {{wr(y), 0, dense_strides(s), is_half(y)}},
                             fmt::format("        const float y = {};\n", *e), {"y"}, "0",
                             std::to_string(loop_items(s)), unroll_);
     return true;
@@ -242,9 +272,10 @@ class Emitter {
     // Running max and sum per position of the inner dims, so every loop runs along contiguous
     // memory and vectorises.
     code_ += fmt::format(R"(  {{
-    static thread_local std::vector<float> m_{5}, sum_{5};
-    float* m = yc_scratch<{2}>(m_{5});
-    float* sum = yc_scratch<{2}>(sum_{5});
+    static thread_local float *m_{5} = nullptr, *sum_{5} = nullptr;
+    static thread_local long m_{5}_n = 0, sum_{5}_n = 0;
+    float* m = yc_scratch<{2}>(m_{5}, m_{5}_n);
+    float* sum = yc_scratch<{2}>(sum_{5}, sum_{5}_n);
     for (int64_t o = 0; o < {0}; ++o) {{
       const float* xp = {3} + o * {1} * {2};
       float* yp = {4} + o * {1} * {2};
@@ -275,6 +306,27 @@ class Emitter {
       return false;
     }
     define(y);
+    if (ws[2] == 1 && ws[3] == 1 && st == std::vector<int64_t>{1, 1} && g == 1 &&
+        pd == std::vector<int64_t>{0, 0, 0, 0}) {
+      // Pointwise (the YOLOX head's 4- and 1-channel convs): rows of the output accumulate
+      // whole input rows, so the loops run along contiguous pixels and vectorise.
+      code_ += fmt::format(
+          R"(  for (int64_t n = 0; n < {N}; ++n)
+    for (int64_t k = 0; k < {K}; ++k) {{
+      float* row = {YP} + (n * {K} + k) * {P};
+      for (int64_t p = 0; p < {P}; ++p) row[p] = {BIAS};
+      for (int64_t c = 0; c < {C}; ++c) {{
+        const float wv = {WP}[k * {C} + c];
+        const float* xr = {XP} + (n * {C} + c) * {P};
+        for (int64_t p = 0; p < {P}; ++p) row[p] += wv * xr[p];
+      }}
+    }}
+)",
+          fmt::arg("N", xs[0]), fmt::arg("K", ys[1]), fmt::arg("C", xs[1]),
+          fmt::arg("P", ys[2] * ys[3]), fmt::arg("BIAS", b ? rd(b) + "[k]" : "0.f"),
+          fmt::arg("WP", rd(w)), fmt::arg("XP", rd(x)), fmt::arg("YP", wr(y)));
+      return true;
+    }
     code_ += fmt::format(
         R"(  for (int64_t n = 0; n < {N}; ++n)
     for (int64_t k = 0; k < {K}; ++k)
@@ -305,10 +357,54 @@ class Emitter {
     return true;
   }
 
+  /// numpy matmul of operands of rank >= 2 (batch dims broadcast); 1-D operands are not taken.
+  bool matmul(const Node& n) {
+    const Value *a = n.input(0), *b = n.input(1), *y = n.outputs[0];
+    const Shape as = shape(a), bs = shape(b), ys = shape(y);
+    if (as.size() < 2 || bs.size() < 2 || ys.size() < 2) return false;
+    const Shape batch(ys.begin(), ys.end() - 2);
+    const Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
+    const auto sa = broadcast_strides(ab, batch), sb = broadcast_strides(bb, batch);
+    if (!sa || !sb) return false;
+    const int64_t m = as[as.size() - 2], k = as.back(), nn = bs.back();
+    if (bs[bs.size() - 2] != k || ys[ys.size() - 2] != m || ys.back() != nn) return false;
+    define(y);
+    // Batch index -> operand offsets, through the broadcast strides (in matrices).
+    std::string aoff = "0", boff = "0";
+    int64_t rest = shape_numel(batch);
+    for (size_t d = 0; d < batch.size(); ++d) {
+      rest /= batch[d];
+      const std::string idx = fmt::format("(bt / {} % {})", rest, batch[d]);
+      aoff += fmt::format(" + {} * {}", idx, (*sa)[d] * m * k);
+      boff += fmt::format(" + {} * {}", idx, (*sb)[d] * k * nn);
+    }
+    code_ += fmt::format(R"(  for (int64_t bt = 0; bt < {B}; ++bt) {{
+    const float* ap = {A} + {AOFF};
+    const float* bp = {BP} + {BOFF};
+    float* yp = {Y} + bt * {M} * {N};
+    for (int64_t i = 0; i < {M}; ++i) {{
+      float* row = yp + i * {N};
+      for (int64_t j = 0; j < {N}; ++j) row[j] = 0.f;
+      for (int64_t p = 0; p < {K}; ++p) {{
+        const float av = ap[i * {K} + p];
+        for (int64_t j = 0; j < {N}; ++j) row[j] += av * bp[p * {N} + j];
+      }}
+    }}
+  }}
+)",
+                         fmt::arg("B", shape_numel(batch)), fmt::arg("A", rd(a)),
+                         fmt::arg("AOFF", aoff), fmt::arg("BP", rd(b)), fmt::arg("BOFF", boff),
+                         fmt::arg("Y", wr(y)), fmt::arg("M", m), fmt::arg("N", nn),
+                         fmt::arg("K", k));
+    return true;
+  }
+
   const TailTask& t_;
   int64_t unroll_;
   std::string code_;
   std::set<const Value*> bound_;  ///< values with a pointer in the code so far
+  /// Outputs stored in NCHWc, with their output index.
+  std::vector<std::pair<const Value*, size_t>> blocked_outputs_;
 };
 
 }  // namespace
@@ -316,14 +412,53 @@ class Emitter {
 std::string TailTask::key() const {
   std::string s = "detect_tail_f32";
   for (const Node* n : io.nodes) {
-    s += " " + n->op + "[";
+    s += " " + n->op;
+    if (n->op == "Cast") s += ">" + std::string(dtype_name(n->outputs[0]->type.dtype));
+    s += "[";
     for (const Value* o : n->outputs) {
       for (const Dim& d : o->type.dims) s += std::to_string(d.value) + ",";
     }
     s += "]";
   }
-  return s;
+  return images > 1 ? s + " per-image" : s;
 }
+
+namespace {
+
+/// Whether every node of the task keeps images apart along dim 0 (batch n): all activations
+/// have n as their first dim, and no node works along axis 0.
+bool images_independent(const TailTask& t, int64_t n) {
+  const auto batch_first = [n](const Value* v) {
+    return !v || v->is_constant() ||
+           (!v->type.dims.empty() && v->type.dims[0].known() && v->type.dims[0].value == n);
+  };
+  for (const Node* node : t.io.nodes) {
+    for (const Value* v : node->inputs)
+      if (!batch_first(v)) return false;
+    for (const Value* v : node->outputs)
+      if (!batch_first(v)) return false;
+    const size_t rank = node->outputs[0]->type.dims.size();
+    const auto axis0 = [&](const char* attr, int64_t dflt) {
+      return norm_axis(node->attrs.get_int(attr, dflt), rank) == 0;
+    };
+    if ((node->op == "Concat" || node->op == "Split") && axis0("axis", 0)) return false;
+    if (node->op == "Softmax" && axis0("axis", -1)) return false;
+    if (node->op == "Transpose") {
+      const auto perm = node->attrs.get_ints("perm", {});
+      if (perm.empty() || perm[0] != 0) return false;
+    }
+    if (node->op == "MatMul" && rank < 3) return false;
+    if (node->op == "Slice") {
+      const Value* axes = node->inputs.size() > 3 ? node->input(3) : nullptr;
+      if (!axes || !axes->known()) return false;
+      for (double a : axes->known()->to_doubles())
+        if (norm_axis(static_cast<int64_t>(a), rank) == 0) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 std::optional<TailTask> tail_task_from_group(const Graph& g, const FusedGroup& group) {
   TailTask t;
@@ -331,14 +466,26 @@ std::optional<TailTask> tail_task_from_group(const Graph& g, const FusedGroup& g
   if (t.io.nodes.empty() || t.io.outputs.empty()) return std::nullopt;
   for (const Value* in : t.io.inputs) {
     if (!in->is_constant()) {
-      if (!static_f32_shape(in)) return std::nullopt;
+      if (!static_float_shape(in)) return std::nullopt;
       t.args.push_back(in);
     } else if (in->type.dtype == DType::kFloat32) {
       t.args.push_back(in);
     }
   }
+  const Value* first = nullptr;
+  for (const Value* in : t.args)
+    if (!in->is_constant() && !first) first = in;
+  const int64_t n = first && !first->type.dims.empty() ? first->type.dims[0].value : 1;
+  if (n > 1 && images_independent(t, n)) t.images = n;
   for (const Value* o : t.io.outputs) {
-    if (o->layout.layout != Layout::kNCHW || !dense_output(g, o)) return std::nullopt;
+    if (t.images == 1 && !dense_output(g, o)) return std::nullopt;
+    if (o->layout.layout == Layout::kNCHW) continue;
+    // NCHWc outputs (a value a convolution reads) are re-laid from a plain buffer at the end.
+    const auto s = static_f32_shape(o);  // float32 only: the re-layout copies floats
+    if (o->layout.layout != Layout::kNCHWc || !s || s->size() != 4 || o->layout.block <= 0 ||
+        (*s)[1] % o->layout.block != 0) {
+      return std::nullopt;
+    }
   }
   if (!Emitter(t, 1).run()) return std::nullopt;
   return t;

@@ -128,11 +128,30 @@ double output_elements(const GroupIO& io) {
   return n;
 }
 
-std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp) {
+bool is_blocked(const Value* v) {
+  return v->layout.layout == Layout::kNCHWc && v->layout.block == kBlock;
+}
+bool is_plain(const Value* v) { return v->layout.layout == Layout::kNCHW; }
+
+/// Whether the values are stored as the conv kernels read and write them: the dense conv takes
+/// NCHW16c (plain NCHW below 16 channels) and makes NCHW16c; the depthwise conv keeps NCHW16c
+/// when the channels are a multiple of 16, else plain NCHW.
+bool conv_layouts_fit(const ConvTask& t, const ConvOperands& o, bool depthwise) {
+  const bool out_blocked = !depthwise || DwConvTemplate::lanes(t) == kBlock;
+  const bool in_blocked = depthwise ? out_blocked : t.c % kBlock == 0;
+  const auto fits = [](const Value* v, bool blocked) {
+    return !v || (blocked ? is_blocked(v) : is_plain(v));
+  };
+  return fits(o.x, in_blocked) && fits(o.y, out_blocked) && fits(o.res, out_blocked);
+}
+
+std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp, CpuIsa isa) {
   if (auto t = conv_task_from_group(g, grp)) {
+    t->isa = isa;
     const auto o = conv_operands(g, grp);
-    if (o && ConvTemplate::matches(*t)) return conv_like_task<ConvTemplate>(*t, *o, "conv");
-    if (o && DwConvTemplate::matches(*t))
+    if (o && ConvTemplate::matches(*t) && conv_layouts_fit(*t, *o, false))
+      return conv_like_task<ConvTemplate>(*t, *o, "conv");
+    if (o && DwConvTemplate::matches(*t) && conv_layouts_fit(*t, *o, true))
       return conv_like_task<DwConvTemplate>(*t, *o, "dwconv");
   }
   const GroupIO io = group_io(g, grp);
@@ -181,11 +200,12 @@ std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp) {
   if (auto t = tail_task_from_group(g, grp)) {
     CpuTask task;
     task.template_name = "tail";
+    task.batch = t->images;
     task.key = t->key();
     task.flops = output_elements(t->io) * static_cast<double>(t->io.nodes.size());
     set_space<TailTemplate>(task, *t);
     task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& sym) {
-      return arrays_kernel(TailTemplate::emit(t, cfg, sym), t.args, t.io.outputs, 1);
+      return arrays_kernel(TailTemplate::emit(t, cfg, sym), t.args, t.io.outputs, t.images);
     };
     return task;
   }
@@ -194,7 +214,7 @@ std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp) {
 
 }  // namespace
 
-std::vector<CpuTask> extract_cpu_tasks(const Graph& g) {
+std::vector<CpuTask> extract_cpu_tasks(const Graph& g, CpuIsa isa) {
   std::vector<CpuTask> tasks;
   std::map<int, const FusedGroup*> by_id;
   for (const FusedGroup& grp : g.groups) by_id[grp.id] = &grp;
@@ -209,7 +229,7 @@ std::vector<CpuTask> extract_cpu_tasks(const Graph& g) {
   for (int id : order) {
     const FusedGroup& grp = *by_id.at(id);
     if (!grp.is_kernel()) continue;
-    std::optional<CpuTask> t = task_of_group(g, grp);
+    std::optional<CpuTask> t = task_of_group(g, grp, isa);
     if (!t) {
       std::string ops;
       for (const Node* n : group_io(g, grp).nodes) ops += (ops.empty() ? "" : ", ") + n->op;

@@ -71,8 +71,9 @@ struct CpuTask {
   std::function<LoweredKernel(const ScheduleConfig&, const std::string& symbol)> lower;
 };
 
-/// The tasks of every kernel group of `g` (after optimize() for target "cpu"), in graph order.
-/// Raises a UserError naming the group and its ops when no CPU template takes a group.
-std::vector<CpuTask> extract_cpu_tasks(const Graph& g);
+/// The tasks of every kernel group of `g` (after optimize() for target "cpu"), in the order they
+/// run, with kernels generated for `isa`. Raises a UserError naming the group and its ops when
+/// no CPU template takes a group.
+std::vector<CpuTask> extract_cpu_tasks(const Graph& g, CpuIsa isa = detect_host_isa());
 
 }  // namespace yoloc::codegen::cpu

@@ -1,0 +1,79 @@
+#pragma once
+/// The workload of one fused conv group on CUDA, and what the CUDA conv templates share: the
+/// kernel description they emit and the layouts of their operands.
+///
+/// Activations are NHWC. Each of the input, the residual and the output may be a channel slice of
+/// a wider NHWC buffer (a view Split of the input, a view Concat the output is written into): its
+/// pixel p, channel c lies at element p * stride + offset + c of the buffer. In NHWC a channel
+/// slice is one stride and one offset at any batch size.
+///
+/// Every CUDA conv kernel has the parameters
+///   (const void* x, const void* w, const float* bias, const void* res, void* y)
+/// x, res and y pointing at element 0 of their buffers (offsets are compiled in), w at the
+/// template's packed weights, bias at K float32 values (zeros when the conv has none), res unused
+/// (may be null) without a residual.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "codegen/cpu/conv_template.h"
+#include "core/dtype.h"
+#include "ir/graph.h"
+
+namespace yoloc::codegen::cuda {
+
+using cpu::Activation;
+using cpu::ConvTask;
+
+/// Where a tensor of `channels` channels lies in an NHWC buffer (see the file comment).
+struct ChannelSlice {
+  int64_t stride = 0;  ///< channels per pixel of the buffer
+  int64_t offset = 0;  ///< first channel of the slice
+  bool operator==(const ChannelSlice& o) const { return stride == o.stride && offset == o.offset; }
+};
+
+/// A fused conv group for CUDA: shapes and epilogue (bias, activation, residual add) as on the
+/// CPU, the storage types, and the placement of each activation in its buffer.
+struct CudaConvTask {
+  ConvTask conv;
+  DType dtype = DType::kFloat16;      ///< input activations and weights
+  DType out_dtype = DType::kFloat16;  ///< output and residual
+  ChannelSlice in, out, res;
+
+  /// A task on dense NHWC tensors (slices as wide as the tensors).
+  static CudaConvTask dense(const ConvTask& conv, DType dtype, DType out_dtype);
+  /// True when every slice holds its tensor: offset >= 0, offset + channels <= stride.
+  bool slices_valid() const;
+  /// Canonical workload key, e.g. "cuda_conv2d_nhwc f16->f16 n1 c64 h80 w80 k64 3x3 s1x1 p1x1
+  /// d1x1 silu add in64+0 out128+64 res64+0".
+  std::string key() const;
+};
+
+/// The CUDA conv task of a fused group (see cpu::conv_task_from_group for the forms taken) with
+/// activations stored as `dtype` and the output as `out_dtype`, and the channel slices that the
+/// views of the graph give: an output written into a view Concat on the channel axis (nested
+/// concats too), an input or residual read from a view Split or step-1 Slice on the channel axis
+/// (of a buffer that may itself be a concat slice). nullopt when the group is not such a conv or a
+/// view is of another form.
+std::optional<CudaConvTask> cuda_conv_task_from_group(const Graph& g, const FusedGroup& group,
+                                                      DType dtype, DType out_dtype);
+
+/// One generated kernel: the source of one extern "C" __global__ function `symbol` with the
+/// parameters of the file comment, and its launch geometry.
+struct CudaKernel {
+  std::string symbol;
+  std::string source;
+  std::array<unsigned, 3> grid{1, 1, 1};
+  std::array<unsigned, 3> block{1, 1, 1};
+  unsigned shared_bytes = 0;  ///< dynamic shared memory (above 48 KiB the kernel must opt in)
+};
+
+/// Shared memory a kernel may use on every target yoloc compiles for (sm_80 and up: sm_86 and
+/// sm_89 allow the least, 99 KiB).
+inline constexpr int64_t kMaxSharedBytes = 99 * 1024;
+
+/// "f32", "f16", "bf16" (the dtypes the CUDA templates store); "?" otherwise.
+const char* short_dtype_name(DType t);
+
+}  // namespace yoloc::codegen::cuda

@@ -1,0 +1,209 @@
+#include "codegen/cuda/cuda_emit.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace yoloc::codegen::cuda {
+
+const char* const kCudaDevicePrelude = R"(#ifndef YOLOC_CUDA_DEVICE_PRELUDE
+#define YOLOC_CUDA_DEVICE_PRELUDE
+#define YC_DEVICE __device__ __forceinline__
+#define YC_KERNEL extern "C" __global__
+#define YC_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+#define YC_SYNC() __syncthreads()
+// One declaration of the dynamic shared memory for all kernels of a module (a block-scope
+// extern __shared__ array names the same object in every kernel, so its type must agree).
+#define YC_DYNAMIC_SMEM(T, name)                                       \
+  extern __shared__ __align__(16) unsigned char yc_dynamic_smem[]; \
+  T* name = reinterpret_cast<T*>(yc_dynamic_smem)
+typedef unsigned short yc_u16;
+typedef unsigned int yc_u32;
+typedef long long yc_i64;
+YC_DEVICE float yc_half_to_float(yc_u16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+YC_DEVICE yc_u16 yc_float_to_half(float f) {
+  yc_u16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+YC_DEVICE float yc_bf16_to_float(yc_u16 h) { return __uint_as_float(static_cast<yc_u32>(h) << 16); }
+YC_DEVICE yc_u16 yc_float_to_bf16(float f) {
+  yc_u16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+YC_DEVICE float yc_exp(float x) { return expf(x); }
+YC_DEVICE yc_u32 yc_smem_address(const void* p) {
+  return static_cast<yc_u32>(__cvta_generic_to_shared(p));
+}
+// 16 bytes global -> shared, asynchronous; the first src_bytes (0 or 16) are read, the rest zero.
+YC_DEVICE void yc_cp_async16(void* smem, const void* gmem, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(yc_smem_address(smem)),
+               "l"(gmem), "r"(src_bytes)
+               : "memory");
+}
+YC_DEVICE void yc_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most N committed groups of this thread are still in flight.
+template <int N>
+YC_DEVICE void yc_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+// Four 8x8 b16 matrices from shared memory; lanes 8i..8i+7 give the row addresses of matrix i.
+YC_DEVICE void yc_ldmatrix_x4(yc_u32 (&r)[4], const void* smem) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(yc_smem_address(smem))
+               : "memory");
+}
+// d += a * b for one 16x8x16 tile: a row-major 16x16, b column-major 16x8, fp32 accumulators.
+YC_DEVICE void yc_mma_f16(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+YC_DEVICE void yc_mma_bf16(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b)[2]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif  // YOLOC_CUDA_DEVICE_PRELUDE
+)";
+
+const char* const kCudaCommonPrelude = R"(#ifndef YOLOC_CUDA_COMMON_PRELUDE
+#define YOLOC_CUDA_COMMON_PRELUDE
+struct yc_half {
+  yc_u16 bits;
+};
+struct yc_bf16 {
+  yc_u16 bits;
+};
+YC_DEVICE float yc_to_float(float v) { return v; }
+YC_DEVICE float yc_to_float(yc_half v) { return yc_half_to_float(v.bits); }
+YC_DEVICE float yc_to_float(yc_bf16 v) { return yc_bf16_to_float(v.bits); }
+YC_DEVICE float yc_load(const float* p) { return *p; }
+YC_DEVICE float yc_load(const yc_half* p) { return yc_half_to_float(p->bits); }
+YC_DEVICE float yc_load(const yc_bf16* p) { return yc_bf16_to_float(p->bits); }
+YC_DEVICE void yc_store(float* p, float v) { *p = v; }
+YC_DEVICE void yc_store(yc_half* p, float v) { p->bits = yc_float_to_half(v); }
+YC_DEVICE void yc_store(yc_bf16* p, float v) { p->bits = yc_float_to_bf16(v); }
+// Two consecutive elements at a pointer aligned to two elements, in one access.
+struct yc_f32x2 {
+  float x, y;
+};
+YC_DEVICE void yc_load2(const float* p, float& a, float& b) {
+  const yc_f32x2 v = *reinterpret_cast<const yc_f32x2*>(p);
+  a = v.x;
+  b = v.y;
+}
+YC_DEVICE void yc_store2(float* p, float a, float b) {
+  *reinterpret_cast<yc_f32x2*>(p) = yc_f32x2{a, b};
+}
+YC_DEVICE void yc_load2(const yc_half* p, float& a, float& b) {
+  const yc_u32 v = *reinterpret_cast<const yc_u32*>(p);
+  a = yc_half_to_float(static_cast<yc_u16>(v & 0xffffu));
+  b = yc_half_to_float(static_cast<yc_u16>(v >> 16));
+}
+YC_DEVICE void yc_store2(yc_half* p, float a, float b) {
+  *reinterpret_cast<yc_u32*>(p) =
+      static_cast<yc_u32>(yc_float_to_half(a)) | (static_cast<yc_u32>(yc_float_to_half(b)) << 16);
+}
+YC_DEVICE void yc_load2(const yc_bf16* p, float& a, float& b) {
+  const yc_u32 v = *reinterpret_cast<const yc_u32*>(p);
+  a = yc_bf16_to_float(static_cast<yc_u16>(v & 0xffffu));
+  b = yc_bf16_to_float(static_cast<yc_u16>(v >> 16));
+}
+YC_DEVICE void yc_store2(yc_bf16* p, float a, float b) {
+  *reinterpret_cast<yc_u32*>(p) =
+      static_cast<yc_u32>(yc_float_to_bf16(a)) | (static_cast<yc_u32>(yc_float_to_bf16(b)) << 16);
+}
+YC_DEVICE float yc_act_none(float x) { return x; }
+YC_DEVICE float yc_act_relu(float x) { return x > 0.f ? x : 0.f; }
+YC_DEVICE float yc_act_silu(float x) { return x / (1.f + yc_exp(-x)); }
+#endif  // YOLOC_CUDA_COMMON_PRELUDE
+)";
+
+std::string cuda_prelude() { return std::string(kCudaDevicePrelude) + kCudaCommonPrelude; }
+
+std::string cuda_storage_type(DType t) {
+  switch (t) {
+    case DType::kFloat32: return "float";
+    case DType::kFloat16: return "yc_half";
+    case DType::kBFloat16: return "yc_bf16";
+    default: internal_error("no CUDA storage type for {}", dtype_name(t));
+  }
+}
+
+std::string conv_common_source(const CudaConvTask& task) {
+  const ConvTask& t = task.conv;
+  const char* act = t.act == Activation::kRelu   ? "yc_act_relu"
+                    : t.act == Activation::kSilu ? "yc_act_silu"
+                                                 : "yc_act_none";
+  return fmt::format(
+      R"(typedef {in_t} InT;
+typedef {out_t} OutT;
+// Constants as enumerators: namespace-scope constexpr variables would each become a __device__
+// global of the module.
+enum : int {{
+  N = {n}, C = {c}, H = {h}, W = {w}, K = {k}, OH = {oh}, OW = {ow},
+  KH = {kh}, KW = {kw}, SH = {sh}, SW = {sw}, PH = {ph}, PW = {pw}, DH = {dh}, DW = {dw},
+  M = N * OH * OW,
+  KG = KH * KW * C,
+  RES = {res}
+}};
+enum : yc_i64 {{ IS = {is}, IO = {io}, OS = {os}, OO = {oo}, RS = {rs}, RO = {ro} }};
+enum : int {{ PAIR_Y = OS % 2 == 0 && OO % 2 == 0, PAIR_R = RS % 2 == 0 && RO % 2 == 0 }};
+YC_DEVICE void epilogue(OutT* __restrict__ y, const OutT* __restrict__ res,
+                        const float* __restrict__ bias, int m, int n, float v) {{
+  if (m >= M || n >= K) return;
+  v = {act}(v + bias[n]);
+  if constexpr (RES) v += yc_load(res + (static_cast<yc_i64>(m) * RS + RO + n));
+  yc_store(y + (static_cast<yc_i64>(m) * OS + OO + n), v);
+}}
+YC_DEVICE void epilogue2(OutT* __restrict__ y, const OutT* __restrict__ res,
+                         const float* __restrict__ bias, int m, int n, float v0, float v1) {{
+  if (m >= M || n >= K) return;
+  if (n + 1 >= K) {{
+    epilogue(y, res, bias, m, n, v0);
+    return;
+  }}
+  v0 = {act}(v0 + bias[n]);
+  v1 = {act}(v1 + bias[n + 1]);
+  const yc_i64 r = static_cast<yc_i64>(m) * RS + RO + n;
+  const yc_i64 o = static_cast<yc_i64>(m) * OS + OO + n;
+  if constexpr (RES) {{
+    if constexpr (PAIR_R) {{
+      float a, b;
+      yc_load2(res + r, a, b);
+      v0 += a;
+      v1 += b;
+    }} else {{
+      v0 += yc_load(res + r);
+      v1 += yc_load(res + r + 1);
+    }}
+  }}
+  if constexpr (PAIR_Y) {{
+    yc_store2(y + o, v0, v1);
+  }} else {{
+    yc_store(y + o, v0);
+    yc_store(y + o + 1, v1);
+  }}
+}}
+)",
+      fmt::arg("in_t", cuda_storage_type(task.dtype)),
+      fmt::arg("out_t", cuda_storage_type(task.out_dtype)), fmt::arg("n", t.n), fmt::arg("c", t.c),
+      fmt::arg("h", t.h), fmt::arg("w", t.w), fmt::arg("k", t.k), fmt::arg("oh", t.oh),
+      fmt::arg("ow", t.ow), fmt::arg("kh", t.kh), fmt::arg("kw", t.kw), fmt::arg("sh", t.sh),
+      fmt::arg("sw", t.sw), fmt::arg("ph", t.ph), fmt::arg("pw", t.pw), fmt::arg("dh", t.dh),
+      fmt::arg("dw", t.dw), fmt::arg("is", task.in.stride), fmt::arg("io", task.in.offset),
+      fmt::arg("os", task.out.stride), fmt::arg("oo", task.out.offset),
+      fmt::arg("rs", task.res.stride), fmt::arg("ro", task.res.offset),
+      fmt::arg("res", t.residual ? 1 : 0), fmt::arg("act", act));
+}
+
+}  // namespace yoloc::codegen::cuda

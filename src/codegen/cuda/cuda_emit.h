@@ -1,0 +1,39 @@
+#pragma once
+/// What the CUDA kernel templates emit in common: the helper prelude every kernel source starts
+/// with, and the constants and fused epilogue of a conv kernel.
+///
+/// Kernels include no header (NVRTC finds none by itself): the prelude defines the few types
+/// and conversions they need with inline PTX. It has two parts. The device part
+/// (kCudaDevicePrelude, guarded by YOLOC_CUDA_DEVICE_PRELUDE) holds everything that is CUDA or
+/// PTX: the YC_* macros, fp16/bf16 conversions, cp.async, ldmatrix and mma.sync. The common part
+/// is plain C++ over those helpers. A host emulation of the kernels (tests) defines
+/// YOLOC_CUDA_DEVICE_PRELUDE and its own versions of the device part before the source.
+#include <string>
+
+#include "codegen/cuda/conv_task.h"
+
+namespace yoloc::codegen::cuda {
+
+/// The device part of the prelude (sm_80 and up).
+extern const char* const kCudaDevicePrelude;
+/// The portable part: storage types yc_half / yc_bf16, yc_load / yc_store (and their pair
+/// forms yc_load2 / yc_store2), activations yc_act_none / yc_act_relu / yc_act_silu.
+extern const char* const kCudaCommonPrelude;
+
+/// kCudaDevicePrelude followed by kCudaCommonPrelude: what a kernel source starts with.
+std::string cuda_prelude();
+
+/// "float", "yc_half", "yc_bf16": the prelude's storage type of t.
+std::string cuda_storage_type(DType t);
+
+/// The declarations a conv kernel's namespace starts with: the task's sizes as constexprs (N, C,
+/// H, W, K, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW; M = N*OH*OW output pixels; KG = KH*KW*C the
+/// GEMM depth; IS/IO, OS/OO, RS/RO the strides and offsets of the input, output and residual
+/// slices), the types InT and OutT, and
+///   epilogue(y, res, bias, m, n, v)           one output element (pixel m, channel n)
+///   epilogue2(y, res, bias, m, n, v0, v1)     channels n and n + 1 (n even)
+/// which add the bias, apply the activation, add the residual, convert to OutT and store, for
+/// m < M and n < K only.
+std::string conv_common_source(const CudaConvTask& t);
+
+}  // namespace yoloc::codegen::cuda

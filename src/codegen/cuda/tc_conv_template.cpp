@@ -1,0 +1,322 @@
+#include "codegen/cuda/tc_conv_template.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen/cpu/emit_util.h"
+#include "codegen/cuda/cuda_emit.h"
+#include "core/error.h"
+
+namespace yoloc::codegen::cuda {
+namespace {
+
+constexpr int64_t kMaxWarps = 8;
+constexpr int64_t kMaxAccumulators = 128;  // fp32 registers per thread for the warp tile
+constexpr int64_t kPad = 8;                // halves of padding per shared-memory row
+constexpr int64_t kTargetBlocks = 128;     // about one wave on an A100 / H100
+
+int64_t gemm_depth8(const CudaConvTask& t) {
+  return cpu::ceil_div(t.conv.kh * t.conv.kw * t.conv.c, 8) * 8;
+}
+
+int64_t shared_bytes(int64_t bm, int64_t bn, int64_t bk, int64_t stages) {
+  return stages * (bm + bn) * (bk + kPad) * 2;
+}
+
+// The kernel after the common declarations of conv_common_source (in the same namespace). See the
+// header for the scheme; the comments here say why.
+constexpr const char* kKernel = R"(enum : int {
+  BM = @BM@, BN = @BN@, BK = @BK@, WM = @WM@, WN = @WN@, STAGES = @STAGES@,
+  WARPS_N = BN / WN, THREADS = (BM / WM) * WARPS_N * 32,
+  MI = WM / 16, NI = WN / 8,
+  // 16 bytes of padding per row: the 8 rows an ldmatrix reads then fall on distinct banks.
+  LDS = BK + 8,
+  KG8 = (KG + 7) / 8 * 8,
+  KT = (KG8 + BK - 1) / BK,
+  CPR = BK / 8,  // 16-byte chunks per tile row
+  A_CHUNKS = BM * CPR, B_CHUNKS = BN * CPR,
+  A_ITERS = (A_CHUNKS + THREADS - 1) / THREADS,
+  B_ITERS = (B_CHUNKS + THREADS - 1) / THREADS,
+  A_STAGE = BM * LDS, B_STAGE = BN * LDS,
+  // 16-byte copies need 8 channels of one pixel at a 16-byte aligned address.
+  VEC = C % 8 == 0 && IS % 8 == 0 && IO % 8 == 0,
+  OUTSIDE = -(1 << 28)  // input row of a pixel past M: every tap is out of bounds
+};
+
+YC_DEVICE void mma(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b)[2]) {
+  @MMA@(d, a, b);
+}
+
+// Depth step kt of the im2col rows of this thread's pixels into one stage of A.
+YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const yc_i64 (&base)[A_ITERS],
+                      const int (&ih0)[A_ITERS], const int (&iw0)[A_ITERS], int kt, int tid) {
+#pragma unroll
+  for (int j = 0; j < A_ITERS; ++j) {
+    const int chunk = tid + j * THREADS;
+    if (A_CHUNKS % THREADS != 0 && chunk >= A_CHUNKS) break;
+    const int row = chunk / CPR, kc = chunk % CPR;
+    const int kk = kt * BK + kc * 8;
+    yc_u16* dst = sa + row * LDS + kc * 8;
+    if constexpr (VEC) {
+      const int c = kk % C, rs = kk / C, s = rs % KW, r = rs / KW;
+      const int ih = ih0[j] + r * DH, iw = iw0[j] + s * DW;
+      const bool ok = kk < KG && static_cast<unsigned>(ih) < static_cast<unsigned>(H) &&
+                      static_cast<unsigned>(iw) < static_cast<unsigned>(W);
+      const yc_u16* src = ok ? x + base[j] + (static_cast<yc_i64>(ih) * W + iw) * IS + c : x;
+      yc_cp_async16(dst, src, ok ? 16 : 0);
+    } else {
+      yc_u32 packed[4];
+#pragma unroll
+      for (int e = 0; e < 8; e += 2) {
+        yc_u32 pair = 0;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int k = kk + e + h;
+          const int c = k % C, rs = k / C, s = rs % KW, r = rs / KW;
+          const int ih = ih0[j] + r * DH, iw = iw0[j] + s * DW;
+          const bool ok = k < KG && static_cast<unsigned>(ih) < static_cast<unsigned>(H) &&
+                          static_cast<unsigned>(iw) < static_cast<unsigned>(W);
+          const yc_u32 v = ok ? x[base[j] + (static_cast<yc_i64>(ih) * W + iw) * IS + c] : 0u;
+          pair |= v << (16 * h);
+        }
+        packed[e / 2] = pair;
+      }
+      yc_u32* d32 = reinterpret_cast<yc_u32*>(dst);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) d32[e] = packed[e];
+    }
+  }
+}
+
+// Depth step kt of output channels [n0, n0 + BN) of the packed weights into one stage of B.
+YC_DEVICE void load_b(yc_u16* sb, const yc_u16* __restrict__ w, int n0, int kt, int tid) {
+#pragma unroll
+  for (int j = 0; j < B_ITERS; ++j) {
+    const int chunk = tid + j * THREADS;
+    if (B_CHUNKS % THREADS != 0 && chunk >= B_CHUNKS) break;
+    const int row = chunk / CPR, kc = chunk % CPR;
+    const int n = n0 + row, kk = kt * BK + kc * 8;
+    const bool ok = n < K && kk < KG8;
+    const yc_u16* src = ok ? w + static_cast<yc_i64>(n) * KG8 + kk : w;
+    yc_cp_async16(sb + row * LDS + kc * 8, src, ok ? 16 : 0);
+  }
+}
+}  // namespace @SYM@_ns
+
+YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
+    @SYM@(const void* x_, const void* w_, const float* __restrict__ bias, const void* res_,
+          void* y_) {
+  using namespace @SYM@_ns;
+  YC_DYNAMIC_SMEM(yc_u16, yc_smem);
+  const yc_u16* __restrict__ x = static_cast<const yc_u16*>(x_);
+  const yc_u16* __restrict__ w = static_cast<const yc_u16*>(w_);
+  const OutT* res = static_cast<const OutT*>(res_);
+  OutT* y = static_cast<OutT*>(y_);
+  yc_u16* sa = yc_smem;
+  yc_u16* sb = yc_smem + STAGES * A_STAGE;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+  const int m0 = static_cast<int>(blockIdx.x) * BM, n0 = static_cast<int>(blockIdx.y) * BN;
+
+  // The pixel of each A row this thread copies is the same at every depth step.
+  yc_i64 base[A_ITERS];
+  int ih0[A_ITERS], iw0[A_ITERS];
+#pragma unroll
+  for (int j = 0; j < A_ITERS; ++j) {
+    const int chunk = tid + j * THREADS, m = m0 + chunk / CPR;
+    base[j] = 0;
+    ih0[j] = iw0[j] = OUTSIDE;
+    if (chunk < A_CHUNKS && m < M) {
+      const int img = m / (OH * OW), p = m % (OH * OW), oh = p / OW, ow = p % OW;
+      base[j] = static_cast<yc_i64>(img) * H * W * IS + IO;
+      ih0[j] = oh * SH - PH;
+      iw0[j] = ow * SW - PW;
+    }
+  }
+
+  float acc[MI][NI][4];
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
+
+  // Steps 0 .. STAGES-2 in flight before the first use; one commit group per step, empty past
+  // the last, so that wait<STAGES - 2> below always means "step kt has landed".
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < KT) {
+      load_a(sa + s * A_STAGE, x, base, ih0, iw0, s, tid);
+      load_b(sb + s * B_STAGE, w, n0, s, tid);
+    }
+    yc_cp_async_commit();
+  }
+  for (int kt = 0; kt < KT; ++kt) {
+    yc_cp_async_wait<STAGES - 2>();
+    // Step kt is visible to all threads, and all are done with step kt - 1, whose buffer the
+    // copy issued next overwrites.
+    YC_SYNC();
+    const int next = kt + STAGES - 1;
+    if (next < KT) {
+      load_a(sa + (next % STAGES) * A_STAGE, x, base, ih0, iw0, next, tid);
+      load_b(sb + (next % STAGES) * B_STAGE, w, n0, next, tid);
+    }
+    yc_cp_async_commit();
+    const yc_u16* ca = sa + (kt % STAGES) * A_STAGE;
+    const yc_u16* cb = sb + (kt % STAGES) * B_STAGE;
+#pragma unroll
+    for (int ks = 0; ks < BK / 16; ++ks) {
+      yc_u32 af[MI][4], bf[NI][2];
+      // A fragments: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), lane l addressing row l % 16
+      // of k half l / 16.
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi) {
+        yc_ldmatrix_x4(af[mi], ca + (warp_m * WM + mi * 16 + (lane & 15)) * LDS + ks * 16 +
+                                   (lane >> 4) * 8);
+      }
+      // B fragments of two n8 tiles per ldmatrix: matrices (n 0-7, k 0-7), (n 0-7, k 8-15),
+      // (n 8-15, k 0-7), (n 8-15, k 8-15); B is stored n-major, so no transpose.
+#pragma unroll
+      for (int nj = 0; nj < NI / 2; ++nj) {
+        yc_u32 r[4];
+        yc_ldmatrix_x4(r, cb + (warp_n * WN + nj * 16 + (lane & 7) + ((lane >> 4) << 3)) * LDS +
+                              ks * 16 + ((lane >> 3) & 1) * 8);
+        bf[2 * nj][0] = r[0];
+        bf[2 * nj][1] = r[1];
+        bf[2 * nj + 1][0] = r[2];
+        bf[2 * nj + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni) mma(acc[mi][ni], af[mi], bf[ni]);
+    }
+  }
+  yc_cp_async_wait<0>();
+
+  // Accumulator e of tile (mi, ni) is row lane / 4 (+8 for e >= 2), column 2 * (lane % 4) + e % 2.
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni) {
+      const int m = m0 + warp_m * WM + mi * 16 + (lane >> 2);
+      const int n = n0 + warp_n * WN + ni * 8 + (lane & 3) * 2;
+      epilogue2(y, res, bias, m, n, acc[mi][ni][0], acc[mi][ni][1]);
+      epilogue2(y, res, bias, m + 8, n, acc[mi][ni][2], acc[mi][ni][3]);
+    }
+  }
+}
+)";
+
+}  // namespace
+
+bool TensorCoreConvTemplate::matches(const CudaConvTask& task) {
+  const ConvTask& t = task.conv;
+  const bool sizes = t.n > 0 && t.c > 0 && t.h > 0 && t.w > 0 && t.k > 0 && t.oh > 0 && t.ow > 0 &&
+                     t.kh > 0 && t.kw > 0 && t.sh > 0 && t.sw > 0 && t.dh > 0 && t.dw > 0 &&
+                     t.ph >= 0 && t.pw >= 0;
+  const bool in16 = task.dtype == DType::kFloat16 || task.dtype == DType::kBFloat16;
+  const bool out_ok = task.out_dtype == DType::kFloat32 || task.out_dtype == DType::kFloat16 ||
+                      task.out_dtype == DType::kBFloat16;
+  // Pixel and depth indices are 32-bit in the kernel.
+  const bool fits = t.n * t.oh * t.ow < (int64_t{1} << 31) && gemm_depth8(task) < (1 << 30) &&
+                    t.n * t.h * t.w < (int64_t{1} << 31);
+  return sizes && t.groups == 1 && in16 && out_ok && task.slices_valid() && fits;
+}
+
+ScheduleSpace TensorCoreConvTemplate::space(const CudaConvTask&) {
+  ScheduleSpace s;
+  s.knobs.push_back({"bm", "output pixels per block tile", {32, 64, 128, 256}});
+  s.knobs.push_back({"bn", "output channels per block tile", {16, 32, 64, 128, 256}});
+  s.knobs.push_back({"bk", "GEMM depth per pipeline step", {16, 32, 64}});
+  s.knobs.push_back({"wm", "output pixels per warp tile", {16, 32, 64}});
+  s.knobs.push_back({"wn", "output channels per warp tile", {16, 32, 64}});
+  s.knobs.push_back({"stages", "shared-memory pipeline depth", {2, 3, 4}});
+  return s;
+}
+
+bool TensorCoreConvTemplate::valid(const CudaConvTask& t, const ScheduleConfig& cfg) {
+  if (!matches(t) || !cfg.in_space(space(t))) return false;
+  const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
+  const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
+  if (bm % wm != 0 || bn % wn != 0) return false;
+  const int64_t warps = (bm / wm) * (bn / wn);
+  return warps <= kMaxWarps && wm * wn / 32 <= kMaxAccumulators &&
+         shared_bytes(bm, bn, bk, stages) <= kMaxSharedBytes;
+}
+
+ScheduleConfig TensorCoreConvTemplate::default_config(const CudaConvTask& t) {
+  YOLOC_CHECK(matches(t), "tensor-core conv template does not match {}", t.key());
+  const int64_t m = t.conv.n * t.conv.oh * t.conv.ow, k = t.conv.k;
+  int64_t bn = k <= 16 ? 16 : k <= 32 ? 32 : k <= 64 ? 64 : 128;
+  int64_t bm = 128;
+  const auto blocks = [&] { return cpu::ceil_div(m, bm) * cpu::ceil_div(k, bn); };
+  // Smaller tiles for small layers, so that more multiprocessors get work: pixels first (the
+  // weights tile is reused across them), channels down to 32.
+  while (blocks() < kTargetBlocks && (bm > 32 || bn > 32)) {
+    if (bm > 32) {
+      bm /= 2;
+    } else {
+      bn /= 2;
+    }
+  }
+  const int64_t wn = std::min<int64_t>(bn, 32);
+  // Four warps, or eight for the widest tiles (64 x 32 accumulators per warp at most).
+  int64_t wm = std::min<int64_t>(bm, 64);
+  while ((bm / wm) * (bn / wn) < 4 && wm > 16) wm /= 2;
+  const int64_t depth = gemm_depth8(t);
+  const int64_t bk = depth <= 16 ? 16 : 32;
+  const int64_t stages = cpu::ceil_div(depth, bk) >= 3 ? 3 : 2;
+  ScheduleConfig cfg(
+      {{"bm", bm}, {"bn", bn}, {"bk", bk}, {"wm", wm}, {"wn", wn}, {"stages", stages}});
+  YOLOC_CHECK(valid(t, cfg), "default tensor-core conv config {} invalid for {}", cfg.str(),
+              t.key());
+  return cfg;
+}
+
+CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig& cfg,
+                                        const std::string& symbol) {
+  YOLOC_CHECK(valid(t, cfg), "tensor-core conv config {} invalid for {}", cfg.str(), t.key());
+  YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
+  const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
+  const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
+  std::string body = kKernel;
+  const std::pair<const char*, std::string> subs[] = {
+      {"@SYM@", symbol},
+      {"@BM@", std::to_string(bm)},
+      {"@BN@", std::to_string(bn)},
+      {"@BK@", std::to_string(bk)},
+      {"@WM@", std::to_string(wm)},
+      {"@WN@", std::to_string(wn)},
+      {"@STAGES@", std::to_string(stages)},
+      {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"}};
+  for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
+  CudaKernel k;
+  k.symbol = symbol;
+  k.source = cuda_prelude() + "// " + t.key() + " | " + cfg.str() + "\nnamespace " + symbol +
+             "_ns {\n" + conv_common_source(t) + body;
+  const int64_t m = t.conv.n * t.conv.oh * t.conv.ow;
+  k.grid = {static_cast<unsigned>(cpu::ceil_div(m, bm)),
+            static_cast<unsigned>(cpu::ceil_div(t.conv.k, bn)), 1};
+  k.block = {static_cast<unsigned>((bm / wm) * (bn / wn) * 32), 1, 1};
+  k.shared_bytes = static_cast<unsigned>(shared_bytes(bm, bn, bk, stages));
+  return k;
+}
+
+Tensor TensorCoreConvTemplate::pack_weights(const CudaConvTask& task, const float* oihw) {
+  const ConvTask& t = task.conv;
+  const int64_t depth = gemm_depth8(task);
+  Tensor packed(DType::kFloat32, {t.k, depth});
+  float* p = packed.data<float>();
+  std::fill(p, p + packed.numel(), 0.f);
+  for (int64_t n = 0; n < t.k; ++n)
+    for (int64_t r = 0; r < t.kh; ++r)
+      for (int64_t s = 0; s < t.kw; ++s)
+        for (int64_t c = 0; c < t.c; ++c)
+          p[n * depth + (r * t.kw + s) * t.c + c] = oihw[((n * t.c + c) * t.kh + r) * t.kw + s];
+  return packed.cast(task.dtype);
+}
+
+}  // namespace yoloc::codegen::cuda

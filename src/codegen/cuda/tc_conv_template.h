@@ -1,0 +1,44 @@
+#pragma once
+/// The tensor-core conv template: an implicit-GEMM convolution of NHWC fp16 or bf16 activations
+/// with fp32 accumulation on mma.sync.m16n8k16 (sm_80 and up), for the fused group "Conv (+bias)
+/// (+ReLU/SiLU) (+residual Add)" written into any channel slice of its output buffer.
+///
+/// The GEMM: M = N*OH*OW output pixels (rows), K output channels (columns), depth KG = KH*KW*C
+/// taken in the order (kh, kw, c), c fastest. A block computes a BM x BN tile of the output with
+/// (BM/WM) x (BN/WN) warps of WM x WN each; the depth is walked in BK steps through a STAGES-deep
+/// ring of shared-memory tiles filled by cp.async (16-byte copies, zero-filled outside the image
+/// and past the depth), read into mma fragments by ldmatrix. Inputs whose channel count, slice
+/// stride or offset is not a multiple of 8 (the 3-channel first conv) cannot be copied in 16-byte
+/// pieces: their tiles are gathered element by element over the same (kh, kw, c) order, so the
+/// depth stays KG = KH*KW*C (27 for a 3x3 RGB conv, one 32-deep step) instead of padding C.
+///
+/// Weights: what pack_weights makes, [K][KG8] in the activation dtype, KG8 = KG rounded up to 8
+/// (zeros past KG): row n holds output channel n's kernel in (kh, kw, c) order.
+#include "codegen/cpu/schedule.h"
+#include "codegen/cuda/conv_task.h"
+#include "core/tensor.h"
+
+namespace yoloc::codegen::cuda {
+
+class TensorCoreConvTemplate {
+ public:
+  /// True for groups == 1, activations fp16 or bf16, output fp32, fp16 or bf16, slices that hold
+  /// their tensors, and fewer than 2^31 output pixels.
+  static bool matches(const CudaConvTask& t);
+  /// Knobs: "bm", "bn" (block tile of pixels x channels), "bk" (depth per pipeline step), "wm",
+  /// "wn" (warp tile), "stages" (depth of the shared-memory ring).
+  static ScheduleSpace space(const CudaConvTask& t);
+  /// True when cfg is a point of space(t) with wm | bm, wn | bn, at most 8 warps, at most 128
+  /// accumulators per thread and its shared memory within kMaxSharedBytes.
+  static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
+  /// A heuristic config, valid for every matching task: a block tile fitted to K, shrunk until the
+  /// grid has about a hundred blocks.
+  static ScheduleConfig default_config(const CudaConvTask& t);
+  /// The kernel; `symbol` names it (a C identifier). Raises InternalError for an invalid config.
+  static CudaKernel emit(const CudaConvTask& t, const ScheduleConfig& cfg,
+                         const std::string& symbol);
+  /// OIHW float32 weights (K*C*KH*KW values) in the kernel's layout and dtype.
+  static Tensor pack_weights(const CudaConvTask& t, const float* oihw);
+};
+
+}  // namespace yoloc::codegen::cuda

@@ -1,0 +1,210 @@
+#pragma once
+/// What the CUDA conv tests share (the host emulation and the GPU tests): random operands of a
+/// task, the reference output from the reference executor on a one-node-chain graph, the NHWC
+/// slice buffers the kernels read and write, the comparison with per-dtype tolerances, and the
+/// configs each template is tested with.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../unit/graph_builder.h"
+#include "codegen/cuda/conv_task.h"
+#include "codegen/cuda/simt_conv_template.h"
+#include "codegen/cuda/tc_conv_template.h"
+
+namespace yoloc::codegen::cuda::testing {
+
+/// Allowed |got - want| / max(1, |want|): the fp32 path is exact up to summation order; a 16-bit
+/// output carries its rounding (2^-11 for fp16, 2^-8 for bf16) plus fp16/bf16 inputs.
+inline double tolerance(const CudaConvTask& t) {
+  return t.dtype == DType::kFloat32 && t.out_dtype == DType::kFloat32 ? 1e-4 : 1e-2;
+}
+
+/// A float32 tensor rounded to the precision of dtype (still float32).
+inline Tensor rounded_to(const Tensor& t, DType dtype) {
+  return dtype == DType::kFloat32 ? t.clone() : t.cast(dtype).cast(DType::kFloat32);
+}
+
+/// The operands of one task (NCHW / OIHW float32, rounded to the task's dtypes so the reference
+/// sees what the kernel sees) and the reference output (NCHW float32).
+struct ConvOperands {
+  Tensor x, w, b, res, want;
+};
+
+/// Conv (+ Relu / SiLU) (+ Add) through the reference executor.
+inline Tensor reference_conv(const ConvTask& t, const Tensor& x, const Tensor& w, const Tensor& b,
+                             const Tensor& res) {
+  Graph g;
+  Value* xin = yoloc::testing::input(g, "x", {t.n, t.c, t.h, t.w});
+  Attrs a;
+  a.set("kernel_shape", std::vector<int64_t>{t.kh, t.kw});
+  a.set("strides", std::vector<int64_t>{t.sh, t.sw});
+  a.set("pads", std::vector<int64_t>{t.ph, t.pw, t.ph, t.pw});
+  a.set("dilations", std::vector<int64_t>{t.dh, t.dw});
+  Value* y =
+      yoloc::testing::node(g, "Conv", {xin, g.add_constant("w", w), g.add_constant("b", b)}, a);
+  if (t.act == Activation::kRelu) y = yoloc::testing::node(g, "Relu", {y});
+  if (t.act == Activation::kSilu) y = yoloc::testing::node(g, "SiLU", {y});
+  std::map<std::string, Tensor> feeds = {{"x", x}};
+  if (t.residual) {
+    Value* r = yoloc::testing::input(g, "res", {t.n, t.k, t.oh, t.ow});
+    y = yoloc::testing::node(g, "Add", {y, r});
+    feeds["res"] = res;
+  }
+  g.outputs = {y};
+  return run_reference(g, feeds).at(0).tensor;
+}
+
+inline ConvOperands make_operands(const CudaConvTask& task, uint32_t seed) {
+  const ConvTask& t = task.conv;
+  // Weights scaled so outputs stay of order one at any depth.
+  const float ws = 1.7f / std::sqrt(static_cast<float>(t.c * t.kh * t.kw));
+  ConvOperands o;
+  o.x = rounded_to(yoloc::testing::random_tensor({t.n, t.c, t.h, t.w}, seed), task.dtype);
+  o.w = rounded_to(yoloc::testing::random_tensor({t.k, t.c, t.kh, t.kw}, seed + 1, -ws, ws),
+                   task.dtype);
+  o.b = yoloc::testing::random_tensor({t.k}, seed + 2, -0.5f, 0.5f);
+  o.res =
+      rounded_to(yoloc::testing::random_tensor({t.n, t.k, t.oh, t.ow}, seed + 3), task.out_dtype);
+  o.want = reference_conv(t, o.x, o.w, o.b, o.res);
+  return o;
+}
+
+/// An NCHW float32 tensor stored as dtype in channel slice s of an NHWC buffer; the channels of
+/// the buffer outside the slice hold `fill` bytes.
+inline std::vector<uint8_t> to_nhwc_buffer(const Tensor& nchw, DType dtype, ChannelSlice s,
+                                           uint8_t fill) {
+  const int64_t n = nchw.dim(0), c = nchw.dim(1), hw = nchw.dim(2) * nchw.dim(3);
+  const size_t es = dtype_size(dtype);
+  std::vector<uint8_t> buf(static_cast<size_t>(n * hw * s.stride) * es, fill);
+  const Tensor cast = nchw.cast(dtype);
+  const auto* src = static_cast<const uint8_t*>(cast.raw());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p) {
+        const int64_t from = (b * c + ch) * hw + p, to = (b * hw + p) * s.stride + s.offset + ch;
+        std::memcpy(&buf[static_cast<size_t>(to) * es], src + static_cast<size_t>(from) * es, es);
+      }
+  return buf;
+}
+
+/// Compares the kernel's output buffer (NHWC, out_dtype, the task's output slice) with the
+/// reference, and checks that the bytes outside the slice still hold `fill`.
+inline ::testing::AssertionResult check_output(const CudaConvTask& task,
+                                               const std::vector<uint8_t>& y, const Tensor& want,
+                                               uint8_t fill) {
+  const ConvTask& t = task.conv;
+  const int64_t hw = t.oh * t.ow;
+  const size_t es = dtype_size(task.out_dtype);
+  if (y.size() != static_cast<size_t>(t.n * hw * task.out.stride) * es) {
+    return ::testing::AssertionFailure() << "output buffer of " << y.size() << " bytes";
+  }
+  const double tol = tolerance(task);
+  const float* ref = want.data<float>();
+  int bad = 0;
+  double worst = 0;
+  std::string first;
+  for (int64_t b = 0; b < t.n; ++b)
+    for (int64_t p = 0; p < hw; ++p)
+      for (int64_t ch = 0; ch < task.out.stride; ++ch) {
+        const size_t at = static_cast<size_t>((b * hw + p) * task.out.stride + ch) * es;
+        const int64_t k = ch - task.out.offset;
+        if (k < 0 || k >= t.k) {
+          for (size_t i = 0; i < es; ++i) {
+            if (y[at + i] != fill && bad++ == 0) {
+              first = "channel " + std::to_string(ch) + " outside the slice was written";
+            }
+          }
+          continue;
+        }
+        float got = 0;
+        if (task.out_dtype == DType::kFloat32) {
+          std::memcpy(&got, &y[at], 4);
+        } else {
+          uint16_t bits;
+          std::memcpy(&bits, &y[at], 2);
+          BFloat16 bf;
+          bf.bits = bits;
+          got = task.out_dtype == DType::kFloat16 ? static_cast<float>(Half::from_bits(bits))
+                                                  : static_cast<float>(bf);
+        }
+        const float w = ref[(b * t.k + k) * hw + p];
+        const double err =
+            std::fabs(static_cast<double>(got) - w) / std::max(1.0, std::fabs(double{w}));
+        if (!(err <= tol)) {
+          if (bad++ == 0) {
+            first = "image " + std::to_string(b) + " pixel " + std::to_string(p) + " channel " +
+                    std::to_string(k) + ": got " + std::to_string(got) + ", want " +
+                    std::to_string(w);
+          }
+        } else {
+          worst = std::max(worst, err);
+        }
+      }
+  if (bad > 0) {
+    return ::testing::AssertionFailure()
+           << bad << " bad elements (tolerance " << tol << "); first: " << first;
+  }
+  return ::testing::AssertionSuccess() << "max relative error " << worst;
+}
+
+/// The default config and others that differ from it in every knob, those valid for t.
+inline std::vector<ScheduleConfig> tc_configs(const CudaConvTask& t) {
+  std::vector<ScheduleConfig> out = {TensorCoreConvTemplate::default_config(t)};
+  const std::vector<std::map<std::string, int64_t>> tries = {
+      {{"bm", 32}, {"bn", 16}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 2}},
+      {{"bm", 64}, {"bn", 32}, {"bk", 32}, {"wm", 32}, {"wn", 16}, {"stages", 3}},
+      {{"bm", 32}, {"bn", 64}, {"bk", 64}, {"wm", 16}, {"wn", 32}, {"stages", 4}},
+      {{"bm", 128}, {"bn", 64}, {"bk", 32}, {"wm", 64}, {"wn", 32}, {"stages", 4}},
+      {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"wm", 64}, {"wn", 32}, {"stages", 3}},
+      {{"bm", 256}, {"bn", 128}, {"bk", 32}, {"wm", 64}, {"wn", 64}, {"stages", 3}},
+      {{"bm", 64}, {"bn", 128}, {"bk", 64}, {"wm", 32}, {"wn", 64}, {"stages", 2}}};
+  for (const auto& v : tries) {
+    const ScheduleConfig c(v);
+    if (TensorCoreConvTemplate::valid(t, c) && !(c == out[0])) out.push_back(c);
+  }
+  return out;
+}
+
+inline std::vector<ScheduleConfig> simt_configs(const CudaConvTask& t) {
+  std::vector<ScheduleConfig> out = {SimtConvTemplate::default_config(t)};
+  const std::vector<std::map<std::string, int64_t>> tries = {
+      {{"bm", 32}, {"bn", 16}, {"bk", 8}, {"tm", 1}, {"tn", 1}},
+      {{"bm", 32}, {"bn", 32}, {"bk", 8}, {"tm", 2}, {"tn", 4}},
+      {{"bm", 64}, {"bn", 64}, {"bk", 16}, {"tm", 4}, {"tn", 4}},
+      {{"bm", 128}, {"bn", 64}, {"bk", 32}, {"tm", 8}, {"tn", 4}},
+      {{"bm", 128}, {"bn", 128}, {"bk", 8}, {"tm", 8}, {"tn", 8}}};
+  for (const auto& v : tries) {
+    const ScheduleConfig c(v);
+    if (SimtConvTemplate::valid(t, c) && !(c == out[0])) out.push_back(c);
+  }
+  return out;
+}
+
+/// A conv with dilation (ConvTask::make has none).
+inline ConvTask dilated(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t kernel,
+                        int64_t dilation, int64_t pad, Activation act) {
+  ConvTask t = ConvTask::make(n, c, h, w, k, kernel, 1, pad, act);
+  t.dh = t.dw = dilation;
+  t.oh = h + 2 * pad - dilation * (kernel - 1);
+  t.ow = w + 2 * pad - dilation * (kernel - 1);
+  return t;
+}
+
+/// A task with explicit slices.
+inline CudaConvTask sliced(const ConvTask& conv, DType dtype, DType out_dtype, ChannelSlice in,
+                           ChannelSlice out, ChannelSlice res) {
+  CudaConvTask t = CudaConvTask::dense(conv, dtype, out_dtype);
+  t.in = in;
+  t.out = out;
+  t.res = res;
+  return t;
+}
+
+}  // namespace yoloc::codegen::cuda::testing

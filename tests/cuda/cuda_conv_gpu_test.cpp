@@ -1,0 +1,251 @@
+// GPU tests of the CUDA conv templates (label gpu; they skip where there is no CUDA device or
+// driver): the yolov8n conv shapes x each template x several configs on random data against the
+// reference executor, plus a timing table of every config (printed, not asserted), and the
+// driver wrappers (streams, events, pinned copies, CUDA graph replay).
+//
+// This binary is self-contained (scripts/gpu_smoke.sh runs it on the GPU machine): it links the
+// ops and the reference executor without the ONNX frontend, gtest statically, libnvrtc from the
+// toolkit, and opens libcuda at run time.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <future>
+#include <memory>
+
+#include "codegen/cuda/nvrtc_compiler.h"
+#include "conv_test_util.h"
+#include "runtime/cuda/cuda_driver.h"
+
+namespace yoloc::codegen::cuda::testing {
+namespace {
+
+namespace rt = runtime::cuda;
+
+enum class Template { kTensorCore, kSimt };
+
+struct Layer {
+  const char* what;
+  ConvTask conv;
+  ChannelSlice in{0, 0}, out{0, 0}, res{0, 0};  // stride 0: dense
+};
+
+// The conv layers of yolov8n at 640x640 (a selection covering every size and form).
+std::vector<Layer> yolov8n_layers() {
+  const Activation silu = Activation::kSilu;
+  return {
+      {"model.0 first conv 3->16 3x3 s2 @640", ConvTask::make(1, 3, 640, 640, 16, 3, 2, 1, silu)},
+      {"model.1 16->32 3x3 s2 @320", ConvTask::make(1, 16, 320, 320, 32, 3, 2, 1, silu)},
+      {"model.2 C2f m.0.cv2 16->16 3x3 @160 +res, slices",
+       ConvTask::make(1, 16, 160, 160, 16, 3, 1, 1, silu, true),
+       {16, 0},
+       {48, 32},
+       {48, 16}},
+      {"model.4 C2f cv1 64->64 1x1 @80", ConvTask::make(1, 64, 80, 80, 64, 1, 1, 0, silu)},
+      {"model.4 C2f m.0.cv1 32->32 3x3 @80 from a split slice",
+       ConvTask::make(1, 32, 80, 80, 32, 3, 1, 1, silu),
+       {64, 32},
+       {0, 0},
+       {0, 0}},
+      {"model.6 C2f m.0.cv2 128->128 3x3 @40 +res",
+       ConvTask::make(1, 128, 40, 40, 128, 3, 1, 1, silu, true)},
+      {"model.8 C2f 256->256 3x3 @20", ConvTask::make(1, 256, 20, 20, 256, 3, 1, 1, silu)},
+      {"model.9 SPPF cv2 512->256 1x1 @20", ConvTask::make(1, 512, 20, 20, 256, 1, 1, 0, silu)},
+      {"head cv3 class conv 80->80 1x1 @40", ConvTask::make(1, 80, 40, 40, 80, 1, 1, 0)},
+  };
+}
+
+CudaConvTask make_task(const Layer& s, DType dtype, DType out_dtype) {
+  CudaConvTask t = CudaConvTask::dense(s.conv, dtype, out_dtype);
+  if (s.in.stride) t.in = s.in;
+  if (s.out.stride) t.out = s.out;
+  if (s.res.stride) t.res = s.res;
+  return t;
+}
+
+struct Case {
+  Template tmpl;
+  CudaConvTask task;
+  ScheduleConfig cfg;
+  CudaKernel kernel;
+};
+
+// The driver context of the first device, or nullptr (the tests then skip).
+rt::Context* context() {
+  static std::unique_ptr<rt::Context> ctx = []() -> std::unique_ptr<rt::Context> {
+    if (rt::device_count_or_zero() == 0) return nullptr;
+    auto c = std::make_unique<rt::Context>(0);
+    const rt::DeviceInfo& d = c->info();
+    std::printf("[device] %s, %s, %d SMs, %d KiB shared/block opt-in, %d MiB L2, NVRTC %s\n",
+                d.name.c_str(), d.arch().c_str(), d.multiprocessors,
+                d.max_shared_per_block_optin / 1024, d.l2_bytes >> 20, nvrtc_version().c_str());
+    return c;
+  }();
+  if (ctx) ctx->make_current();
+  return ctx.get();
+}
+
+#define YOLOC_REQUIRE_GPU()                                                          \
+  if (context() == nullptr) {                                                        \
+    GTEST_SKIP() << "no CUDA device (no libcuda.so.1, or no GPU): GPU test skipped"; \
+  }
+
+// Every layer's cases, built (one module per layer) for the device on all cores at first use.
+struct Built {
+  std::vector<Case> cases;
+  CompiledModule module;
+};
+std::vector<Case> cases_of(const Layer& s);
+
+const std::vector<Built>& built_layers() {
+  static const std::vector<Built> built = [] {
+    const std::vector<Layer> layers = yolov8n_layers();
+    NvrtcOptions opts;
+    opts.arch = context()->info().arch();
+    std::vector<std::future<Built>> jobs;
+    for (const Layer& s : layers) {
+      jobs.push_back(std::async(std::launch::async, [s, opts] {
+        Built b;
+        b.cases = cases_of(s);
+        std::string source;
+        for (const Case& c : b.cases) source += c.kernel.source;
+        b.module = nvrtc_compile(source, b.cases.front().kernel.symbol, opts);
+        return b;
+      }));
+    }
+    std::vector<Built> out;
+    for (auto& j : jobs) out.push_back(j.get());
+    return out;
+  }();
+  return built;
+}
+
+// Runs every case of one layer on random operands (one set per dtype pair), compares with the
+// reference, and times the kernel.
+void run_layer(const Layer& s, const Built& built) {
+  const std::vector<Case>& cases = built.cases;
+  const rt::Module module(built.module.cubin);
+  rt::Stream stream;
+  rt::Event start, stop;
+  std::map<std::string, ConvOperands> operands;  // by dtype pair
+  for (const Case& c : cases) {
+    const CudaConvTask& t = c.task;
+    SCOPED_TRACE(std::string(s.what) + " | " + t.key() + " | " + c.cfg.str());
+    const std::string pair = std::string(short_dtype_name(t.dtype)) + short_dtype_name(t.out_dtype);
+    if (!operands.count(pair)) operands[pair] = make_operands(t, 1234);
+    const ConvOperands& o = operands.at(pair);
+    const Tensor packed = c.tmpl == Template::kTensorCore
+                              ? TensorCoreConvTemplate::pack_weights(t, o.w.data<float>())
+                              : SimtConvTemplate::pack_weights(t, o.w.data<float>());
+    const std::vector<uint8_t> x = to_nhwc_buffer(o.x, t.dtype, t.in, 0x7f);
+    const std::vector<uint8_t> res = to_nhwc_buffer(o.res, t.out_dtype, t.res, 0x7f);
+    std::vector<uint8_t> y(static_cast<size_t>(t.conv.n * t.conv.oh * t.conv.ow * t.out.stride) *
+                               dtype_size(t.out_dtype),
+                           0x5a);
+    rt::DeviceBuffer dx(x.size()), dw(packed.nbytes()), db(o.b.nbytes()), dr(res.size()),
+        dy(y.size());
+    dx.upload(x.data());
+    dw.upload(packed.raw());
+    db.upload(o.b.raw());
+    dr.upload(res.data());
+    dy.upload(y.data());
+    CUfunction fn = module.function(c.kernel.symbol);
+    if (c.kernel.shared_bytes > 48 * 1024) {
+      rt::set_max_dynamic_shared(fn, static_cast<int>(c.kernel.shared_bytes));
+    }
+    CUdeviceptr px = dx.ptr(), pw = dw.ptr(), pb = db.ptr(), pr = dr.ptr(), py = dy.ptr();
+    void* args[] = {&px, &pw, &pb, &pr, &py};
+    rt::LaunchDims dims{c.kernel.grid, c.kernel.block, c.kernel.shared_bytes};
+    rt::launch(fn, dims, args, &stream);
+    stream.synchronize();
+    dy.download(y.data());
+    EXPECT_TRUE(check_output(t, y, o.want, 0x5a));
+    // Timing: warm-up, then the mean of 50 back-to-back launches.
+    for (int i = 0; i < 5; ++i) rt::launch(fn, dims, args, &stream);
+    constexpr int kRuns = 50;
+    start.record(stream);
+    for (int i = 0; i < kRuns; ++i) rt::launch(fn, dims, args, &stream);
+    stop.record(stream);
+    stop.synchronize();
+    const double us = 1000.0 * stop.elapsed_ms_since(start) / kRuns;
+    std::printf("[timing] %-52s %-4s %-5s->%-4s %-44s %9.2f us %7.2f TFLOP/s\n", s.what,
+                c.tmpl == Template::kTensorCore ? "tc" : "simt", short_dtype_name(t.dtype),
+                short_dtype_name(t.out_dtype), c.cfg.str().c_str(), us, t.conv.flops() / us * 1e-6);
+  }
+}
+
+std::vector<Case> cases_of(const Layer& s) {
+  std::vector<Case> cases;
+  const auto add = [&](Template tmpl, const CudaConvTask& t,
+                       const std::vector<ScheduleConfig>& cfgs) {
+    for (const ScheduleConfig& cfg : cfgs) {
+      const std::string sym = fmt::format("k{}", cases.size());
+      cases.push_back({tmpl, t, cfg,
+                       tmpl == Template::kTensorCore ? TensorCoreConvTemplate::emit(t, cfg, sym)
+                                                     : SimtConvTemplate::emit(t, cfg, sym)});
+    }
+  };
+  const CudaConvTask f16 = make_task(s, DType::kFloat16, DType::kFloat16);
+  const CudaConvTask bf16 = make_task(s, DType::kBFloat16, DType::kBFloat16);
+  const CudaConvTask f16_f32 = make_task(s, DType::kFloat16, DType::kFloat32);
+  const CudaConvTask f32 = make_task(s, DType::kFloat32, DType::kFloat32);
+  add(Template::kTensorCore, f16, tc_configs(f16));
+  add(Template::kTensorCore, bf16, {TensorCoreConvTemplate::default_config(bf16)});
+  add(Template::kTensorCore, f16_f32, {TensorCoreConvTemplate::default_config(f16_f32)});
+  add(Template::kSimt, f32, simt_configs(f32));
+  return cases;
+}
+
+class CudaGpuConv : public ::testing::TestWithParam<int> {};
+
+TEST_P(CudaGpuConv, MatchesReference) {
+  YOLOC_REQUIRE_GPU();
+  const auto i = static_cast<size_t>(GetParam());
+  run_layer(yolov8n_layers().at(i), built_layers().at(i));
+}
+
+INSTANTIATE_TEST_SUITE_P(Yolov8n, CudaGpuConv,
+                         ::testing::Range(0, static_cast<int>(yolov8n_layers().size())));
+
+TEST(CudaGpu, StreamsEventsPinnedCopiesAndGraphReplay) {
+  YOLOC_REQUIRE_GPU();
+  const Layer s{"graph replay", ConvTask::make(2, 32, 24, 24, 48, 3, 1, 1, Activation::kSilu)};
+  const CudaConvTask t = make_task(s, DType::kFloat16, DType::kFloat16);
+  const ScheduleConfig cfg = TensorCoreConvTemplate::default_config(t);
+  const CudaKernel k = TensorCoreConvTemplate::emit(t, cfg, "replayed");
+  NvrtcOptions opts;
+  opts.arch = context()->info().arch();
+  const rt::Module module(nvrtc_compile(k.source, k.symbol, opts).cubin);
+  const ConvOperands o = make_operands(t, 99);
+  const Tensor packed = TensorCoreConvTemplate::pack_weights(t, o.w.data<float>());
+  const std::vector<uint8_t> x = to_nhwc_buffer(o.x, t.dtype, t.in, 0);
+  const size_t y_bytes = static_cast<size_t>(2 * 24 * 24 * 48 * 2);
+  rt::HostBuffer hx(x.size()), hy(y_bytes);
+  std::memcpy(hx.data(), x.data(), x.size());
+  rt::DeviceBuffer dx(x.size()), dw(packed.nbytes()), db(o.b.nbytes()), dy(y_bytes);
+  dw.upload(packed.raw());
+  db.upload(o.b.raw());
+  dy.fill_bytes(0x5a);
+  rt::Stream stream;
+  CUfunction fn = module.function(k.symbol);
+  CUdeviceptr px = dx.ptr(), pw = dw.ptr(), pb = db.ptr(), pr = 0, py = dy.ptr();
+  void* args[] = {&px, &pw, &pb, &pr, &py};
+  // Upload, conv, download captured once, replayed twice.
+  stream.begin_capture();
+  dx.upload_async(hx.data(), stream);
+  rt::launch(fn, {k.grid, k.block, k.shared_bytes}, args, &stream);
+  dy.download_async(hy.data(), stream);
+  const rt::Graph graph = stream.end_capture();
+  for (int i = 0; i < 2; ++i) {
+    std::memset(hy.data(), 0, y_bytes);
+    graph.launch(stream);
+    stream.synchronize();
+    const std::vector<uint8_t> y(static_cast<uint8_t*>(hy.data()),
+                                 static_cast<uint8_t*>(hy.data()) + y_bytes);
+    EXPECT_TRUE(check_output(t, y, o.want, 0x5a)) << "replay " << i;
+  }
+  EXPECT_THROW(module.function("no_such_kernel"), UserError);
+}
+
+}  // namespace
+}  // namespace yoloc::codegen::cuda::testing

@@ -1,0 +1,79 @@
+// CUDA conv tasks from the groups the optimizer makes (target "cuda"): a C2f block, whose split
+// and concat are views, gives each conv the channel slices of the buffers it reads and writes.
+#include <gtest/gtest.h>
+
+#include "../unit/graph_builder.h"
+#include "codegen/cuda/conv_task.h"
+#include "codegen/cuda/tc_conv_template.h"
+#include "passes/pipeline.h"
+
+namespace yoloc::codegen::cuda {
+namespace {
+
+using yoloc::testing::conv;
+using yoloc::testing::input;
+using yoloc::testing::node;
+
+TEST(CudaConvTask, C2fSlicesFromViews) {
+  Graph g;
+  Value* x = input(g, "x", {1, 32, 12, 10});
+  Value* a = node(g, "SiLU", {conv(g, x, 32, 32, 1, 1)});  // cv1
+  Attrs split;
+  split.set("axis", int64_t{1});
+  Node* s = g.add_node(
+      "Split", {a, g.add_constant("split", Tensor::from_vector<int64_t>({2}, {16, 16}))}, 2, split);
+  infer_node(*s);
+  Value* y0 = s->outputs[0];
+  Value* y1 = s->outputs[1];
+  Value* m = node(g, "SiLU", {conv(g, y1, 16, 16, 3, 3)});                        // m.0.cv1
+  Value* y2 = node(g, "Add", {y1, node(g, "SiLU", {conv(g, m, 16, 16, 3, 5)})});  // m.0.cv2 + y1
+  Attrs cat;
+  cat.set("axis", int64_t{1});
+  Value* c = node(g, "Concat", {y0, y1, y2}, cat);
+  Value* cv2 = node(g, "SiLU", {conv(g, c, 48, 32, 1, 7)});
+  // A plain conv as the output: the fusion pass takes a trailing chain from a concat to the
+  // outputs for a detect head.
+  g.outputs = {conv(g, cv2, 32, 16, 1, 9)};
+  PassContext ctx;
+  ctx.target = "cuda";
+  optimize(g, ctx);
+
+  std::vector<CudaConvTask> tasks;
+  for (const FusedGroup& grp : g.groups) {
+    if (!grp.is_kernel()) continue;
+    const auto t = cuda_conv_task_from_group(g, grp, DType::kFloat16, DType::kFloat16);
+    ASSERT_TRUE(t.has_value()) << grp.name;
+    EXPECT_TRUE(TensorCoreConvTemplate::matches(*t)) << t->key();
+    tasks.push_back(*t);
+  }
+  ASSERT_EQ(tasks.size(), 5u);
+  // cv1 writes the whole concat buffer's first 32 channels (the split of its output is a view).
+  EXPECT_EQ(tasks[0].in, (ChannelSlice{32, 0}));
+  EXPECT_EQ(tasks[0].out, (ChannelSlice{48, 0}));
+  // m.0.cv1 reads the second half of cv1's output inside the concat buffer.
+  EXPECT_EQ(tasks[1].in, (ChannelSlice{48, 16}));
+  EXPECT_EQ(tasks[1].out, (ChannelSlice{16, 0}));
+  // m.0.cv2 adds the same slice and writes the concat's last 16 channels.
+  EXPECT_TRUE(tasks[2].conv.residual);
+  EXPECT_EQ(tasks[2].res, (ChannelSlice{48, 16}));
+  EXPECT_EQ(tasks[2].out, (ChannelSlice{48, 32}));
+  // cv2 reads the concat buffer whole.
+  EXPECT_EQ(tasks[3].in, (ChannelSlice{48, 0}));
+  EXPECT_EQ(tasks[3].out, (ChannelSlice{32, 0}));
+  EXPECT_NE(tasks[2].key().find("out48+32 res48+16"), std::string::npos) << tasks[2].key();
+}
+
+TEST(CudaConvTask, DenseTaskAndSliceChecks) {
+  CudaConvTask t = CudaConvTask::dense(ConvTask::make(1, 16, 8, 8, 32, 3, 1, 1), DType::kFloat16,
+                                       DType::kFloat32);
+  EXPECT_TRUE(t.slices_valid());
+  EXPECT_EQ(t.key(),
+            "cuda_conv2d_nhwc f16->f32 n1 c16 h8 w8 k32 3x3 s1x1 p1x1 d1x1 none in16+0 "
+            "out32+0");
+  t.out = {40, 10};  // 10 + 32 > 40
+  EXPECT_FALSE(t.slices_valid());
+  EXPECT_FALSE(TensorCoreConvTemplate::matches(t));
+}
+
+}  // namespace
+}  // namespace yoloc::codegen::cuda

@@ -1,0 +1,282 @@
+#include "cuda_emulator.h"
+
+#include "codegen/cpu/host_compiler.h"
+#include "core/error.h"
+
+namespace yoloc::codegen::cuda::testing {
+namespace {
+
+// The host side of the prelude's device part, and the block runner.
+constexpr const char* kHostPrelude = R"HOST(#define YOLOC_CUDA_DEVICE_PRELUDE
+#include <math.h>
+
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+#define YC_DEVICE inline
+// Built with hidden visibility: only the kernels and the runner are exported, so two builds
+// loaded in one process (whose kernel namespaces share names) never bind to each other's helpers.
+#define YC_KERNEL extern "C" __attribute__((visibility("default")))
+#define YC_LAUNCH_BOUNDS(n)
+#define __align__(n) alignas(n)
+typedef unsigned short yc_u16;
+typedef unsigned int yc_u32;
+typedef long long yc_i64;
+
+struct yc_dim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+inline thread_local yc_dim3 threadIdx, blockIdx;
+
+// What the lanes of a warp exchange in a collective operation.
+struct yc_warp {
+  std::barrier<> bar{32};
+  const void* ptr[32];
+  yc_u32 a[32][4];
+  yc_u32 b[32][2];
+  float c[32][4];
+};
+struct yc_block {
+  yc_block(unsigned threads, size_t bytes)
+      : bar(threads), smem(bytes, 0xff), warps(new yc_warp[threads / 32]) {}
+  std::barrier<> bar;
+  std::vector<unsigned char> smem;  // 0xff bytes: NaN in f32, f16 and bf16
+  std::unique_ptr<yc_warp[]> warps;
+};
+struct yc_thread {
+  yc_block* block = nullptr;
+  std::deque<std::vector<std::function<void()>>> groups;  // committed cp.async groups
+  std::vector<std::function<void()>> pending;              // issued, not yet committed
+};
+inline thread_local yc_thread* yc_self = nullptr;
+
+struct yc_range {
+  const void* p;
+  size_t n;
+};
+inline std::vector<yc_range> yc_globals;
+inline std::mutex yc_error_mutex;
+inline std::string yc_error;
+
+inline void yc_fail(const std::string& what) {
+  std::lock_guard<std::mutex> lock(yc_error_mutex);
+  if (yc_error.empty()) {
+    yc_error = what + " (block " + std::to_string(blockIdx.x) + "," +
+               std::to_string(blockIdx.y) + " thread " + std::to_string(threadIdx.x) + ")";
+  }
+}
+inline bool yc_in(const void* p, size_t n, const void* base, size_t size) {
+  const auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(base);
+  return a >= b && a + n <= b + size;
+}
+inline bool yc_in_smem(const void* p, size_t n) {
+  return yc_in(p, n, yc_self->block->smem.data(), yc_self->block->smem.size());
+}
+inline bool yc_in_global(const void* p, size_t n) {
+  for (const yc_range& r : yc_globals)
+    if (yc_in(p, n, r.p, r.n)) return true;
+  return false;
+}
+inline bool yc_aligned(const void* p, size_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
+
+#define YC_SYNC() yc_self->block->bar.arrive_and_wait()
+#define YC_DYNAMIC_SMEM(T, name) T* name = reinterpret_cast<T*>(yc_self->block->smem.data())
+
+inline float yc_half_to_float(yc_u16 h) {
+  _Float16 v;
+  std::memcpy(&v, &h, 2);
+  return static_cast<float>(v);
+}
+inline yc_u16 yc_float_to_half(float f) {
+  const _Float16 v = static_cast<_Float16>(f);
+  yc_u16 h;
+  std::memcpy(&h, &v, 2);
+  return h;
+}
+inline float yc_bf16_to_float(yc_u16 h) {
+  const yc_u32 u = static_cast<yc_u32>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline yc_u16 yc_float_to_bf16(float f) {
+  yc_u32 u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<yc_u16>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<yc_u16>(u >> 16);
+}
+inline float yc_exp(float x) { return std::exp(x); }
+
+inline void yc_cp_async16(void* smem, const void* gmem, int src_bytes) {
+  if (!yc_in_smem(smem, 16) || !yc_aligned(smem, 16)) {
+    yc_fail("cp.async: shared address out of range or not 16-byte aligned");
+  } else if (src_bytes != 0 && src_bytes != 16) {
+    yc_fail("cp.async: src-size other than 0 or 16");
+  } else if (src_bytes != 0 && (!yc_aligned(gmem, 16) || !yc_in_global(gmem, 16))) {
+    yc_fail("cp.async: global address outside the buffers or not 16-byte aligned");
+  } else {
+    yc_self->pending.push_back([smem, gmem, src_bytes] {
+      if (src_bytes) std::memcpy(smem, gmem, 16);
+      else std::memset(smem, 0, 16);
+    });
+  }
+}
+inline void yc_cp_async_commit() {
+  yc_self->groups.push_back(std::move(yc_self->pending));
+  yc_self->pending.clear();
+}
+template <int N>
+inline void yc_cp_async_wait() {
+  while (yc_self->groups.size() > static_cast<size_t>(N)) {
+    for (auto& copy : yc_self->groups.front()) copy();
+    yc_self->groups.pop_front();
+  }
+}
+
+inline yc_warp& yc_my_warp() { return yc_self->block->warps[threadIdx.x / 32]; }
+
+// ldmatrix .x4: lane 8i + j gives row j of matrix i; lane l receives, of each matrix, row l / 4,
+// elements 2 (l % 4) and 2 (l % 4) + 1.
+inline void yc_ldmatrix_x4(yc_u32 (&r)[4], const void* smem) {
+  yc_warp& w = yc_my_warp();
+  const unsigned lane = threadIdx.x % 32;
+  if (!yc_in_smem(smem, 16) || !yc_aligned(smem, 16)) {
+    yc_fail("ldmatrix: row address out of shared memory or not 16-byte aligned");
+    smem = yc_self->block->smem.data();
+  }
+  w.ptr[lane] = smem;
+  w.bar.arrive_and_wait();
+  for (int i = 0; i < 4; ++i) {
+    const yc_u16* row = static_cast<const yc_u16*>(w.ptr[8 * i + lane / 4]);
+    r[i] = row[2 * (lane % 4)] | (static_cast<yc_u32>(row[2 * (lane % 4) + 1]) << 16);
+  }
+  w.bar.arrive_and_wait();
+}
+
+// mma.m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type"), with
+// g = lane / 4, t = lane % 4:
+//   A: a[0] = (row g, cols 2t, 2t+1), a[1] = (row g+8, ...), a[2] = (row g, cols 2t+8, 2t+9),
+//      a[3] = (row g+8, cols 2t+8, 2t+9); the lower half of a register is the lower column.
+//   B: b[0] = (rows 2t, 2t+1, col g), b[1] = (rows 2t+8, 2t+9, col g).
+//   C/D: c[0], c[1] = (row g, cols 2t, 2t+1), c[2], c[3] = (row g+8, cols 2t, 2t+1).
+template <float (*kToFloat)(yc_u16)>
+inline void yc_mma_host(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b)[2]) {
+  yc_warp& w = yc_my_warp();
+  const unsigned lane = threadIdx.x % 32;
+  std::memcpy(w.a[lane], a, sizeof(a));
+  std::memcpy(w.b[lane], b, sizeof(b));
+  std::memcpy(w.c[lane], d, sizeof(d));
+  w.bar.arrive_and_wait();
+  float A[16][16], B[16][8], C[16][8];
+  const auto lo = [](yc_u32 v) { return kToFloat(static_cast<yc_u16>(v & 0xffffu)); };
+  const auto hi = [](yc_u32 v) { return kToFloat(static_cast<yc_u16>(v >> 16)); };
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    for (int h = 0; h < 2; ++h) {
+      const int row = g + 8 * h;
+      A[row][2 * t] = lo(w.a[l][h]);
+      A[row][2 * t + 1] = hi(w.a[l][h]);
+      A[row][2 * t + 8] = lo(w.a[l][2 + h]);
+      A[row][2 * t + 9] = hi(w.a[l][2 + h]);
+      B[2 * t + 8 * h][g] = lo(w.b[l][h]);
+      B[2 * t + 8 * h + 1][g] = hi(w.b[l][h]);
+      C[row][2 * t] = w.c[l][2 * h];
+      C[row][2 * t + 1] = w.c[l][2 * h + 1];
+    }
+  }
+  const int g = static_cast<int>(lane / 4), t = static_cast<int>(lane % 4);
+  for (int e = 0; e < 4; ++e) {
+    const int row = g + 8 * (e / 2), col = 2 * t + e % 2;
+    float s = C[row][col];
+    for (int k = 0; k < 16; ++k) s += A[row][k] * B[k][col];
+    d[e] = s;
+  }
+  w.bar.arrive_and_wait();
+}
+inline void yc_mma_f16(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b)[2]) {
+  yc_mma_host<yc_half_to_float>(d, a, b);
+}
+inline void yc_mma_bf16(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b)[2]) {
+  yc_mma_host<yc_bf16_to_float>(d, a, b);
+}
+
+using yc_kernel_fn = void (*)(const void*, const void*, const float*, const void*, void*);
+
+// Runs fn over the grid, one block after the other; returns "" or the first error.
+extern "C" __attribute__((visibility("default"))) const char* yc_emulate(
+    yc_kernel_fn fn, unsigned gx, unsigned gy, unsigned threads, unsigned smem_bytes,
+    const void* const* args, const void* const* range_data, const size_t* range_bytes,
+    int ranges) {
+  yc_error.clear();
+  yc_globals.clear();
+  for (int i = 0; i < ranges; ++i) yc_globals.push_back({range_data[i], range_bytes[i]});
+  for (unsigned by = 0; by < gy && yc_error.empty(); ++by) {
+    for (unsigned bx = 0; bx < gx && yc_error.empty(); ++bx) {
+      yc_block block(threads, smem_bytes);
+      std::vector<yc_thread> states(threads);
+      std::vector<std::thread> pool;
+      for (unsigned t = 0; t < threads; ++t) {
+        pool.emplace_back([&, t] {
+          threadIdx = {t, 0, 0};
+          blockIdx = {bx, by, 0};
+          states[t].block = &block;
+          yc_self = &states[t];
+          fn(args[0], args[1], static_cast<const float*>(args[2]), args[3],
+             const_cast<void*>(args[4]));
+          if (!states[t].pending.empty() || !states[t].groups.empty()) {
+            yc_fail("cp.async copies still in flight at the end of the kernel");
+          }
+        });
+      }
+      for (std::thread& th : pool) th.join();
+    }
+  }
+  return yc_error.c_str();
+}
+)HOST";
+
+std::string build(const std::vector<CudaKernel>& kernels) {
+  std::string source = kHostPrelude;
+  for (const CudaKernel& k : kernels) source += k.source;
+  cpu::HostCompilerOptions opts;
+  opts.flags = {"-O1",
+                "-std=c++20",
+                "-fPIC",
+                "-shared",
+                "-pthread",
+                "-fno-strict-aliasing",
+                "-fvisibility=hidden",
+                "-fno-gnu-unique",
+                "-Wno-unknown-pragmas"};
+  return cpu::compile_shared_object(source, opts).bytes;
+}
+
+}  // namespace
+
+EmulatedKernels::EmulatedKernels(const std::vector<CudaKernel>& kernels) : lib_(build(kernels)) {}
+
+std::string EmulatedKernels::launch(const CudaKernel& k, Buffer x, Buffer w, const float* bias,
+                                    Buffer res, void* y, size_t y_bytes) const {
+  using Emulate = const char* (*)(void*, unsigned, unsigned, unsigned, unsigned, const void* const*,
+                                  const void* const*, const size_t*, int);
+  const auto emulate = reinterpret_cast<Emulate>(lib_.symbol("yc_emulate"));
+  YOLOC_CHECK(k.grid[2] == 1 && k.block[1] == 1 && k.block[2] == 1 && k.block[0] % 32 == 0,
+              "emulation of a {}x{}x{} block, grid z {}", k.block[0], k.block[1], k.block[2],
+              k.grid[2]);
+  const void* args[] = {x.data, w.data, bias, res.data, y};
+  const void* data[] = {x.data, w.data, res.data, y};
+  const size_t bytes[] = {x.bytes, w.bytes, res.bytes, y_bytes};
+  return emulate(lib_.symbol(k.symbol), k.grid[0], k.grid[1], k.block[0], k.shared_bytes, args,
+                 data, bytes, 4);
+}
+
+}  // namespace yoloc::codegen::cuda::testing

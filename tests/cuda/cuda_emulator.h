@@ -1,0 +1,40 @@
+#pragma once
+/// Runs generated CUDA conv kernels on the CPU, so their indexing, pipeline and epilogue are
+/// tested where there is no GPU. The kernel source is compiled by the host compiler after a host
+/// version of the prelude's device part (see codegen/cuda/cuda_emit.h): every CUDA thread of a
+/// block is a std::thread; __syncthreads is a barrier of the block; ldmatrix and mma.sync are
+/// warp-collective exchanges computed from the PTX ISA's fragment layouts; cp.async copies are
+/// queued and land only at the cp.async.wait_group that covers them, so a kernel that reads a
+/// tile before waiting for it reads the sentinel NaNs shared memory starts with. Misaligned or
+/// out-of-range shared-memory accesses by cp.async / ldmatrix are reported as errors.
+///
+/// What it cannot show: PTX syntax and register constraints (NVRTC checks those), timing, and
+/// whether the fragment layouts it implements are the hardware's (the GPU tests check that).
+#include <string>
+#include <vector>
+
+#include "codegen/cuda/conv_task.h"
+#include "runtime/kernel_library.h"
+
+namespace yoloc::codegen::cuda::testing {
+
+class EmulatedKernels {
+ public:
+  /// Builds the kernels (each CudaKernel::source, as emitted) into one shared object.
+  explicit EmulatedKernels(const std::vector<CudaKernel>& kernels);
+
+  /// A host buffer: cp.async may read only inside the buffers given to launch.
+  struct Buffer {
+    const void* data = nullptr;
+    size_t bytes = 0;
+  };
+  /// Runs kernel k over its grid with the conv kernel parameters (host buffers; bias holds K
+  /// floats). Returns "" or the first error the emulation detected.
+  std::string launch(const CudaKernel& k, Buffer x, Buffer w, const float* bias, Buffer res,
+                     void* y, size_t y_bytes) const;
+
+ private:
+  runtime::KernelLibrary lib_;
+};
+
+}  // namespace yoloc::codegen::cuda::testing

@@ -1,0 +1,170 @@
+// NVRTC: every CUDA conv template x several configs (the default among them) builds for sm_80
+// and sm_90, with the instructions the template is about in its PTX and no register spills in
+// the default configs; compile errors and unknown architectures are UserErrors that say what and
+// where.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "codegen/cuda/cuda_emit.h"
+#include "codegen/cuda/nvrtc_compiler.h"
+#include "conv_test_util.h"
+#include "core/error.h"
+
+namespace yoloc::codegen::cuda::testing {
+namespace {
+
+// yolov8n-like layers plus the awkward cases of the emulated tests.
+std::vector<CudaConvTask> tasks(DType dtype, DType out) {
+  return {CudaConvTask::dense(ConvTask::make(1, 3, 640, 640, 16, 3, 2, 1, Activation::kSilu), dtype,
+                              out),
+          CudaConvTask::dense(ConvTask::make(1, 128, 40, 40, 128, 3, 1, 1, Activation::kSilu),
+                              dtype, out),
+          sliced(ConvTask::make(1, 16, 160, 160, 16, 3, 1, 1, Activation::kSilu, true), dtype, out,
+                 {16, 0}, {48, 32}, {48, 16}),
+          CudaConvTask::dense(ConvTask::make(2, 64, 20, 20, 80, 1, 1, 0), dtype, DType::kFloat32),
+          sliced(ConvTask::make(1, 12, 7, 6, 20, 3, 1, 1, Activation::kRelu), dtype,
+                 DType::kFloat16, {12, 0}, {21, 1}, {20, 0})};
+}
+
+struct Module {
+  std::string source;
+  std::vector<std::string> symbols;
+  std::vector<std::string> default_symbols;
+};
+
+// Every config of tc_configs for fp16, the defaults for bf16.
+Module tensor_core_module() {
+  Module m;
+  for (DType d : {DType::kFloat16, DType::kBFloat16}) {
+    for (const CudaConvTask& t : tasks(d, d)) {
+      const ScheduleConfig def = TensorCoreConvTemplate::default_config(t);
+      const auto cfgs = d == DType::kFloat16 ? tc_configs(t) : std::vector<ScheduleConfig>{def};
+      for (const ScheduleConfig& cfg : cfgs) {
+        const std::string sym = fmt::format("tc_{}", m.symbols.size());
+        m.source += TensorCoreConvTemplate::emit(t, cfg, sym).source;
+        m.symbols.push_back(sym);
+        if (cfg == def) m.default_symbols.push_back(sym);
+      }
+    }
+  }
+  return m;
+}
+
+// Every config of simt_configs with fp32 output, the defaults with fp16 output.
+Module simt_module() {
+  Module m;
+  for (DType out : {DType::kFloat32, DType::kFloat16}) {
+    for (const CudaConvTask& t : tasks(DType::kFloat32, out)) {
+      const ScheduleConfig def = SimtConvTemplate::default_config(t);
+      const auto cfgs = out == DType::kFloat32 ? simt_configs(t) : std::vector<ScheduleConfig>{def};
+      for (const ScheduleConfig& cfg : cfgs) {
+        const std::string sym = fmt::format("simt_{}", m.symbols.size());
+        m.source += SimtConvTemplate::emit(t, cfg, sym).source;
+        m.symbols.push_back(sym);
+        if (cfg == def) m.default_symbols.push_back(sym);
+      }
+    }
+  }
+  return m;
+}
+
+// ptxas' report (--verbose) of one kernel: "Function properties for <sym>", then "N bytes stack
+// frame, N bytes spill stores, ..." and "Used N registers"; {spill store bytes, registers} or
+// {-1, -1} when absent.
+std::pair<int, int> ptxas_report(const std::string& log, const std::string& sym) {
+  const std::regex re("Function properties for " + sym +
+                      "\\n[^\\n]*?\\d+ bytes stack frame, (\\d+) bytes spill stores[^\\n]*\\n"
+                      "[^\\n]*?Used (\\d+) registers");
+  std::smatch m;
+  if (!std::regex_search(log, m, re)) return {-1, -1};
+  return {std::stoi(m[1].str()), std::stoi(m[2].str())};
+}
+
+void build_all(const Module& m, const std::vector<std::string>& instructions) {
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    SCOPED_TRACE(arch);
+    NvrtcOptions opts;
+    opts.arch = arch;
+    opts.extra_options = {"--ptxas-options=--verbose"};
+    const CompiledModule out = nvrtc_compile(m.source, m.symbols.front(), opts);
+    EXPECT_GT(out.cubin.size(), 1000u);
+    EXPECT_EQ(out.cubin.compare(0, 4,
+                                "\x7f"
+                                "ELF"),
+              0)
+        << "the cubin is not an ELF image";
+    EXPECT_NE(out.ptx.find(".target " + std::string(arch)), std::string::npos);
+    for (const std::string& sym : m.symbols) {
+      EXPECT_NE(out.ptx.find(".entry " + sym + "("), std::string::npos) << sym;
+    }
+    for (const std::string& ins : instructions) {
+      EXPECT_NE(out.ptx.find(ins), std::string::npos) << ins;
+    }
+    // A default config may spill a word or two (ptxas does that at low register counts), not
+    // its accumulators: that would be hundreds of bytes.
+    for (const std::string& sym : m.default_symbols) {
+      const auto [spill, regs] = ptxas_report(out.log, sym);
+      EXPECT_GE(regs, 16) << sym << ": no ptxas report in\n" << out.log;
+      EXPECT_LE(spill, 16) << sym << " (default config) spills " << spill << " bytes";
+    }
+  }
+}
+
+TEST(CudaNvrtc, TensorCoreTemplateBuilds) {
+  build_all(tensor_core_module(),
+            {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+             "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+             "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.cg.shared.global",
+             "cp.async.wait_group", "cvt.rn.bf16.f32", "cvt.rn.f16.f32"});
+}
+
+TEST(CudaNvrtc, SimtTemplateBuilds) { build_all(simt_module(), {"fma.rn.f32"}); }
+
+TEST(CudaNvrtc, CompileErrorIsUserErrorWithLog) {
+  try {
+    nvrtc_compile("extern \"C\" __global__ void broken_kernel() { undeclared_thing = 1; }",
+                  "broken_kernel");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("broken_kernel"), std::string::npos) << what;
+    EXPECT_NE(what.find("NVRTC log"), std::string::npos) << what;
+    EXPECT_NE(what.find("undeclared_thing"), std::string::npos) << what;
+    EXPECT_NE(what.find("sm_80"), std::string::npos) << what;
+  }
+}
+
+TEST(CudaNvrtc, ArchitectureErrors) {
+  EXPECT_EQ(parse_cuda_arch("sm_90a"), 90);
+  EXPECT_EQ(parse_cuda_arch("sm_120"), 120);
+  EXPECT_THROW(parse_cuda_arch("compute_90"), UserError);
+  EXPECT_THROW(parse_cuda_arch("sm_"), UserError);
+  NvrtcOptions old;
+  old.arch = "sm_20";
+  try {
+    nvrtc_compile("extern \"C\" __global__ void k() {}", "k", old);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("sm_20"), std::string::npos) << what;
+    EXPECT_NE(what.find("sm_90"), std::string::npos) << what;  // in the supported list
+  }
+  EXPECT_FALSE(nvrtc_version().empty());
+}
+
+TEST(CudaNvrtc, PreludeAloneBuilds) {
+  // The prelude twice (two kernels in one program) with the toolkit's headers after it.
+  NvrtcOptions opts;
+  opts.arch = "sm_90";
+  const std::string src = cuda_prelude() + cuda_prelude() +
+                          "#include <cuda_fp16.h>\n"
+                          "extern \"C\" __global__ void k(__half* p) { p[0] = __float2half("
+                          "yc_act_silu(yc_half_to_float(0))); }\n";
+  const CompiledModule out = nvrtc_compile(src, "k", opts);
+  EXPECT_NE(out.ptx.find(".entry k("), std::string::npos);
+}
+
+}  // namespace
+}  // namespace yoloc::codegen::cuda::testing

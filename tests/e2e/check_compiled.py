@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Compiles a shared model for the CPU (`yoloc compile`) and checks the artifact's outputs
+(`yoloc exec MODEL.ycm`) on a random input, at batch 1 and (for models with a dynamic batch)
+batch 2:
+- against ONNX Runtime within 1e-4 relative, for float models;
+- for dynamically quantized models, which the CPU target compiles to fp32 (weights dequantized,
+  activations kept in float), against the reference executor running the same rewrite
+  (`yoloc exec --precision fp32`) within 1e-4, and against ONNX Runtime's int8 run within the
+  quantization error the references themselves show (reported);
+and prints the compile time and arena figures.
+
+usage: check_compiled.py --yoloc BIN --model M.onnx --work DIR
+"""
+import argparse
+import json
+import os
+import re
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+TOL = 1e-4
+
+
+def family_options(model):
+    base = os.path.basename(model).lower()
+    if "yolox" in base:
+        return ["--family", "yolox"]
+    if "yolov5" in base:
+        return ["--family", "yolov5"]
+    return []
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--yoloc", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    if not os.path.isfile(args.model):
+        common.skip(f"{args.model} not found")
+    common.check_known_unsupported(args.yoloc, args.model, args.work)
+    session = common.ort_session(args.model)
+    os.makedirs(args.work, exist_ok=True)
+    quantized = any(n.op_type == "DynamicQuantizeLinear" for n in common.load_nodes(args.model))
+    inp = session.get_inputs()[0]
+    dynamic_batch = not isinstance(inp.shape[0], int)
+    failed = False
+    for batch in [1, 2] if dynamic_batch else [1]:
+        artifact = os.path.join(args.work, f"model-b{batch}.ycm")
+        t0 = time.time()
+        p = common.run([args.yoloc, "compile", args.model, "-o", artifact, "--force",
+                        "--batch", str(batch), *family_options(args.model)], "yoloc compile")
+        seconds = time.time() - t0
+        arena = re.search(r"arena: ([\d.]+) MB \(naive sum of intermediates ([\d.]+) MB", p.stdout)
+        print(f"batch {batch}: compiled in {seconds:.1f} s; " + (
+            f"arena {arena.group(1)} MB of naive {arena.group(2)} MB" if arena else p.stdout))
+        with open(artifact, "rb") as f:
+            head = f.read(1 << 20)
+        # The input shape the artifact was compiled for (the manifest is JSON near the start).
+        m = re.search(rb'"inputs":\s*\[\s*\{[^\]]*?"shape":\s*\[([\d,\s]+)\]', head)
+        shape = [int(v) for v in m.group(1).split(b",")] if m else None
+        if not shape:
+            print("FAIL: cannot read the input shape from the artifact manifest")
+            sys.exit(1)
+        x = np.random.default_rng(batch).random(shape, dtype=np.float32)
+        if inp.type == "tensor(float16)":
+            x = x.astype(np.float16)
+        got = common.yoloc_exec(args.yoloc, artifact, {inp.name: x},
+                                os.path.join(args.work, f"compiled-b{batch}"))
+        ort = dict(zip([o.name for o in session.get_outputs()], session.run(None, {inp.name: x})))
+        if quantized:
+            ref = common.yoloc_exec(args.yoloc, args.model, {inp.name: x},
+                                    os.path.join(args.work, f"reference-b{batch}"),
+                                    ["--precision", "fp32"])
+        else:
+            ref = ort
+        for name, r in ref.items():
+            if name not in got:
+                print(f"FAIL: the artifact has no output '{name}' (it has {sorted(got)})")
+                sys.exit(1)
+            err, frac = common.relative_error(got[name], r)
+            ok = err <= TOL or (r.dtype == np.float16 and err <= 1e-2)
+            what = "reference executor, fp32 rewrite" if quantized else "ONNX Runtime"
+            print(f"batch {batch} {name}: max relative error {err:.3g} vs {what} "
+                  f"({'ok' if ok else 'FAIL'})")
+            failed |= not ok
+            if quantized:
+                qerr, qfrac = common.relative_error(got[name], ort[name])
+                print(f"  vs ONNX Runtime's int8 run: {qerr:.3g} ({100 * qfrac:.2f} % of elements "
+                      f"off by > 1e-4; the cost of float activations, reported only)")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
