@@ -80,9 +80,14 @@ std::optional<std::string> run_isolated(const std::function<std::string()>& fn, 
     error = fmt::format("crashed: signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
     return std::nullopt;
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    error = fmt::format("failed (exit status {}){}{}", WEXITSTATUS(status), out.empty() ? "" : ": ",
-                        out);
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code == 2 || code == 3) {  // fn threw
+    error = "failed: " + (out.empty() ? std::string("an unknown exception") : out);
+    return std::nullopt;
+  }
+  if (code != 0) {
+    // Another status: the child died on its own (a sanitizer turns a fault into exit 1).
+    error = fmt::format("crashed: the child exited with status {}", code);
     return std::nullopt;
   }
   return out;
