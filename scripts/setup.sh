@@ -16,7 +16,7 @@ sudo=()
 packages=(build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   nlohmann-json3-dev libcli11-dev libfmt-dev libstb-dev libgtest-dev
-  libsodium-dev graphviz python3 python3-venv
+  libsodium-dev libxgboost-dev graphviz python3 python3-venv
   g++-aarch64-linux-gnu qemu-user)
 if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
   "${sudo[@]}" apt-get update -q

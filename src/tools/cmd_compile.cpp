@@ -1,8 +1,9 @@
 // yoloc compile MODEL.onnx --target cpu [--batch N] [--imgsz N] [--family F] [--cc CXX]
-//               [--precision fp32] [--sign KEY] [--force] -o OUT.ycm
+//               [--precision fp32] [--sign KEY] [--records FILE] [--force] -o OUT.ycm
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 
 #include "tools/commands.h"
 #include "tools/compile_model.h"
@@ -22,6 +23,17 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
              static_cast<double>(r.artifact_bytes) / mb, r.seconds);
   fmt::print("  kernels: {} ({}); {} tuned, {} heuristic defaults\n", b.tasks.size(), kinds,
              b.tuned, b.tasks.size() - static_cast<size_t>(b.tuned));
+  if (!o.records.empty()) {
+    std::set<std::string> workloads, tuned;
+    for (const codegen::cpu::CompiledTask& t : b.tasks) {
+      workloads.insert(t.key);
+      if (t.tuned) tuned.insert(t.key);
+    }
+    fmt::print("  records {}: {} for this machine ({} of other versions ignored); {} tasks tuned, "
+               "{} defaults\n",
+               o.records, r.records_applicable, r.records_stale, tuned.size(),
+               workloads.size() - tuned.size());
+  }
   fmt::print("  arena: {:.2f} MB (naive sum of intermediates {:.2f} MB, {:.1f} %)\n",
              static_cast<double>(b.plan.arena_bytes) / mb,
              static_cast<double>(b.plan.naive_bytes) / mb,
@@ -52,6 +64,9 @@ void add_compile(CLI::App& app) {
   c->add_option("--emit-source", o->emit_source, "also write the generated kernel C++ to FILE");
   c->add_option("--outputs", o->outputs,
                  "compile these values as the outputs instead (debugging; no detector then)");
+  c->add_option("--records", o->records,
+                "apply the best tuning record of each task from FILE (yoloc tune's records; only "
+                "records of this machine, ISA and tool version are used)");
   c->add_flag("--force", o->force, "overwrite the output file if it exists");
   c->callback([o] {
     const CompileReport r = compile_model(*o);

@@ -12,6 +12,7 @@ void add_commands(CLI::App& app) {
   add_compile(app);
   add_bench(app);
   add_profile(app);
+  add_tune(app);
   add_run(app);
   add_eval(app);
 }

@@ -11,6 +11,7 @@
 #include "artifact/artifact_writer.h"
 #include "detect/family.h"
 #include "passes/pipeline.h"
+#include "tuner/records.h"
 
 namespace yoloc::tools {
 namespace {
@@ -46,12 +47,7 @@ CompileReport compile_model(const CompileOptions& o) {
                "compiled to fp32); pass --precision fp32",
                o.model.precision);
 
-  ImportedDetector d = import_detector(o.model);
-  if (!o.outputs.empty()) select_outputs(*d.graph, o.outputs, o.model.path);
-  PassContext passes;
-  passes.target = "cpu";
-  passes.precision = Precision::kFp32;
-  optimize(*d.graph, passes);
+  ImportedDetector d = import_for_cpu(o.model, o.outputs);
   const Graph& g = *d.graph;
 
   codegen::cpu::CpuCompileOptions cpu;
@@ -66,6 +62,18 @@ CompileReport compile_model(const CompileOptions& o) {
   cpu.cc = codegen::cpu::host_compiler_options_for(cxx, cpu.isa);
   cpu.configs = o.configs;
   CompileReport report;
+  if (!o.records.empty()) {
+    if (!fs::exists(o.records)) user_error("--records {}: no such file", o.records);
+    const tuner::RecordSet set = tuner::load_records(o.records);
+    // Records time kernels of one ISA on this machine: a cross compile's kernels run elsewhere.
+    const bool here = codegen::cpu::compiler_arch(cxx) == codegen::cpu::host_arch() &&
+                      codegen::cpu::host_can_run(cpu.isa);
+    const tuner::RecordQuery q{tuner::cpu_target(cpu.isa), o.model.batch, 0};
+    for (const tuner::Record& r : set.records)
+      report.records_applicable += here && r.target.same_hardware(q.target) ? 1 : 0;
+    report.records_stale = set.stale;
+    if (here) cpu.configs.merge(tuner::best_configs(set.records, q));
+  }
   report.build = codegen::cpu::compile_cpu(g, cpu);
   const codegen::cpu::CpuBuild& b = report.build;
   if (!o.emit_source.empty()) {
@@ -98,6 +106,17 @@ CompileReport compile_model(const CompileOptions& o) {
   report.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
+}
+
+ImportedDetector import_for_cpu(const DetectorModelOptions& options,
+                                const std::vector<std::string>& outputs) {
+  ImportedDetector d = import_detector(options);
+  if (!outputs.empty()) select_outputs(*d.graph, outputs, options.path);
+  PassContext passes;
+  passes.target = "cpu";
+  passes.precision = Precision::kFp32;
+  optimize(*d.graph, passes);
+  return d;
 }
 
 PreparedArtifact::~PreparedArtifact() {

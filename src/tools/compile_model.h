@@ -17,12 +17,15 @@ struct CompileOptions {
   std::string isa;  ///< --isa: avx512, avx2, neon, generic; empty: what the compiler targets
   std::string sign_key;  ///< --sign: Ed25519 secret key file
   bool force = false;    ///< overwrite an existing output
-  std::string emit_source;
+  std::string emit_source;  ///< --emit-source: also write the generated kernel source here
   /// --outputs: compile these values of the model as its outputs instead (for debugging a
   /// compile against `yoloc exec --outputs`; the artifact is then no detector).
-  std::vector<std::string> outputs;  ///< --emit-source: also write the generated kernel source here
-  /// Tuned configs by workload key (from records); tasks without one take their default.
+  std::vector<std::string> outputs;
+  /// Tuned configs by workload key; tasks without one take their default.
   std::map<std::string, codegen::ScheduleConfig> configs;
+  /// --records: a tuning records file; the best valid record of each workload for this
+  /// machine (and batch) is applied where `configs` has none.
+  std::string records;
 };
 
 /// What a compile made.
@@ -30,7 +33,15 @@ struct CompileReport {
   uint64_t artifact_bytes = 0;
   double seconds = 0;
   codegen::cpu::CpuBuild build;
+  int records_applicable = 0;  ///< records of the --records file for this machine and ISA
+  int records_stale = 0;       ///< records of other tool / format versions (ignored)
 };
+
+/// The detector imported (options.batch, --imgsz, --family; `outputs` as its outputs when given)
+/// and optimized for target cpu in fp32: the graph compile_model lowers, and the one
+/// `yoloc tune` takes its tasks from.
+ImportedDetector import_for_cpu(const DetectorModelOptions& options,
+                                const std::vector<std::string>& outputs = {});
 
 /// Compiles the model into an artifact written at options.output (through a temporary file).
 /// Raises a UserError for an output that exists (unless force) or equals the model, an

@@ -1,0 +1,274 @@
+// yoloc tune MODEL --target cpu --records FILE [--trials N] [--time-budget 10m]
+//            [--strategy random|grid|evolutionary] [--threads N] [--batch N] [--devices 0]
+//            [--list-tasks] [--report FILE]
+// Finds fast schedule configs for the model's kernels, appending every measurement to the
+// records file (a later run resumes from it); `yoloc compile --records FILE` applies them.
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <regex>
+#include <thread>
+
+#include "tools/commands.h"
+#include "tools/compile_model.h"
+#include "tools/tune_in_model.h"
+#include "tuner/measure.h"
+#include "tuner/report.h"
+#include "tuner/search_space.h"
+#include "tuner/tuner.h"
+
+namespace yoloc::tools {
+
+namespace {
+
+struct TuneCliOptions {
+  DetectorModelOptions model;
+  std::string target = "cpu";
+  std::string records;
+  int64_t trials = 0;
+  std::string time_budget;
+  std::string strategy = "evolutionary";
+  int threads = 0;
+  std::string devices = "0";
+  std::string isa;  ///< empty: the host's best
+  bool list_tasks = false;
+  std::string report;
+  int round_size = 8;
+  int early_stopping = 64;
+  int repeats = 5;
+  double min_repeat_ms = 2;
+  double timeout_s = 10;
+  bool cache_flush = false;
+  bool wall_clock = false;
+  int build_jobs = 2;
+  int verify_rounds = 3;
+  int verify_top = 2;
+  InModelOptions in_model;
+  uint64_t seed = 1;
+  bool quiet = false;
+};
+
+/// "90", "90s", "10m", "1.5h" -> seconds.
+double parse_duration(const std::string& s) {
+  static const std::regex re(R"(\s*([0-9]*\.?[0-9]+)\s*(s|m|min|h)?\s*)");
+  std::smatch m;
+  if (!std::regex_match(s, m, re))
+    user_error("--time-budget '{}': expected a duration like 90s, 10m or 1.5h", s);
+  const double v = std::stod(m[1]);
+  const std::string unit = m[2];
+  return unit == "h" ? v * 3600 : (unit == "m" || unit == "min") ? v * 60 : v;
+}
+
+int device_id(const std::string& devices) {
+  if (devices.find(',') != std::string::npos)
+    user_error("--devices {}: this target measures on one device at a time", devices);
+  try {
+    size_t used = 0;
+    const int id = std::stoi(devices, &used);
+    if (used == devices.size() && id >= 0) return id;
+  } catch (const std::exception&) {
+  }
+  user_error("--devices '{}': expected a device number such as 0", devices);
+}
+
+void list_tasks(const TuneCliOptions& o, const std::vector<tuner::TuneTask>& tasks,
+                const tuner::TuneReport& measured) {
+  // The model's time: each task's measured default where the records have one, else a guess.
+  std::vector<double> secs;
+  double total = 0, flops = 0;
+  int kernels = 0, from_records = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const double m = measured.tasks[i].default_s;
+    from_records += m > 0 ? 1 : 0;
+    secs.push_back(tasks[i].occurrences() * (m > 0 ? m : tuner::estimated_seconds(tasks[i])));
+    total += secs.back();
+    flops += tasks[i].model_flops();
+    kernels += tasks[i].occurrences();
+  }
+  fmt::print("{}: {} kernels, {} tasks (distinct workloads), {:.2f} GFLOP per run (batch {})\n",
+             o.model.path, kernels, tasks.size(), flops / 1e9, o.model.batch);
+  fmt::print(
+      "time shares: {} of {} tasks from measured defaults in the records, the rest "
+      "estimated\n",
+      from_records, tasks.size());
+  fmt::print("{:>3} {:<11} {:>3} {:>9} {:>7} {:>6} {:>6}  {}\n", "#", "template", "x", "MFLOP",
+             "share", "space", "valid", "workload");
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const tuner::TuneTask& t = tasks[i];
+    const auto valid = tuner::enumerate_valid(t.task);
+    fmt::print("{:>3} {:<11} {:>3} {:>9.1f} {:>6.1f}% {:>6} {:>6}  {}\n", i + 1,
+               t.task.template_name, t.occurrences(), t.model_flops() / 1e6,
+               100.0 * secs[i] / total, t.task.space.size(),
+               valid ? std::to_string(valid->size()) : std::string("?"), tuner::task_label(t, 100));
+  }
+}
+
+void run_tune(const TuneCliOptions& o) {
+  codegen::cpu::CpuIsa isa = codegen::cpu::detect_host_isa();
+  if (!o.isa.empty()) {
+    const auto parsed = codegen::cpu::parse_isa(o.isa);
+    if (!parsed)
+      user_error("--isa {}: unknown; choose one of {}", o.isa, codegen::cpu::isa_names());
+    isa = *parsed;
+  }
+  const tuner::TuneTarget target = tuner::resolve_target(o.target, device_id(o.devices), isa);
+  const ImportedDetector d = import_for_cpu(o.model);
+  const std::vector<tuner::TuneTask> tasks = tuner::tuning_tasks(*d.graph, isa);
+  const int threads = o.threads > 0
+                          ? o.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const tuner::RecordQuery query{target, o.model.batch, threads};
+  const auto report_from_file = [&] {
+    const tuner::RecordSet set = tuner::load_records(o.records);
+    return tuner::make_report(tasks, set.records, query);
+  };
+
+  if (o.list_tasks) {
+    list_tasks(o, tasks,
+               o.records.empty() ? tuner::make_report(tasks, {}, query) : report_from_file());
+    return;
+  }
+  if (o.records.empty()) user_error("tune needs --records FILE (where measurements go)");
+  const bool budget = o.trials > 0 || !o.time_budget.empty();
+  if (!budget && o.report.empty())
+    user_error(
+        "tune needs a budget (--trials N or --time-budget 10m), or --report FILE for a "
+        "summary of the records");
+
+  if (budget) {
+    tuner::TuneOptions t;
+    t.target = target;
+    t.records = o.records;
+    t.batch = o.model.batch;
+    t.trials = o.trials;
+    t.time_budget_s = o.time_budget.empty() ? 0 : parse_duration(o.time_budget);
+    // The in-model re-measurement compiles the model a few times: its share of the budget.
+    const bool in_model = o.in_model.rounds > 0 && o.in_model.top > 0;
+    t.time_budget_s -= in_model ? std::min(0.15 * t.time_budget_s, 120.0) : 0.0;
+    t.strategy = o.strategy;
+    t.round_size = o.round_size;
+    t.early_stopping = o.early_stopping;
+    t.seed = o.seed;
+    t.verify_rounds = o.verify_rounds;
+    t.verify_top = o.verify_top;
+    t.measure.threads = threads;
+    t.measure.repeats = o.repeats;
+    t.measure.min_repeat_s = o.min_repeat_ms / 1e3;
+    t.measure.timeout_s = o.timeout_s;
+    t.measure.cache_flush = o.cache_flush;
+    t.measure.cpu_clock = !o.wall_clock;
+    t.measure.build_jobs = o.build_jobs;
+    t.measure.cc = codegen::cpu::host_compiler_options_for("c++", isa);  // as compile builds
+    if (const char* inject = std::getenv("YOLOC_TUNE_INJECT")) t.measure.inject = inject;
+    const auto measurer = tuner::make_cpu_measurer(t.measure);
+    tuner::ProgressDisplay progress(stderr, !o.quiet);
+    progress.note(fmt::format("tuning {} tasks of {} on {} ({} threads, batch {}, strategy {})",
+                              tasks.size(), o.model.path, target.str(), threads, o.model.batch,
+                              o.strategy));
+    const tuner::TuneSummary s = tuner::tune(tasks, t, *measurer, progress);
+    fmt::print(
+        "tuned {} tasks in {}: {} trials and {} re-measurements ({} failed), building "
+        "{:.0f} s, measuring {:.0f} s; records in {}\n",
+        tasks.size(), tuner::format_duration(s.seconds), s.trials, s.verify_trials, s.errors,
+        s.build_s, s.run_s, o.records);
+    if (in_model) {
+      InModelOptions im = o.in_model;
+      im.threads = threads;
+      im.isa = codegen::cpu::isa_name(isa);
+      const InModelSummary m = measure_in_model(o.model, tasks, query, o.records, im, progress);
+      progress.finish();
+      if (m.artifacts > 0)
+        fmt::print("timed {} configs inside the model ({} artifacts) in {}\n", m.records,
+                   m.artifacts, tuner::format_duration(m.seconds));
+    }
+  }
+  const tuner::TuneReport rep = report_from_file();
+  fmt::print("{}", tuner::report_table(rep));
+  if (!o.report.empty()) {
+    nlohmann::json j = tuner::report_to_json(rep);
+    j["model"] = o.model.path;
+    j["tool_version"] = YOLOC_VERSION;
+    j["records"] = o.records;
+    write_json_file(o.report, j, "--report");
+  }
+}
+
+}  // namespace
+
+void add_tune(CLI::App& app) {
+  auto o = std::make_shared<TuneCliOptions>();
+  auto* c = app.add_subcommand(
+      "tune", "Search fast kernel schedules for a model; compile applies them with --records");
+  add_detector_model_options(*c, o->model);
+  c->add_option("--target", o->target, "what to tune for: cpu")->capture_default_str();
+  c->add_option("--records", o->records,
+                "JSON-lines file the measurements are appended to (and resumed from)");
+  c->add_option("--trials", o->trials, "measurements in all (this run)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--time-budget", o->time_budget, "wall time for this run, e.g. 90s, 10m, 1h");
+  c->add_option("--strategy", o->strategy, "random, grid (small spaces) or evolutionary")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"random", "grid", "evolutionary"}));
+  c->add_option("--threads", o->threads,
+                "threads each kernel runs on (default: all hardware threads, as run and bench)")
+      ->check(CLI::PositiveNumber);
+  c->add_option("--batch", o->model.batch, "images per run")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  c->add_option("--devices", o->devices, "device to measure on (cpu: 0)")->capture_default_str();
+  c->add_option("--isa", o->isa,
+                "vector ISA of the kernels (as compile --isa): avx512, avx2, generic; default: "
+                "the best this CPU runs");
+  c->add_flag("--list-tasks", o->list_tasks,
+              "list the tasks with their FLOPs and share of the model's time, and stop");
+  c->add_option("--report", o->report,
+                "write a per-task summary (default vs tuned time) of the records as JSON");
+  c->add_option("--round-size", o->round_size, "candidates measured per round of a task")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  c->add_option("--early-stopping", o->early_stopping,
+                "trials of a task without improvement before it stops (0: never)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--repeats", o->repeats, "timed repeats per candidate (the median counts)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  c->add_option("--min-repeat-ms", o->min_repeat_ms, "each repeat runs at least this long")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--timeout", o->timeout_s, "seconds a candidate may run before it counts as hung")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  c->add_flag("--cache-flush", o->cache_flush, "flush the caches before each timed repeat");
+  c->add_flag("--wall-clock", o->wall_clock,
+              "time wall clock with one thread too (default there: the thread's CPU time, which "
+              "other processes on the machine do not inflate)");
+  c->add_option("--build-jobs", o->build_jobs, "compiler processes at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  c->add_option("--verify-rounds", o->verify_rounds,
+                "at the end, re-measure each task's default and best configs side by side this "
+                "many times (0: no)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--verify-top", o->verify_top, "best configs per task the re-measurement takes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  c->add_option("--model-rounds", o->in_model.rounds,
+                "at the end, time each task's default and best configs inside whole-model runs "
+                "(this many turns over the artifacts; 0: no); compile prefers these records")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  c->add_option("--model-top", o->in_model.top,
+                "best configs per task (besides the default) timed inside the model")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  c->add_option("--model-iters", o->in_model.iters, "profiled model runs per artifact and turn")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  c->add_option("--seed", o->seed, "random seed of the search")->capture_default_str();
+  c->add_flag("-q,--quiet", o->quiet, "no progress display");
+  c->callback([o] { run_tune(*o); });
+}
+
+}  // namespace yoloc::tools

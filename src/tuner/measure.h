@@ -1,0 +1,82 @@
+#pragma once
+/// Measuring candidate configs. A Measurer builds a batch of candidates of one task and times
+/// them on its device; the CPU one builds several candidates per shared object with at most
+/// `build_jobs` host compilers at once, then runs them in a forked worker process, one
+/// candidate after the other, with a deadline each: a candidate that crashes, hangs or computes
+/// something else than the task's reference costs one failed result, and the worker is
+/// restarted for the rest. A GPU target implements the same interface (NVRTC builds, one
+/// worker per device).
+///
+/// A run of a candidate: its first run's outputs are checked against the reference (the
+/// default config's outputs on the same random inputs); then one warm-up run, then `repeats`
+/// timed repeats, each running the kernel as often as lasts `min_repeat_s` (or once, after
+/// flushing the core's caches). The median repeat is the candidate's time (CPU time with one
+/// thread, see cpu_clock).
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/cpu/host_compiler.h"
+#include "tuner/task_list.h"
+
+namespace yoloc::tuner {
+
+struct MeasureOptions {
+  int threads = 1;              ///< threads a kernel run is split over
+  int repeats = 5;              ///< timed repeats
+  double min_repeat_s = 0.002;  ///< each repeat runs the kernel at least this long
+  double timeout_s = 10;        ///< per candidate in the worker (check, warm-up and repeats)
+  /// Write over twice the core's private (L2) cache before each timed repeat, which is then
+  /// one run: the kernel starts cold, as it does in a model run.
+  bool cache_flush = false;
+  /// With one thread, time the thread's CPU time instead of wall time: on a shared machine
+  /// the time slices other processes take do not count (cache interference still does).
+  bool cpu_clock = true;
+  int build_jobs = 2;      ///< compiler processes at once
+  int max_per_object = 4;  ///< candidates built into one shared object
+  /// A candidate whose first run is this many times slower than the best known time of its
+  /// task is timed by that run alone (its repeats would only cost time).
+  double max_slowdown = 10;
+  double rtol = 1e-3, atol = 1e-4;  ///< output check: |x - ref| <= atol + rtol * |ref|
+  /// How candidates are built: as compile builds the host ISA's kernels by default.
+  codegen::cpu::HostCompilerOptions cc =
+      codegen::cpu::host_compiler_options_for("c++", codegen::cpu::detect_host_isa());
+  /// Test hook ("crash:CFG;hang:CFG;wrong@TEMPLATE:CFG"): the worker crashes, hangs or
+  /// corrupts the outputs when running a config that has every knob=value of CFG (e.g.
+  /// "unroll=2" or "ocb=2,owb=4"), of any task or only of tasks of TEMPLATE (e.g.
+  /// "elementwise"). `yoloc tune` takes it from the YOLOC_TUNE_INJECT environment variable.
+  std::string inject;
+};
+
+struct MeasureResult {
+  std::vector<double> times;  ///< seconds per run, one per timed repeat
+  double median = 0;          ///< seconds; 0 with an error
+  std::string error;          ///< "build failed: ...", "crashed: ...", "timeout ...", ...
+  /// Not run at all (the task's reference failed): says nothing about the config, so it is
+  /// neither recorded nor counted as a trial.
+  bool skipped = false;
+  bool ok() const { return !skipped && error.empty() && median > 0; }
+};
+
+/// Times candidate configs of a target's tasks.
+class Measurer {
+ public:
+  virtual ~Measurer() = default;
+  /// Measures `configs` (valid configs of `task`) and returns one result each, in order.
+  /// The first call for a task must start with the task's default config: its outputs become
+  /// the reference later candidates are checked against (when it fails, every candidate of
+  /// the task fails with "no reference"). `best_known_s` (0: none) is the best time of the task
+  /// so far (see max_slowdown).
+  virtual std::vector<MeasureResult> measure(const TuneTask& task,
+                                             const std::vector<codegen::ScheduleConfig>& configs,
+                                             double best_known_s) = 0;
+  /// Seconds spent building and running so far.
+  virtual double build_seconds() const = 0;
+  virtual double run_seconds() const = 0;
+};
+
+/// The CPU measurer (host compiler, forked worker).
+std::unique_ptr<Measurer> make_cpu_measurer(const MeasureOptions& options);
+
+}  // namespace yoloc::tuner

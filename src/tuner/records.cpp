@@ -1,0 +1,182 @@
+#include "tuner/records.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+
+#include "core/error.h"
+
+namespace yoloc::tuner {
+
+nlohmann::json record_to_json(const Record& r) {
+  nlohmann::json cfg = nlohmann::json::object();
+  for (const auto& [k, v] : r.config.values()) cfg[k] = v;
+  return {{"format", r.format},
+          {"tool", r.tool},
+          {"key", r.key},
+          {"template", r.template_name},
+          {"target", target_to_json(r.target)},
+          {"config", cfg},
+          {"batch", r.batch},
+          {"threads", r.threads},
+          {"clock", r.clock},
+          {"mode", r.mode},
+          {"times", r.times},
+          {"median", r.median},
+          {"error", r.error},
+          {"flops", r.flops},
+          {"time", r.time}};
+}
+
+namespace {
+
+const nlohmann::json& field(const nlohmann::json& j, const char* name) {
+  if (!j.is_object() || !j.contains(name)) user_error("record without '{}'", name);
+  return j[name];
+}
+
+template <class T>
+T typed(const nlohmann::json& j, const char* name) {
+  const nlohmann::json& v = field(j, name);
+  try {
+    return v.get<T>();
+  } catch (const nlohmann::json::exception&) {
+    user_error("record field '{}' has the wrong type: {}", name, v.dump());
+  }
+}
+
+}  // namespace
+
+Record record_from_json(const nlohmann::json& j) {
+  Record r;
+  r.format = typed<int>(j, "format");
+  r.tool = typed<std::string>(j, "tool");
+  r.key = typed<std::string>(j, "key");
+  r.template_name = j.value("template", "");
+  r.target = target_from_json(field(j, "target"));
+  const nlohmann::json& cfg = field(j, "config");
+  if (!cfg.is_object()) user_error("record field 'config' is not an object");
+  for (const auto& [k, v] : cfg.items()) {
+    if (!v.is_number_integer()) user_error("record config knob '{}' is not an integer", k);
+    r.config.set(k, v.get<int64_t>());
+  }
+  r.batch = typed<int64_t>(j, "batch");
+  r.threads = typed<int>(j, "threads");
+  r.times = typed<std::vector<double>>(j, "times");
+  r.median = typed<double>(j, "median");
+  r.error = typed<std::string>(j, "error");
+  r.flops = j.value("flops", 0.0);
+  r.clock = j.value("clock", "wall");
+  r.mode = j.value("mode", "kernel");
+  r.time = j.value("time", "");
+  if (r.batch < 1) user_error("record batch {} is not positive", r.batch);
+  return r;
+}
+
+std::string now_iso8601() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+RecordSet load_records(const std::string& path) {
+  RecordSet set;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return set;
+  std::ifstream f(path);
+  if (!f) user_error("cannot read the records file '{}'", path);
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      // Version first: a stale record may have another layout altogether.
+      if (j.value("format", -1) != kRecordFormatVersion || j.value("tool", "") != YOLOC_VERSION) {
+        ++set.stale;
+        continue;
+      }
+      set.records.push_back(record_from_json(j));
+    } catch (const nlohmann::json::exception&) {
+      ++set.malformed;
+    } catch (const UserError&) {
+      ++set.malformed;
+    }
+  }
+  return set;
+}
+
+RecordWriter::RecordWriter(const std::string& path) : path_(path), out_(path, std::ios::app) {
+  if (!out_) user_error("--records {}: cannot open the file for appending", path);
+}
+
+void RecordWriter::write(const Record& r) {
+  out_ << record_to_json(r).dump() << "\n";
+  out_.flush();
+  if (!out_) user_error("--records {}: cannot write (disk full?)", path_);
+}
+
+std::map<std::string, std::map<std::string, ConfigTime>> config_times(
+    const std::vector<Record>& records, const std::function<bool(const Record&)>& use) {
+  std::map<std::string, std::map<std::string, std::vector<const Record*>>> groups;
+  for (const Record& r : records)
+    if (r.ok() && use(r)) groups[r.key][r.config.str()].push_back(&r);
+  std::map<std::string, std::map<std::string, ConfigTime>> out;
+  for (const auto& [key, configs] : groups) {
+    for (const auto& [cfg, rs] : configs) {
+      std::vector<double> t;
+      for (const Record* r : rs) t.push_back(r->seconds_per_image());
+      std::sort(t.begin(), t.end());
+      const size_t n = t.size();
+      ConfigTime ct;
+      ct.config = rs.back()->config;
+      ct.seconds_per_image = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+      ct.records = static_cast<int>(n);
+      ct.last = rs.back();
+      out[key].emplace(cfg, ct);
+    }
+  }
+  return out;
+}
+
+std::map<std::string, Record> best_records(const std::vector<Record>& records,
+                                           const RecordQuery& q) {
+  // How well a record's conditions match: batch and threads, batch, or only the hardware;
+  // at each of those, in the model before alone.
+  const auto level = [&](const Record& r) {
+    const int in_model = r.mode == "model" ? 1 : 0;
+    if (r.batch != q.batch) return in_model;
+    return (q.threads == 0 || r.threads == q.threads ? 4 : 2) + in_model;
+  };
+  std::map<std::string, int> best_level;
+  for (const Record& r : records) {
+    if (!r.ok() || !r.target.same_hardware(q.target)) continue;
+    int& l = best_level.try_emplace(r.key, 0).first->second;
+    l = std::max(l, level(r));
+  }
+  const auto times = config_times(records, [&](const Record& r) {
+    return r.target.same_hardware(q.target) && level(r) == best_level.at(r.key);
+  });
+  std::map<std::string, Record> out;
+  for (const auto& [key, configs] : times) {
+    const ConfigTime* best = nullptr;
+    for (const auto& [cfg, ct] : configs)
+      if (!best || ct.seconds_per_image < best->seconds_per_image) best = &ct;
+    Record r = *best->last;
+    r.median = best->seconds_per_image * static_cast<double>(r.batch);
+    out.emplace(key, std::move(r));
+  }
+  return out;
+}
+
+std::map<std::string, codegen::ScheduleConfig> best_configs(const std::vector<Record>& records,
+                                                            const RecordQuery& q) {
+  std::map<std::string, codegen::ScheduleConfig> out;
+  for (const auto& [k, r] : best_records(records, q)) out.emplace(k, r.config);
+  return out;
+}
+
+}  // namespace yoloc::tuner

@@ -1,0 +1,293 @@
+#include "tuner/tuner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "tuner/cost_model.h"
+#include "tuner/report.h"
+#include "tuner/search_strategy.h"
+#include "tuner/task_scheduler.h"
+
+namespace yoloc::tuner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using codegen::ScheduleConfig;
+
+/// What this run knows of one task.
+struct TaskRun {
+  SearchState search;
+  double best_s = 0, default_s = 0;
+  bool visited = false;  // measured in this run (its reference exists)
+};
+
+class Tuner {
+ public:
+  Tuner(const std::vector<TuneTask>& tasks, const TuneOptions& o, Measurer& measurer,
+        ProgressDisplay& progress)
+      : tasks_(tasks),
+        o_(o),
+        measurer_(measurer),
+        progress_(progress),
+        writer_(o.records),
+        runs_(tasks.size()),
+        scheduler_(weights(tasks), estimates(tasks), scheduler_options(o)) {}
+
+  TuneSummary run();
+
+ private:
+  static std::vector<double> weights(const std::vector<TuneTask>& tasks) {
+    std::vector<double> w;
+    for (const TuneTask& t : tasks) w.push_back(t.occurrences());
+    return w;
+  }
+  static std::vector<double> estimates(const std::vector<TuneTask>& tasks) {
+    std::vector<double> e;
+    for (const TuneTask& t : tasks) e.push_back(estimated_seconds(t));
+    return e;
+  }
+  static TaskScheduler::Options scheduler_options(const TuneOptions& o) {
+    TaskScheduler::Options so;
+    so.early_stopping = o.early_stopping;
+    return so;
+  }
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  /// Seconds the search may use (the rest of a time budget is the re-measurement's); 0: none.
+  double search_budget() const {
+    const bool verify = o_.verify_rounds > 0 && o_.verify_top > 0;
+    return o_.time_budget_s * (verify ? 1 - std::clamp(o_.verify_share, 0.0, 1.0) : 1.0);
+  }
+
+  void resume(const RecordSet& existing);
+  /// One round of the search; false when the scheduler has no task left.
+  bool search_round();
+  void verify();
+  /// Appends the results to the records and to what the run knows; returns the round's best.
+  double record(int i, const std::vector<ScheduleConfig>& configs,
+                const std::vector<MeasureResult>& results, bool verifying);
+  void show(int i, double current_s);
+
+  const std::vector<TuneTask>& tasks_;
+  const TuneOptions& o_;
+  Measurer& measurer_;
+  ProgressDisplay& progress_;
+  RecordWriter writer_;
+  std::vector<TaskRun> runs_;
+  TaskScheduler scheduler_;
+  CostModel model_;
+  std::unique_ptr<SearchStrategy> strategy_;
+  TuneSummary sum_;
+  Clock::time_point start_ = Clock::now();
+};
+
+void Tuner::resume(const RecordSet& existing) {
+  const RecordQuery query{o_.target, o_.batch, o_.measure.threads};
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    runs_[i].search.task = &tasks_[i];
+    index[tasks_[i].key()] = i;
+  }
+  sum_.stale = existing.stale;
+  for (const Record& r : existing.records) {
+    const auto it = index.find(r.key);
+    // In-model records time a config in other conditions: not for the search.
+    if (it == index.end() || !record_matches(r, query) || r.mode != "kernel") continue;
+    const TuneTask& task = tasks_[it->second];
+    TaskRun& run = runs_[it->second];
+    if (!r.config.in_space(task.task.space)) continue;
+    ++sum_.resumed;
+    run.search.tried.insert(r.config.str());
+    model_.add(task, r.config, r.ok() ? r.median : -1);
+    if (!r.ok()) continue;
+    run.search.measured.emplace_back(r.config, r.median);
+    if (run.best_s == 0 || r.median < run.best_s) run.best_s = r.median;
+    if (r.config == task.task.default_config && (run.default_s == 0 || r.median < run.default_s))
+      run.default_s = r.median;
+  }
+  for (size_t i = 0; i < tasks_.size(); ++i) scheduler_.seed(static_cast<int>(i), runs_[i].best_s);
+  if (sum_.resumed > 0 || sum_.stale > 0)
+    progress_.note(
+        fmt::format("resuming from {}: {} records of these tasks ({} of other "
+                    "versions ignored)",
+                    o_.records, sum_.resumed, sum_.stale));
+}
+
+double Tuner::record(int i, const std::vector<ScheduleConfig>& configs,
+                     const std::vector<MeasureResult>& results, bool verifying) {
+  const TuneTask& task = tasks_[static_cast<size_t>(i)];
+  TaskRun& run = runs_[static_cast<size_t>(i)];
+  double best = 0;
+  for (size_t k = 0; k < configs.size(); ++k) {
+    const MeasureResult& m = results[k];
+    if (m.skipped) continue;
+    Record r;
+    r.key = task.key();
+    r.template_name = task.task.template_name;
+    r.target = o_.target;
+    r.config = configs[k];
+    r.batch = o_.batch;
+    r.threads = o_.measure.threads;
+    r.clock = o_.measure.cpu_clock && o_.measure.threads == 1 ? "cpu" : "wall";
+    r.times = m.times;
+    r.median = m.ok() ? m.median : 0;
+    r.error = m.ok() ? "" : (m.error.empty() ? "no time" : m.error);
+    r.flops = task.task.flops;
+    r.time = now_iso8601();
+    writer_.write(r);
+    ++(verifying ? sum_.verify_trials : sum_.trials);
+    if (!verifying) {
+      run.search.tried.insert(configs[k].str());
+      model_.add(task, configs[k], r.ok() ? r.median : -1);
+    }
+    if (!r.ok()) {
+      ++sum_.errors;
+      progress_.note(fmt::format("  {} [{}]: {}", task_label(task, 48), configs[k].str(),
+                                 r.error.substr(0, r.error.find('\n'))));
+      continue;
+    }
+    if (!verifying) run.search.measured.emplace_back(configs[k], r.median);
+    if (best == 0 || r.median < best) best = r.median;
+  }
+  return best;
+}
+
+bool Tuner::search_round() {
+  const int i = scheduler_.next();
+  if (i < 0) return false;
+  const TuneTask& task = tasks_[static_cast<size_t>(i)];
+  TaskRun& run = runs_[static_cast<size_t>(i)];
+  int n = o_.round_size;
+  if (o_.trials > 0) n = static_cast<int>(std::min<int64_t>(n, o_.trials - sum_.trials));
+  std::vector<ScheduleConfig> configs;
+  const bool first = !run.visited;
+  if (first) {
+    // The reference, measured again in every run: it also gives the run's default time.
+    configs.push_back(task.task.default_config);
+    run.search.tried.insert(task.task.default_config.str());
+    n = std::max(n - 1, 0);
+  }
+  for (ScheduleConfig& c : strategy_->propose(run.search, n)) configs.push_back(std::move(c));
+  if (configs.empty()) {
+    scheduler_.finish(i);  // every valid config is measured
+    return true;
+  }
+  const std::vector<MeasureResult> results = measurer_.measure(task, configs, run.best_s);
+  run.visited = true;
+  const double round_best = record(i, configs, results, false);
+  if (first && results[0].ok()) run.default_s = results[0].median;  // this run's, over records
+  if (round_best > 0 && (run.best_s == 0 || round_best < run.best_s)) run.best_s = round_best;
+  scheduler_.update(i, static_cast<int>(configs.size()), run.best_s);
+  if (first && run.default_s > 0) scheduler_.calibrate(i, run.default_s);
+  if (first && !results[0].ok()) scheduler_.finish(i);  // no reference: nothing can be checked
+  if (std::all_of(results.begin(), results.end(), [](const auto& r) { return r.skipped; }))
+    scheduler_.finish(i);  // the task cannot be measured
+  model_.train();
+  show(i, round_best);
+  return true;
+}
+
+void Tuner::verify() {
+  // Heaviest tasks first: if the budget ends early, the ones that matter are done.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < tasks_.size(); ++i)
+    if (runs_[i].visited && runs_[i].default_s > 0) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return tasks_[a].occurrences() * runs_[a].best_s > tasks_[b].occurrences() * runs_[b].best_s;
+  });
+  if (order.empty()) return;
+  progress_.note(
+      fmt::format("re-measuring the default and the {} best configs of {} tasks, {} "
+                  "times each",
+                  o_.verify_top, order.size(), o_.verify_rounds));
+  for (size_t i : order) {
+    TaskRun& run = runs_[i];
+    const TuneTask& task = tasks_[i];
+    std::vector<std::pair<double, ScheduleConfig>> best;
+    for (const auto& [c, s] : run.search.measured)
+      if (!(c == task.task.default_config)) best.emplace_back(s, c);
+    std::sort(best.begin(), best.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<ScheduleConfig> configs = {task.task.default_config};
+    for (const auto& [s, c] : best) {
+      if (static_cast<int>(configs.size()) > o_.verify_top) break;
+      if (std::none_of(configs.begin(), configs.end(), [&](const auto& x) { return x == c; }))
+        configs.push_back(c);
+    }
+    if (configs.size() < 2) continue;
+    for (int round = 0; round < o_.verify_rounds; ++round) {
+      if (o_.time_budget_s > 0 && elapsed() >= o_.time_budget_s) return;
+      // A different order each round: no config always runs first (colder) or last.
+      std::rotate(configs.begin(), configs.begin() + round % static_cast<int>(configs.size()),
+                  configs.end());
+      const std::vector<MeasureResult> results = measurer_.measure(task, configs, 0);
+      show(static_cast<int>(i), record(static_cast<int>(i), configs, results, true));
+    }
+  }
+}
+
+void Tuner::show(int i, double current_s) {
+  const TuneTask& task = tasks_[static_cast<size_t>(i)];
+  const TaskRun& run = runs_[static_cast<size_t>(i)];
+  Progress p;
+  p.task = i + 1;
+  p.tasks = static_cast<int>(tasks_.size());
+  p.task_name = task_label(task, 48);
+  p.trials = sum_.trials + sum_.verify_trials;
+  p.trial_budget = o_.trials > 0 ? o_.trials : 0;
+  p.errors = sum_.errors;
+  p.best_s = run.best_s;
+  p.current_s = current_s;
+  p.flops = task.task.flops;
+  p.latency_s = scheduler_.latency();
+  for (size_t t = 0; t < tasks_.size(); ++t) {
+    p.default_latency_s +=
+        tasks_[t].occurrences() *
+        (runs_[t].default_s > 0 ? runs_[t].default_s : scheduler_.estimate(static_cast<int>(t)));
+  }
+  p.elapsed_s = elapsed();
+  double eta = -1;
+  if (o_.trials > 0 && sum_.trials > 0)
+    eta = p.elapsed_s / static_cast<double>(sum_.trials) *
+          static_cast<double>(std::max<int64_t>(0, o_.trials - sum_.trials));
+  if (o_.time_budget_s > 0) {
+    const double left = std::max(0.0, o_.time_budget_s - p.elapsed_s);
+    eta = eta < 0 ? left : std::min(eta, left);
+  }
+  p.eta_s = eta;
+  progress_.update(p);
+}
+
+TuneSummary Tuner::run() {
+  resume(load_records(o_.records));
+  model_.train();
+  strategy_ = make_strategy(o_.strategy, &model_, o_.seed);
+  for (;;) {
+    const bool trials_spent = o_.trials > 0 && sum_.trials >= o_.trials;
+    const bool time_spent = o_.time_budget_s > 0 && elapsed() >= search_budget();
+    if (trials_spent || time_spent) {
+      sum_.budget_spent = true;
+      break;
+    }
+    if (!search_round()) break;
+  }
+  if (o_.verify_rounds > 0 && o_.verify_top > 0) verify();
+  progress_.finish();
+  sum_.seconds = elapsed();
+  sum_.build_s = measurer_.build_seconds();
+  sum_.run_s = measurer_.run_seconds();
+  return sum_;
+}
+
+}  // namespace
+
+TuneSummary tune(const std::vector<TuneTask>& tasks, const TuneOptions& o, Measurer& measurer,
+                 ProgressDisplay& progress) {
+  if (o.trials <= 0 && o.time_budget_s <= 0)
+    user_error("tune needs a budget: --trials N or --time-budget DURATION");
+  return Tuner(tasks, o, measurer, progress).run();
+}
+
+}  // namespace yoloc::tuner

@@ -1,0 +1,56 @@
+#pragma once
+/// The tuning loop: rounds of candidates, each round for the task the scheduler picks, proposed
+/// by the search strategy, timed by the measurer, appended to the records file and fed to the
+/// cost model, until the trial or time budget is spent or every task has stopped; then the
+/// best configs are re-measured next to the defaults (see TuneOptions::verify_rounds).
+///
+/// Resuming: the records of the file measured under the same conditions (hardware, batch,
+/// threads) count as tried (never measured again), seed each task's best time and the
+/// scheduler, and warm-start the cost model. Each task's first round of a run starts with its
+/// default config, whose outputs are the reference the other candidates are checked against.
+#include <string>
+#include <vector>
+
+#include "tuner/measure.h"
+#include "tuner/progress.h"
+#include "tuner/records.h"
+#include "tuner/task_list.h"
+
+namespace yoloc::tuner {
+
+struct TuneOptions {
+  TuneTarget target;
+  std::string records;       ///< the records file (appended; read first to resume)
+  int64_t batch = 1;         ///< images per run (of the graph the tasks come from)
+  int64_t trials = 256;      ///< measurements this run; 0: no limit but the time
+  double time_budget_s = 0;  ///< wall seconds; 0: no limit but the trials
+  std::string strategy = "evolutionary";
+  int round_size = 8;       ///< candidates per round
+  int early_stopping = 64;  ///< trials without improvement after which a task stops
+  uint64_t seed = 1;
+  /// The final re-measurement: each tuned task's default and `verify_top` best configs are
+  /// measured again `verify_rounds` times, side by side, so that the config chosen and the
+  /// default are compared in the same conditions (a single lucky run on a noisy machine does
+  /// not win). It takes the last `verify_share` of a time budget; its trials come on top of a
+  /// trial budget. verify_rounds 0: none.
+  int verify_top = 2;
+  int verify_rounds = 3;
+  double verify_share = 0.1;
+  MeasureOptions measure;
+};
+
+struct TuneSummary {
+  int64_t trials = 0, errors = 0;  ///< this run (the search)
+  int64_t verify_trials = 0;       ///< measurements of the final re-measurement
+  int resumed = 0;                 ///< matching records read from the file
+  int stale = 0;                   ///< records of other versions in the file (ignored)
+  double seconds = 0, build_s = 0, run_s = 0;
+  bool budget_spent = false;  ///< stopped by the trial or time budget (else: all tasks done)
+};
+
+/// Tunes `tasks` (of one model) on `measurer`. Raises a UserError when the records file cannot
+/// be read or written, or when neither a trial nor a time budget is given.
+TuneSummary tune(const std::vector<TuneTask>& tasks, const TuneOptions& options, Measurer& measurer,
+                 ProgressDisplay& progress);
+
+}  // namespace yoloc::tuner

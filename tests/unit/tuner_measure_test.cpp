@@ -1,0 +1,252 @@
+// The tuning loop and the CPU measurer: real builds and runs on a small graph with injected
+// crashing, hanging and wrong candidates (each must cost one failed record, and tuning goes
+// on); resuming from a records file; budgets (with a measurer that only makes up times).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <map>
+
+#include "tuner/isolate.h"
+#include "tuner/tuner.h"
+#include "tuner_test_util.h"
+
+namespace yoloc::tuner {
+namespace {
+
+using codegen::ScheduleConfig;
+using namespace yoloc::testing;
+
+std::map<std::string, std::vector<Record>> by_template(const std::vector<Record>& rs) {
+  std::map<std::string, std::vector<Record>> out;
+  for (const Record& r : rs) out[r.template_name].push_back(r);
+  return out;
+}
+
+TEST(TunerMeasure, CrashHangAndWrongCandidatesAreErrorsAndTuningGoesOn) {
+  TempDir dir;
+  const auto g = small_tuning_graph();
+  std::vector<TuneTask> all = tuning_tasks(*g);
+  // The elementwise chain (unroll 1 is its default) and the 1x1 conv.
+  std::vector<TuneTask> tasks;
+  for (TuneTask& t : all)
+    if (t.task.template_name == "elementwise" || t.key().find(" 1x1 ") != std::string::npos)
+      tasks.push_back(std::move(t));
+  ASSERT_EQ(tasks.size(), 2u);
+  TuneOptions o;
+  o.target = host_cpu_target();
+  o.records = dir.path("r.jsonl");
+  o.trials = 10;
+  o.round_size = 5;
+  o.strategy = "grid";
+  o.measure.timeout_s = 1;
+  o.measure.repeats = 2;
+  o.measure.min_repeat_s = 1e-4;
+  o.measure.inject =
+      "crash@elementwise:unroll=2;hang@elementwise:unroll=4;wrong@elementwise:unroll=8";
+  o.verify_rounds = 0;
+  auto measurer = make_cpu_measurer(o.measure);
+  ProgressDisplay quiet(stderr, false);
+  const TuneSummary s = tune(tasks, o, *measurer, quiet);
+  EXPECT_EQ(s.trials, 10);
+  EXPECT_EQ(s.errors, 3);
+
+  const RecordSet set = load_records(o.records);
+  auto groups = by_template(set.records);
+  ASSERT_EQ(groups["elementwise"].size(), 5u);
+  std::map<int64_t, std::string> outcome;
+  for (const Record& r : groups["elementwise"]) {
+    outcome[r.config.get("unroll")] = r.ok() ? "ok" : r.error;
+    EXPECT_EQ(r.target, o.target);
+    if (r.ok()) {
+      EXPECT_EQ(r.times.size(), 2u);
+      EXPECT_GT(r.median, 0);
+    }
+  }
+  EXPECT_EQ(outcome[1], "ok");
+  EXPECT_EQ(outcome[16], "ok");
+  EXPECT_NE(outcome[2].find("crashed"), std::string::npos) << outcome[2];
+  EXPECT_NE(outcome[4].find("timeout"), std::string::npos) << outcome[4];
+  EXPECT_NE(outcome[8].find("wrong output"), std::string::npos) << outcome[8];
+  // The conv task was measured too, with no failure.
+  ASSERT_EQ(groups["conv"].size(), 5u);
+  for (const Record& r : groups["conv"]) EXPECT_TRUE(r.ok()) << r.config.str() << ": " << r.error;
+  EXPECT_EQ(groups["conv"][0].config, tasks[0].task.template_name == "conv"
+                                          ? tasks[0].task.default_config
+                                          : tasks[1].task.default_config);
+}
+
+TEST(TunerMeasure, AFailingReferenceStopsItsTaskOnly) {
+  TempDir dir;
+  const auto g = small_tuning_graph();
+  std::vector<TuneTask> tasks = tuning_tasks(*g);
+  TuneOptions o;
+  o.target = host_cpu_target();
+  o.records = dir.path("r.jsonl");
+  o.trials = 12;
+  o.round_size = 4;
+  o.strategy = "random";
+  o.measure.repeats = 1;
+  o.measure.min_repeat_s = 0;
+  o.measure.inject = "crash@elementwise:unroll=1";  // the default
+  o.verify_rounds = 0;
+  auto measurer = make_cpu_measurer(o.measure);
+  ProgressDisplay quiet(stderr, false);
+  const TuneSummary s = tune(tasks, o, *measurer, quiet);
+  const auto groups = by_template(load_records(o.records).records);
+  // One failed record for the reference; its other candidates are not run nor recorded.
+  ASSERT_EQ(groups.at("elementwise").size(), 1u);
+  EXPECT_NE(groups.at("elementwise")[0].error.find("crashed"), std::string::npos);
+  EXPECT_EQ(s.errors, 1);
+  // The other tasks used the rest of the budget.
+  size_t others = 0;
+  for (const auto& [name, rs] : groups) others += name == "elementwise" ? 0 : rs.size();
+  EXPECT_EQ(others, static_cast<size_t>(s.trials - 1));
+}
+
+/// Makes up times (no build, no run): seconds = 1 ms / unroll, plus the knob sum for others.
+class FakeMeasurer : public Measurer {
+ public:
+  std::vector<MeasureResult> measure(const TuneTask& task, const std::vector<ScheduleConfig>& cs,
+                                     double) override {
+    if (!seen_.count(task.key())) {
+      EXPECT_EQ(cs.at(0), task.task.default_config)
+          << "a task's first round starts with its default";
+      seen_.insert(task.key());
+    }
+    std::vector<MeasureResult> out;
+    for (const ScheduleConfig& c : cs) {
+      double sum = 0;
+      for (const auto& [k, v] : c.values()) sum += static_cast<double>(v);
+      MeasureResult r;
+      r.median = 1e-3 / sum;
+      r.times = {r.median};
+      out.push_back(r);
+      measured.push_back(c.str());
+    }
+    return out;
+  }
+  double build_seconds() const override { return 0; }
+  double run_seconds() const override { return 0; }
+  std::vector<std::string> measured;
+
+ private:
+  std::set<std::string> seen_;
+};
+
+TEST(TunerLoop, ResumesWithoutMeasuringAConfigTwice) {
+  TempDir dir;
+  const auto g = small_tuning_graph();
+  std::vector<TuneTask> tasks;
+  for (TuneTask& t : tuning_tasks(*g))
+    if (t.task.template_name == "elementwise") tasks.push_back(std::move(t));
+  ASSERT_EQ(tasks.size(), 1u);
+  TuneOptions o;
+  o.target = host_cpu_target();
+  o.records = dir.path("r.jsonl");
+  o.trials = 3;
+  o.strategy = "grid";
+  o.verify_rounds = 0;
+  ProgressDisplay quiet(stderr, false);
+  std::multiset<std::string> all;
+  int64_t total = 0;
+  for (int run = 0; run < 3; ++run) {
+    FakeMeasurer m;
+    const TuneSummary s = tune(tasks, o, m, quiet);
+    EXPECT_EQ(s.resumed, static_cast<int>(total));
+    total += s.trials;
+    all.insert(m.measured.begin(), m.measured.end());
+    if (run == 2) {
+      // The space (5 configs) is used up: only the reference is measured again.
+      EXPECT_EQ(s.trials, 1);
+      EXPECT_FALSE(s.budget_spent);
+    }
+  }
+  // Five configs in all, the default measured once per run.
+  const std::string def = tasks[0].task.default_config.str();
+  EXPECT_EQ(all.count(def), 3u);
+  EXPECT_EQ(std::set<std::string>(all.begin(), all.end()).size(), 5u);
+  EXPECT_EQ(all.size(), 7u);
+  EXPECT_EQ(static_cast<int64_t>(load_records(o.records).records.size()), total);
+}
+
+TEST(TunerLoop, FinalRemeasurementTakesTheDefaultAndTheBest) {
+  TempDir dir;
+  const auto g = small_tuning_graph();
+  std::vector<TuneTask> tasks;
+  for (TuneTask& t : tuning_tasks(*g))
+    if (t.task.template_name == "elementwise") tasks.push_back(std::move(t));
+  TuneOptions o;
+  o.target = host_cpu_target();
+  o.records = dir.path("r.jsonl");
+  o.trials = 5;  // the whole space: unroll 1 (default), 2, 4, 8, 16
+  o.strategy = "grid";
+  o.verify_top = 2;
+  o.verify_rounds = 3;
+  ProgressDisplay quiet(stderr, false);
+  FakeMeasurer m;
+  const TuneSummary s = tune(tasks, o, m, quiet);
+  EXPECT_EQ(s.trials, 5);
+  EXPECT_EQ(s.verify_trials, 9);
+  const std::vector<Record> rs = load_records(o.records).records;
+  ASSERT_EQ(rs.size(), 14u);
+  // The fake times are 1 ms / unroll: the best two are 16 and 8.
+  std::multiset<int64_t> again;
+  for (size_t i = 5; i < rs.size(); ++i) again.insert(rs[i].config.get("unroll"));
+  EXPECT_EQ(again, (std::multiset<int64_t>{1, 1, 1, 8, 8, 8, 16, 16, 16}));
+}
+
+TEST(TunerLoop, BudgetsStopTheRun) {
+  TempDir dir;
+  const auto g = small_tuning_graph();
+  const std::vector<TuneTask> tasks = tuning_tasks(*g);
+  TuneOptions o;
+  o.target = host_cpu_target();
+  o.records = dir.path("r.jsonl");
+  o.trials = 0;
+  ProgressDisplay quiet(stderr, false);
+  FakeMeasurer m;
+  EXPECT_THROW(tune(tasks, o, m, quiet), UserError);  // no budget at all
+  o.trials = 20;
+  o.round_size = 8;
+  const TuneSummary s = tune(tasks, o, m, quiet);
+  EXPECT_EQ(s.trials, 20);
+  EXPECT_TRUE(s.budget_spent);
+  // The evolutionary search with a time budget only.
+  o.trials = 0;
+  o.time_budget_s = 0.5;
+  o.early_stopping = 0;
+  const TuneSummary t = tune(tasks, o, m, quiet);
+  EXPECT_LT(t.seconds, 30);
+  EXPECT_GT(t.trials, 0);
+}
+
+}  // namespace
+}  // namespace yoloc::tuner
+
+namespace yoloc::tuner {
+namespace {
+
+TEST(TunerIsolate, ResultsCrashesAndHangs) {
+  std::string error;
+  EXPECT_EQ(run_isolated([] { return std::string("fine"); }, 10, error), "fine");
+  EXPECT_FALSE(run_isolated(
+      [] {
+        std::raise(SIGSEGV);
+        return std::string();
+      },
+      10, error));
+  EXPECT_NE(error.find("crashed"), std::string::npos) << error;
+  EXPECT_FALSE(run_isolated([]() -> std::string { throw UserError("bad model"); }, 10, error));
+  EXPECT_NE(error.find("bad model"), std::string::npos) << error;
+  EXPECT_FALSE(run_isolated(
+      [] {
+        for (;;) pause();
+        return std::string();
+      },
+      0.3, error));
+  EXPECT_NE(error.find("timeout"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace yoloc::tuner
