@@ -33,14 +33,13 @@ extern "C" void @SYM@(const float* in, const float* w, const float* bias, const 
         if (ih < 0 || ih >= H) continue;
         for (int64_t s = 0; s < KW; ++s) {
           const float* wv = wp + (r * KW + s) * L;
-          // The columns whose input lies inside the row, found once: no test in the loop.
-          const int64_t iw0 = ow0 * SW - PW + s * DW;
-          int64_t jlo = 0, jhi = nw;
-          while (jlo < jhi && iw0 + jlo * SW < 0) ++jlo;
-          while (jhi > jlo && iw0 + (jhi - 1) * SW >= W) --jhi;
-          const float* xv = x + (ih * W + iw0) * L;
-          for (int64_t j = jlo; j < jhi; ++j)
-            for (int64_t l = 0; l < L; ++l) acc[j][l] += wv[l] * xv[j * SW * L + l];
+#pragma GCC unroll 16
+          for (int64_t j = 0; j < OWB; ++j) {
+            const int64_t iw = (ow0 + j) * SW - PW + s * DW;
+            if (j >= nw || iw < 0 || iw >= W) continue;
+            const float* xv = x + (ih * W + iw) * L;
+            for (int64_t l = 0; l < L; ++l) acc[j][l] += wv[l] * xv[l];
+          }
         }
       }
       for (int64_t j = 0; j < nw; ++j) {
