@@ -12,11 +12,9 @@ reference executor on the same input (1e-4 relative).
 usage: check_aarch64_model.py --yoloc BIN --model M.onnx --work DIR [--cxx CXX] [--qemu QEMU]
 """
 import argparse
-import json
 import os
 import shutil
 import struct
-import subprocess
 import sys
 import time
 
@@ -59,16 +57,6 @@ CALLS
 """
 
 
-def read_artifact(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    _, _, moff, msize, boff, _ = struct.unpack_from("<IIQQQQ", data, 8)
-    manifest = json.loads(data[moff:moff + msize])
-    blobs = {b["name"]: data[boff + b["offset"]:boff + b["offset"] + b["size"]]
-             for b in manifest["blobs"]}
-    return manifest, blobs
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--yoloc", required=True)
@@ -89,7 +77,7 @@ def main():
     common.run([a.yoloc, "compile", a.model, "-o", artifact, "--force", "--cc", a.cxx,
                 "--emit-source", source], "yoloc compile --cc")
     print(f"cross-compiled in {time.time() - t0:.1f} s")
-    manifest, blobs = read_artifact(artifact)
+    manifest, blobs = common.read_artifact(artifact)
     if not manifest["target"].endswith("neon"):
         print(f"FAIL: target is {manifest['target']}, expected cpu-neon")
         return 1

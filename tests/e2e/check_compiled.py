@@ -11,8 +11,6 @@ and prints the compile time and arena figures.
 
 usage: check_compiled.py --yoloc BIN --model M.onnx --work DIR
 """
-import argparse
-import json
 import os
 import re
 import sys
@@ -36,13 +34,7 @@ def family_options(model):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--yoloc", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--work", required=True)
-    args = ap.parse_args()
-    if not os.path.isfile(args.model):
-        common.skip(f"{args.model} not found")
+    args = common.model_args()
     common.check_known_unsupported(args.yoloc, args.model, args.work)
     session = common.ort_session(args.model)
     os.makedirs(args.work, exist_ok=True)
@@ -59,14 +51,7 @@ def main():
         arena = re.search(r"arena: ([\d.]+) MB \(naive sum of intermediates ([\d.]+) MB", p.stdout)
         print(f"batch {batch}: compiled in {seconds:.1f} s; " + (
             f"arena {arena.group(1)} MB of naive {arena.group(2)} MB" if arena else p.stdout))
-        with open(artifact, "rb") as f:
-            head = f.read(1 << 20)
-        # The input shape the artifact was compiled for (the manifest is JSON near the start).
-        m = re.search(rb'"inputs":\s*\[\s*\{[^\]]*?"shape":\s*\[([\d,\s]+)\]', head)
-        shape = [int(v) for v in m.group(1).split(b",")] if m else None
-        if not shape:
-            print("FAIL: cannot read the input shape from the artifact manifest")
-            sys.exit(1)
+        shape = common.read_artifact(artifact)[0]["inputs"][0]["shape"]
         x = np.random.default_rng(batch).random(shape, dtype=np.float32)
         if inp.type == "tensor(float16)":
             x = x.astype(np.float16)

@@ -15,7 +15,6 @@ in the fraction of elements off by more than 1e-4.
 
 usage: check_models.py --yoloc BIN --model MODEL.onnx --work DIR
 """
-import argparse
 import os
 import sys
 
@@ -57,13 +56,7 @@ def variants(session):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--yoloc", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--work", required=True)
-    args = ap.parse_args()
-    if not os.path.isfile(args.model):
-        common.skip(f"model {args.model} not found")
+    args = common.model_args()
     import numpy as np
 
     session = common.ort_session(args.model)

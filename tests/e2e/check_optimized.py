@@ -6,7 +6,6 @@ outputs and <= 1e-2 for float16. Prints the figure and the kernel count `yoloc i
 
 usage: check_optimized.py --yoloc BIN --model MODEL.onnx --work DIR
 """
-import argparse
 import json
 import os
 import subprocess
@@ -19,13 +18,7 @@ TOLERANCE = {"float32": 1e-4, "float16": 1e-2}
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--yoloc", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--work", required=True)
-    args = ap.parse_args()
-    if not os.path.isfile(args.model):
-        common.skip(f"model {args.model} not found")
+    args = common.model_args()
     import numpy as np
     import onnx
 

@@ -13,6 +13,35 @@ def skip(message):
     sys.exit(SKIP)
 
 
+def model_args(description=None):
+    """Parses the arguments every per-model check takes (--yoloc, --model, --work); a model
+    that is not there skips the check."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--yoloc", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--work", required=True)
+    args = ap.parse_args()
+    if not os.path.isfile(args.model):
+        skip(f"model {args.model} not found")
+    return args
+
+
+def read_artifact(path):
+    """A .ycm file's manifest (dict) and blobs ({name: bytes}), from the fixed header: magic,
+    format version, flags, then manifest offset/size and blob section offset (little endian)."""
+    import struct
+
+    with open(path, "rb") as f:
+        data = f.read()
+    _, _, moff, msize, boff, _ = struct.unpack_from("<IIQQQQ", data, 8)
+    manifest = json.loads(data[moff:moff + msize])
+    blobs = {b["name"]: data[boff + b["offset"]:boff + b["offset"] + b["size"]]
+             for b in manifest["blobs"]}
+    return manifest, blobs
+
+
 def has_subcommand(yoloc, name):
     """Whether this yoloc build has the subcommand (its --help shows `Usage: ... NAME`; without the
     subcommand CLI11 prints the top-level help instead)."""
