@@ -24,6 +24,24 @@ const char* group_kind_name(GroupKind k) {
   return "other";
 }
 
+std::vector<const FusedGroup*> Graph::kernel_groups_in_run_order() const {
+  std::map<int, const FusedGroup*> by_id;
+  for (const FusedGroup& grp : groups) by_id[grp.id] = &grp;
+  std::vector<int> order;
+  for (const Node* n : nodes()) {
+    if (n->group < 0) continue;
+    order.erase(std::remove(order.begin(), order.end(), n->group), order.end());
+    order.push_back(n->group);
+  }
+  std::vector<const FusedGroup*> out;
+  for (int id : order) {
+    const auto it = by_id.find(id);
+    YOLOC_CHECK(it != by_id.end(), "node group {} is not among the graph's groups", id);
+    if (it->second->is_kernel()) out.push_back(it->second);
+  }
+  return out;
+}
+
 std::string Node::label() const {
   return name.empty() ? fmt::format("{} #{}", op, id) : fmt::format("{} '{}'", op, name);
 }

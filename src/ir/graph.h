@@ -119,6 +119,10 @@ class Graph {
   /// The kernel partition made by the fusion pass (empty before it runs); nodes refer to it by
   /// Node::group.
   std::vector<FusedGroup> groups;
+  /// The kernel groups (not views) in an order they can run in: by each group's last node, so a
+  /// kernel runs after everything its nodes read (a group's nodes need not be adjacent: the
+  /// detect tail starts at the first head output).
+  std::vector<const FusedGroup*> kernel_groups_in_run_order() const;
 
  private:
   std::string unique_name(const std::string& base);

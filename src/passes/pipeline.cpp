@@ -20,6 +20,7 @@
 #include "passes/fusion.h"
 #include "passes/layout_selection.h"
 #include "passes/quantization.h"
+#include "passes/storage_precision.h"
 #include "passes/views.h"
 
 namespace yoloc {
@@ -46,6 +47,8 @@ std::vector<std::unique_ptr<Pass>> make_pipeline(const PassContext& ctx) {
   p.push_back(std::make_unique<LayoutSelection>());
   p.push_back(std::make_unique<Views>());
   p.push_back(std::make_unique<Fusion>());
+  // What the kernels store narrow (CUDA fp16 / bf16), before the memory plan sizes buffers.
+  p.push_back(std::make_unique<StoragePrecision>());
   return p;
 }
 

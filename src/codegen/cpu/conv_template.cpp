@@ -322,7 +322,10 @@ std::optional<ConvTask> conv_task_from_group(const Graph& g, const FusedGroup& g
   const Value* w = conv.input(1);
   const Value* y = conv.outputs.at(0);
   const auto static_4d = [](const Value* v) {
-    if (!v || v->type.dtype != DType::kFloat32 || v->type.dims.size() != 4) return false;
+    // Activations may be stored narrow (CUDA fp16 / bf16); the CPU target sees float32 only.
+    const DType t = v ? v->type.dtype : DType::kUndefined;
+    const bool is_float = t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
+    if (!is_float || v->type.dims.size() != 4) return false;
     return std::all_of(v->type.dims.begin(), v->type.dims.end(), [](const Dim& d) { return d.known(); });
   };
   if (!static_4d(x) || !static_4d(w) || !static_4d(y)) return std::nullopt;

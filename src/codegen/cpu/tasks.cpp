@@ -46,36 +46,6 @@ void set_space(CpuTask& task, const Task& t) {
   task.valid = [t](const ScheduleConfig& c) { return T::valid(t, c); };
 }
 
-/// A fused conv group's operands: input, weights and bias constants, residual, output.
-struct ConvOperands {
-  const Value* x = nullptr;
-  const Value* w = nullptr;
-  const Value* bias = nullptr;
-  const Value* res = nullptr;
-  const Value* y = nullptr;
-};
-
-std::optional<ConvOperands> conv_operands(const Graph& g, const FusedGroup& grp) {
-  const GroupIO io = group_io(g, grp);
-  if (io.outputs.size() != 1) return std::nullopt;
-  const Node& conv = *io.nodes[0];
-  ConvOperands o;
-  o.x = conv.input(0);
-  o.w = conv.input(1);
-  o.bias = conv.inputs.size() > 2 ? conv.input(2) : nullptr;
-  if (!o.w->is_constant() || (o.bias && !o.bias->is_constant())) return std::nullopt;
-  const Value* cur = conv.outputs[0];
-  for (size_t i = 1; i < io.nodes.size(); ++i) {
-    const Node& e = *io.nodes[i];
-    if (e.op == "Add") o.res = e.input(0) == cur ? e.input(1) : e.input(0);
-    cur = e.outputs[0];
-  }
-  if (o.res && o.res->is_constant()) return std::nullopt;
-  o.y = io.outputs[0];
-  if (o.y != cur) return std::nullopt;
-  return o;
-}
-
 /// The conv and depthwise templates: one image per run, weights packed for the config.
 template <class T>
 CpuTask conv_like_task(ConvTask t, const ConvOperands& o,
@@ -214,21 +184,31 @@ std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp, CpuI
 
 }  // namespace
 
+std::optional<ConvOperands> conv_operands(const Graph& g, const FusedGroup& grp) {
+  const GroupIO io = group_io(g, grp);
+  if (io.outputs.size() != 1) return std::nullopt;
+  const Node& conv = *io.nodes[0];
+  ConvOperands o;
+  o.x = conv.input(0);
+  o.w = conv.input(1);
+  o.bias = conv.inputs.size() > 2 ? conv.input(2) : nullptr;
+  if (!o.w->is_constant() || (o.bias && !o.bias->is_constant())) return std::nullopt;
+  const Value* cur = conv.outputs[0];
+  for (size_t i = 1; i < io.nodes.size(); ++i) {
+    const Node& e = *io.nodes[i];
+    if (e.op == "Add") o.res = e.input(0) == cur ? e.input(1) : e.input(0);
+    cur = e.outputs[0];
+  }
+  if (o.res && o.res->is_constant()) return std::nullopt;
+  o.y = io.outputs[0];
+  if (o.y != cur) return std::nullopt;
+  return o;
+}
+
 std::vector<CpuTask> extract_cpu_tasks(const Graph& g, CpuIsa isa) {
   std::vector<CpuTask> tasks;
-  std::map<int, const FusedGroup*> by_id;
-  for (const FusedGroup& grp : g.groups) by_id[grp.id] = &grp;
-  // In the order of each group's last node: a kernel runs after everything its nodes read
-  // (a group's nodes need not be adjacent: the detect tail starts at the first head output).
-  std::vector<int> order;
-  for (const Node* n : g.nodes()) {
-    if (n->group < 0) continue;
-    order.erase(std::remove(order.begin(), order.end(), n->group), order.end());
-    order.push_back(n->group);
-  }
-  for (int id : order) {
-    const FusedGroup& grp = *by_id.at(id);
-    if (!grp.is_kernel()) continue;
+  for (const FusedGroup* group : g.kernel_groups_in_run_order()) {
+    const FusedGroup& grp = *group;
     std::optional<CpuTask> t = task_of_group(g, grp, isa);
     if (!t) {
       std::string ops;

@@ -12,6 +12,7 @@
 /// detect-tail kernels cover the whole batch and need dense arguments.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,18 @@ struct CpuTask {
   /// The kernel for a valid config, its function named `symbol`.
   std::function<LoweredKernel(const ScheduleConfig&, const std::string& symbol)> lower;
 };
+
+/// A fused conv group's operands: input, weights and bias constants, residual, output.
+struct ConvOperands {
+  const Value* x = nullptr;
+  const Value* w = nullptr;
+  const Value* bias = nullptr;
+  const Value* res = nullptr;
+  const Value* y = nullptr;
+};
+/// The operands of a conv group of the form conv_task_from_group takes (weights and bias
+/// constant, the residual an activation, one output); nullopt otherwise.
+std::optional<ConvOperands> conv_operands(const Graph& g, const FusedGroup& grp);
 
 /// The tasks of every kernel group of `g` (after optimize() for target "cpu"), in the order they
 /// run, with kernels generated for `isa`. Raises a UserError naming the group and its ops when

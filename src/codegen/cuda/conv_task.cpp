@@ -110,6 +110,10 @@ std::optional<ChannelSlice> placement(const Graph& g, const Value* v, int depth)
 
 }  // namespace
 
+std::optional<ChannelSlice> channel_slice_of(const Graph& g, const Value* v) {
+  return placement(g, v, 0);
+}
+
 const char* short_dtype_name(DType t) {
   switch (t) {
     case DType::kFloat32: return "f32";

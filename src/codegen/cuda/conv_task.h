@@ -59,6 +59,12 @@ struct CudaConvTask {
 std::optional<CudaConvTask> cuda_conv_task_from_group(const Graph& g, const FusedGroup& group,
                                                       DType dtype, DType out_dtype);
 
+/// Where the 4-D value v lies in the buffer it is stored in, per the views of the graph: a slice
+/// of a view Concat's buffer on the channel axis (nested concats too), of a view Split's or step-1
+/// Slice's input, else the whole of its own buffer ({channels, 0}). nullopt for a value that is
+/// not 4-D with static channels or a view of another form.
+std::optional<ChannelSlice> channel_slice_of(const Graph& g, const Value* v);
+
 /// One generated kernel: the source of one extern "C" __global__ function `symbol` with the
 /// parameters of the file comment, and its launch geometry.
 struct CudaKernel {

@@ -1,0 +1,64 @@
+#pragma once
+/// Task extraction for the CUDA target: every kernel group of an optimized graph (target "cuda")
+/// becomes a CudaTask, the one interface the compiler driver (cuda_compiler.h) and the tuner use.
+/// Convolutions over channels-last activations go to the tensor-core template (fp16 / bf16
+/// storage) or the SIMT template (fp32); every other group (detect tail, SPPF, resize, depthwise
+/// convs, elementwise chains, convs that read or write NCHW) to the generic template.
+///
+/// A task lowers to one CUDA source with one or more launches that all take the same parameter
+/// list (CudaLowered::args): the conv templates' (x, w, bias, res, y), or the generic template's
+/// (inputs..., constants..., outputs..., scratch).
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/cpu/schedule.h"
+#include "codegen/cuda/conv_task.h"
+#include "ir/graph.h"
+
+namespace yoloc::codegen::cuda {
+
+/// One kernel parameter of a task (a device pointer).
+struct CudaArg {
+  enum class Kind {
+    kActivation,  ///< a value of the graph in the arena (or a graph input)
+    kConstant,    ///< bytes the compiler stores with the weights
+    kScratch,     ///< the task's scratch memory (CudaLowered::scratch_bytes)
+    kNull,        ///< a null pointer (a conv without residual)
+  };
+  Kind kind = Kind::kNull;
+  const Value* value = nullptr;  ///< kActivation
+  /// kActivation: the pointer is this many elements before the value's first element (a conv
+  /// kernel takes the start of the buffer a channel slice lies in and adds the offset itself).
+  int64_t element_offset = 0;
+  std::string data;  ///< kConstant
+  bool output = false;
+};
+
+/// A lowered task: its source, its launches (in order; CudaKernel::source empty) and their
+/// common parameters.
+struct CudaLowered {
+  std::string source;
+  std::vector<CudaKernel> launches;
+  std::vector<CudaArg> args;
+  uint64_t scratch_bytes = 0;
+};
+
+struct CudaTask {
+  int group = -1;
+  std::string group_name;     ///< FusedGroup::name
+  std::string template_name;  ///< "tc_conv", "simt_conv", "generic"
+  std::string key;            ///< workload key
+  double flops = 0;
+  ScheduleSpace space;
+  ScheduleConfig default_config;
+  std::function<bool(const ScheduleConfig&)> valid;
+  /// The kernels for a valid config, their symbols starting with `prefix` (a C identifier).
+  std::function<CudaLowered(const ScheduleConfig&, const std::string& prefix)> lower;
+};
+
+/// The tasks of every kernel group of `g` (optimize()d for target "cuda", static shapes) in the
+/// order they run. Raises a UserError naming the group and its ops when no template takes it.
+std::vector<CudaTask> extract_cuda_tasks(const Graph& g);
+
+}  // namespace yoloc::codegen::cuda
