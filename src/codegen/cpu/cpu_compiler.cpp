@@ -3,100 +3,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 
+#include "codegen/arena_map.h"
 #include "codegen/cpu/emit_util.h"
 #include "yoloc/kernel_abi.h"
 
 namespace yoloc::codegen::cpu {
 namespace {
 
-uint64_t align64(uint64_t v) { return (v + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
-
-/// Where activations live: the memory plan's arena, then each graph input (64-byte aligned).
-class ArenaMap {
- public:
-  ArenaMap(const Graph& g, const MemoryPlan& plan) : g_(g), plan_(plan) {
-    uint64_t end = align64(plan.arena_bytes);
-    for (const Value* in : g.inputs) {
-      input_offsets_.push_back(end);
-      end = align64(end + stored_bytes(*in));
-    }
-    bytes_ = std::max<uint64_t>(end, kArenaAlignment);
-  }
-
-  uint64_t bytes() const { return bytes_; }
-  const std::vector<uint64_t>& input_offsets() const { return input_offsets_; }
-
-  /// Byte offset of v's first element, the bytes of the buffer it lies in (its root: an
-  /// allocation or a graph input), and whether its elements are dense.
-  struct Place {
-    uint64_t offset = 0;
-    uint64_t root_bytes = 0;
-    bool contiguous = true;
-  };
-  Place place(const Value* v) const {
-    const auto in = std::find(g_.inputs.begin(), g_.inputs.end(), v);
-    if (in != g_.inputs.end()) {
-      const auto i = static_cast<size_t>(in - g_.inputs.begin());
-      return {input_offsets_[i], stored_bytes(*v), true};
-    }
-    const auto it = plan_.values.find(v->name);
-    YOLOC_CHECK(it != plan_.values.end(), "value '{}' has no place in the memory plan", v->name);
-    const ValueSlot& s = it->second;
-    switch (s.placement) {
-      case Placement::kArena:
-        return {s.offset, plan_.allocations.at(static_cast<size_t>(s.allocation)).bytes,
-                s.contiguous};
-      case Placement::kInput: {
-        YOLOC_CHECK(s.input >= 0, "value '{}' views an unknown input", v->name);
-        const auto i = static_cast<size_t>(s.input);
-        return {input_offsets_[i] + s.offset, stored_bytes(*g_.inputs[i]), s.contiguous};
-      }
-      case Placement::kConstant:
-      case Placement::kInternal: break;
-    }
-    YOLOC_CHECK(false, "value '{}' is read by a kernel but is not stored", v->name);
-    return {};
-  }
-
- private:
-  const Graph& g_;
-  const MemoryPlan& plan_;
-  std::vector<uint64_t> input_offsets_;
-  uint64_t bytes_ = 0;
-};
-
 /// Appends constants to the weights blob, each 64-byte aligned.
 uint64_t add_weights(std::string& blob, const std::vector<float>& data) {
-  blob.resize(align64(blob.size()), '\0');
+  blob.resize(align_to_arena(blob.size()), '\0');
   const uint64_t offset = blob.size();
   blob.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
   return offset;
 }
-
-/// Tracks which values hold their data while the program runs in order, so the driver can
-/// check that every kernel reads only what earlier kernels wrote (or the graph inputs).
-class Availability {
- public:
-  explicit Availability(const Graph& g) : g_(g) {}
-  void written(const Value* v) { written_.insert(v); }
-  bool available(const Value* v) const {
-    if (v->is_constant() || written_.count(v) ||
-        std::find(g_.inputs.begin(), g_.inputs.end(), v) != g_.inputs.end())
-      return true;
-    const Node* p = v->producer;
-    if (!p || !p->is_view()) return false;
-    // A view holds data once what it re-addresses does: all inputs of a concat, the input of a
-    // split / slice / reshape.
-    return std::all_of(p->inputs.begin(), p->inputs.end(),
-                       [&](const Value* in) { return !in || available(in); });
-  }
-
- private:
-  const Graph& g_;
-  std::set<const Value*> written_;
-};
 
 }  // namespace
 
