@@ -5,73 +5,87 @@
 #include "yoloc/kernel_abi.h"
 
 namespace yoloc::runtime {
-namespace {
 
 using nlohmann::json;
 
-/// Typed access to the program's JSON, naming the field of the first problem.
-struct Reader {
-  const std::string& where;
-
-  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-    user_error(
-        "artifact '{}': the program field '{}' {}; the file is corrupt or was written by "
-        "an incompatible yoloc: recompile the model",
-        where, field, what);
-  }
-  const json& at(const json& obj, const std::string& path, const std::string& key) const {
-    if (!obj.is_object()) fail(path, "is not an object");
-    auto it = obj.find(key);
-    if (it == obj.end()) fail(path + "." + key, "is missing");
-    return *it;
-  }
-  uint64_t uint(const json& obj, const std::string& path, const std::string& key) const {
-    const json& v = at(obj, path, key);
-    if (!v.is_number_integer() || v.get<int64_t>() < 0)
-      fail(path + "." + key, "is not a non-negative integer");
-    return v.get<uint64_t>();
-  }
-  std::string str(const json& obj, const std::string& path, const std::string& key) const {
-    const json& v = at(obj, path, key);
-    if (!v.is_string()) fail(path + "." + key, "is not a string");
-    return v.get<std::string>();
-  }
-  const json& array(const json& obj, const std::string& path, const std::string& key) const {
-    const json& v = at(obj, path, key);
-    if (!v.is_array()) fail(path + "." + key, "is not an array");
-    return v;
-  }
-};
-
-std::string item(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
-
-/// Checks that [offset, offset + bytes) lies in a buffer of `size` bytes, without overflow.
-void check_inside(const Reader& r, const std::string& field, uint64_t offset, uint64_t bytes,
-                  uint64_t size, const std::string& buffer) {
-  if (offset > size || bytes > size - offset)
-    r.fail(field, "spans bytes [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
-                      std::to_string(bytes) + ") outside the " + buffer + " of " +
-                      std::to_string(size) + " bytes");
+void ProgramReader::fail(const std::string& field, const std::string& what) const {
+  user_error(
+      "artifact '{}': the program field '{}' {}; the file is corrupt or was written by "
+      "an incompatible yoloc: recompile the model",
+      where, field, what);
 }
 
-std::vector<uint64_t> tensor_offsets(const Reader& r, const json& prog, const std::string& key,
-                                     const std::vector<artifact::TensorSpec>& specs,
-                                     uint64_t arena) {
-  const json& a = r.array(prog, "program", key);
+const json& ProgramReader::at(const json& obj, const std::string& path,
+                              const std::string& key) const {
+  if (!obj.is_object()) fail(path, "is not an object");
+  auto it = obj.find(key);
+  if (it == obj.end()) fail(path + "." + key, "is missing");
+  return *it;
+}
+
+uint64_t ProgramReader::uint(const json& obj, const std::string& path,
+                             const std::string& key) const {
+  const json& v = at(obj, path, key);
+  if (!v.is_number_integer() || v.get<int64_t>() < 0)
+    fail(path + "." + key, "is not a non-negative integer");
+  return v.get<uint64_t>();
+}
+
+std::string ProgramReader::str(const json& obj, const std::string& path,
+                               const std::string& key) const {
+  const json& v = at(obj, path, key);
+  if (!v.is_string()) fail(path + "." + key, "is not a string");
+  return v.get<std::string>();
+}
+
+const json& ProgramReader::array(const json& obj, const std::string& path,
+                                 const std::string& key) const {
+  const json& v = at(obj, path, key);
+  if (!v.is_array()) fail(path + "." + key, "is not an array");
+  return v;
+}
+
+std::string json_item(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+void ProgramReader::check_inside(const std::string& field, uint64_t offset, uint64_t bytes,
+                                 uint64_t size, const std::string& buffer) const {
+  if (offset > size || bytes > size - offset)
+    fail(field, "spans bytes [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
+                    std::to_string(bytes) + ") outside the " + buffer + " of " +
+                    std::to_string(size) + " bytes");
+}
+
+std::vector<uint64_t> ProgramReader::tensor_offsets(const json& prog, const std::string& key,
+                                                    const std::vector<artifact::TensorSpec>& specs,
+                                                    uint64_t arena) const {
+  const json& a = array(prog, "program", key);
   if (a.size() != specs.size())
-    r.fail("program." + key, "has " + std::to_string(a.size()) + " entries for " +
-                                 std::to_string(specs.size()) + " model " + key);
+    fail("program." + key, "has " + std::to_string(a.size()) + " entries for " +
+                               std::to_string(specs.size()) + " model " + key);
   std::vector<uint64_t> out;
   for (size_t i = 0; i < a.size(); ++i) {
-    const std::string path = item("program." + key, i);
-    const uint64_t off = r.uint(a[i], path, "offset");
-    check_inside(r, path, off, spec_bytes(specs[i], r.where), arena, "arena");
+    const std::string path = json_item("program." + key, i);
+    const uint64_t off = uint(a[i], path, "offset");
+    check_inside(path, off, spec_bytes(specs[i], where), arena, "arena");
     out.push_back(off);
   }
   return out;
 }
 
-}  // namespace
+Binding ProgramReader::binding(const json& obj, const std::string& path,
+                               const artifact::Manifest& m, uint64_t arena) const {
+  Binding b{str(obj, path, "buffer"), uint(obj, path, "offset"), uint(obj, path, "bytes")};
+  uint64_t size = arena;
+  if (b.buffer != kArena) {
+    const artifact::BlobEntry* blob = m.find_blob(b.buffer);
+    if (!blob) fail(path + ".buffer", "names the blob '" + b.buffer + "', which is absent");
+    size = blob->size;
+  }
+  check_inside(path, b.offset, b.bytes, size, b.buffer);
+  return b;
+}
 
 uint64_t spec_bytes(const artifact::TensorSpec& spec, const std::string& where) {
   const DType t = dtype_from_name(spec.dtype);
@@ -91,7 +105,7 @@ uint64_t spec_bytes(const artifact::TensorSpec& spec, const std::string& where) 
 }
 
 Program parse_program(const artifact::Manifest& m, const std::string& where) {
-  const Reader r{where};
+  const ProgramReader r{where};
   const json& prog = m.program;
   if (!prog.is_object() || prog.empty())
     user_error(
@@ -109,11 +123,11 @@ Program parse_program(const artifact::Manifest& m, const std::string& where) {
   if (!m.find_blob(p.kernel_blob))
     r.fail("program.kernel_blob", "names the blob '" + p.kernel_blob + "', which is absent");
   p.arena_bytes = r.uint(prog, "program", "arena_bytes");
-  p.input_offsets = tensor_offsets(r, prog, "inputs", m.inputs, p.arena_bytes);
-  p.output_offsets = tensor_offsets(r, prog, "outputs", m.outputs, p.arena_bytes);
+  p.input_offsets = r.tensor_offsets(prog, "inputs", m.inputs, p.arena_bytes);
+  p.output_offsets = r.tensor_offsets(prog, "outputs", m.outputs, p.arena_bytes);
   const json& calls = r.array(prog, "program", "calls");
   for (size_t i = 0; i < calls.size(); ++i) {
-    const std::string path = item("program.calls", i);
+    const std::string path = json_item("program.calls", i);
     KernelCall c;
     c.symbol = r.str(calls[i], path, "symbol");
     const uint64_t items = r.uint(calls[i], path, "work_items");
@@ -121,21 +135,11 @@ Program parse_program(const artifact::Manifest& m, const std::string& where) {
     c.work_items = static_cast<int64_t>(items);
     const json& args = r.array(calls[i], path, "args");
     for (size_t k = 0; k < args.size(); ++k) {
-      const std::string apath = item(path + ".args", k);
-      Binding b{r.str(args[k], apath, "buffer"), r.uint(args[k], apath, "offset"),
-                r.uint(args[k], apath, "bytes")};
-      uint64_t size = p.arena_bytes;
-      if (b.buffer != kArena) {
-        const artifact::BlobEntry* blob = m.find_blob(b.buffer);
-        if (!blob) r.fail(apath + ".buffer", "names the blob '" + b.buffer + "', which is absent");
-        size = blob->size;
-      }
-      check_inside(r, apath, b.offset, b.bytes, size, b.buffer);
-      c.args.push_back(std::move(b));
+      c.args.push_back(r.binding(args[k], json_item(path + ".args", k), m, p.arena_bytes));
     }
     const json& params = r.array(calls[i], path, "params");
     for (size_t k = 0; k < params.size(); ++k) {
-      if (!params[k].is_number_integer()) r.fail(item(path + ".params", k), "is not an integer");
+      if (!params[k].is_number_integer()) r.fail(json_item(path + ".params", k), "is not an integer");
       c.params.push_back(params[k].get<int64_t>());
     }
     if (auto it = calls[i].find("task"); it != calls[i].end() && it->is_object()) c.task = *it;

@@ -62,6 +62,35 @@ inline constexpr const char* kArena = "arena";
 /// naming `where` for an unknown dtype or a negative dimension.
 uint64_t spec_bytes(const artifact::TensorSpec& spec, const std::string& where);
 
+/// Typed access to a program's JSON for the parsers of every target's program; each accessor
+/// raises a UserError naming `where` (the artifact) and the field of the first problem.
+struct ProgramReader {
+  const std::string& where;
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const;
+  const nlohmann::json& at(const nlohmann::json& obj, const std::string& path,
+                           const std::string& key) const;
+  uint64_t uint(const nlohmann::json& obj, const std::string& path, const std::string& key) const;
+  std::string str(const nlohmann::json& obj, const std::string& path, const std::string& key) const;
+  const nlohmann::json& array(const nlohmann::json& obj, const std::string& path,
+                              const std::string& key) const;
+  /// Fails unless [offset, offset + bytes) lies in a buffer of `size` bytes (no overflow).
+  void check_inside(const std::string& field, uint64_t offset, uint64_t bytes, uint64_t size,
+                    const std::string& buffer) const;
+  /// The arena offsets of prog[key] ("inputs" / "outputs"), one per spec, each tensor inside
+  /// an arena of `arena` bytes.
+  std::vector<uint64_t> tensor_offsets(const nlohmann::json& prog, const std::string& key,
+                                       const std::vector<artifact::TensorSpec>& specs,
+                                       uint64_t arena) const;
+  /// A binding at prog path `path` ({"buffer", "offset", "bytes"}) inside the arena of
+  /// `arena` bytes or the manifest's blob it names.
+  Binding binding(const nlohmann::json& obj, const std::string& path,
+                  const artifact::Manifest& m, uint64_t arena) const;
+};
+
+/// "path[i]".
+std::string json_item(const std::string& path, size_t i);
+
 /// Parses and checks m.program: fields present and typed, the ABI version this runtime speaks,
 /// blobs that exist, every binding and tensor inside its buffer. Raises a UserError naming
 /// `where` (the artifact path) and the offending field otherwise.

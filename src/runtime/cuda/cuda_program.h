@@ -1,0 +1,67 @@
+#pragma once
+/// The program of a CUDA artifact: which kernels launch, in which order, with which geometry and
+/// on which device bytes. It is the manifest's "program" object:
+///
+///   "program": {
+///     "kind": "cuda",
+///     "arch": "sm_90",                    // what the cubins were built for
+///     "modules": ["cuda_module_0", ...],  // blobs holding cubins (one per task)
+///     "arena_bytes": 123456,              // the one device buffer: activations, inputs, scratch
+///     "inputs":  [{"offset": 0}],         // arena byte offsets of the manifest's inputs
+///     "outputs": [{"offset": 4096}],      // and outputs (dense, manifest dtype and shape)
+///     "launches": [                       // in this order, on one stream
+///       {"module": 0, "symbol": "yc_t0", "grid": [80, 1, 1], "block": [128, 1, 1],
+///        "shared": 40960,
+///        "args": [{"buffer": "arena", "offset": 0, "bytes": 4096},
+///                 {"buffer": "weights", "offset": 128, "bytes": 256},
+///                 {"buffer": "null"}],
+///        "task": {"group": "Conv+SiLU", ...}}   // optional: for tools
+///     ]
+///   }
+///
+/// Every kernel parameter is a device pointer: into the arena, into a blob uploaded to the
+/// device once (the weights), or null. Bindings must lie inside their buffers.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "artifact/manifest.h"
+#include "runtime/program.h"
+
+namespace yoloc::runtime::cuda {
+
+/// The buffer name of a null pointer argument.
+inline constexpr const char* kNullBuffer = "null";
+
+struct CudaLaunch {
+  int module = 0;
+  std::string symbol;
+  std::array<unsigned, 3> grid{1, 1, 1};
+  std::array<unsigned, 3> block{1, 1, 1};
+  unsigned shared_bytes = 0;
+  std::vector<Binding> args;  ///< buffer "arena", a blob name, or kNullBuffer
+  nlohmann::json task = nlohmann::json::object();
+};
+
+struct CudaProgram {
+  std::string arch;
+  std::vector<std::string> modules;  ///< blob names
+  uint64_t arena_bytes = 0;
+  std::vector<uint64_t> input_offsets;
+  std::vector<uint64_t> output_offsets;
+  std::vector<CudaLaunch> launches;
+};
+
+/// True when the manifest's program is a CUDA one ("kind": "cuda").
+bool is_cuda_program(const artifact::Manifest& m);
+
+/// Parses and checks m.program: fields present and typed, modules that are blobs of the
+/// artifact, every launch's module index in range and geometry within CUDA's limits, every
+/// binding inside its buffer, every input and output inside the arena. Raises a UserError
+/// naming `where` and the offending field otherwise.
+CudaProgram parse_cuda_program(const artifact::Manifest& m, const std::string& where);
+
+nlohmann::json cuda_program_to_json(const CudaProgram& p);
+
+}  // namespace yoloc::runtime::cuda
