@@ -161,7 +161,7 @@ void run_pre_case(const PreCase& pc) {
                 std::string(family_name(pc.family)).c_str(), s, s, short_dtype_name(pc.dtype),
                 pc.nhwc ? "nhwc" : "nchw",
                 pc.source == rt::FrameSource::kZeroCopy ? "zero-copy" : "device-copy", bi,
-                bi == 0 ? "bus" : "zidane", images[bi].width, images[bi].height, diff, 3 * item / 3,
+                bi == 0 ? "bus" : "zidane", images[bi].width, images[bi].height, diff, item,
                 max_abs);
     EXPECT_EQ(diff, 0u) << "item " << bi << ": first differing element (c, y, x) = ("
                         << first / (s * s) << ", " << first / s % s << ", " << first % s

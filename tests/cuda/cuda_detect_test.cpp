@@ -8,7 +8,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <memory>
 #include <iomanip>
 #include <random>
 
@@ -18,6 +20,7 @@
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "core/error.h"
 #include "detect/decode.h"
+#include "detect/nms.h"
 #include "detect/preprocess.h"
 
 namespace yoloc::codegen::cuda::testing {
@@ -442,6 +445,226 @@ TEST(DetectHostArithmetic, SortKeyOrdersByScoreThenRow) {
   EXPECT_EQ(h.sort_key(-0.0f, 3), h.sort_key(0.0f, 3));  // -0 ties with +0
   EXPECT_GT(h.sort_key(0.0f, 3), h.sort_key(-1e-30f, 0));
   EXPECT_GT(h.sort_key(INFINITY, 100), h.sort_key(3e38f, 0));
+}
+
+// --- host emulation of the kernels --------------------------------------------------------------
+
+// The kernels themselves on the host: each block's threads are std::threads with a barrier for
+// __syncthreads (blocks one after the other, so __shared__ can be a function-local static), or run
+// one after the other for the kernels that never synchronise (pre, decode). Checks the indexing,
+// the candidate buffer, the rank sort and the chunked NMS where there is no GPU.
+constexpr const char* kHostKernelPrelude = R"(
+#include <barrier>
+#include <thread>
+#include <vector>
+#define YC_KERNEL extern "C"
+#define YC_LAUNCH_BOUNDS(n)
+#define __restrict__ __restrict
+#define __shared__ static
+struct yc_dim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+inline thread_local yc_dim3 threadIdx, blockIdx;
+inline std::barrier<>* yc_block_barrier = nullptr;
+inline void __syncthreads() { yc_block_barrier->arrive_and_wait(); }
+inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+template <typename F>
+void yc_run(unsigned gx, unsigned gy, unsigned threads, bool synchronising, F fn) {
+  for (unsigned by = 0; by < gy; ++by)
+    for (unsigned bx = 0; bx < gx; ++bx) {
+      if (!synchronising) {
+        for (unsigned t = 0; t < threads; ++t) {
+          threadIdx = {t, 0, 0};
+          blockIdx = {bx, by, 0};
+          fn();
+        }
+        continue;
+      }
+      std::barrier<> bar(threads);
+      yc_block_barrier = &bar;
+      std::vector<std::thread> pool;
+      for (unsigned t = 0; t < threads; ++t)
+        pool.emplace_back([&, t] {
+          threadIdx = {t, 0, 0};
+          blockIdx = {bx, by, 0};
+          fn();
+        });
+      for (std::thread& th : pool) th.join();
+    }
+}
+)";
+
+// Runs the emitted kernels of prefix "emu"; dims: the grid (x, y) of pre, decode, rank, nms.
+constexpr const char* kHostKernelRunners = R"(
+#define YC_EXPORT extern "C" __attribute__((visibility("default")))
+YC_EXPORT void emulate_pre(const unsigned char* frames, const YcImageParams* images, void* out,
+                           const unsigned* dims) {
+  yc_run(dims[0], dims[1], emu::THREADS, false,
+         [&] { emu::emu_pre(frames, images, static_cast<emu::InT*>(out)); });
+}
+YC_EXPORT void emulate_post(const void* head, const YcDetectParams* params, unsigned char* ws,
+                            unsigned char* result, const unsigned* dims) {
+  yc_run(dims[2], dims[3], emu::THREADS, false,
+         [&] { emu::emu_decode(static_cast<const emu::HeadT*>(head), params, ws); });
+  yc_run(dims[4], dims[5], emu::THREADS, true, [&] { emu::emu_rank(ws); });
+  yc_run(dims[6], dims[7], emu::THREADS, true, [&] { emu::emu_nms(params, ws, result); });
+}
+)";
+
+class EmulatedDetect {
+ public:
+  explicit EmulatedDetect(DetectKernelConfig c) {
+    c.prefix = "emu";
+    const DetectKernels k = emit_detect_kernels(c);
+    spec_ = k.spec;
+    const std::string source = std::string(kHostPrelude) + kHostKernelPrelude + k.source +
+                               kHostKernelRunners;
+    cpu::HostCompilerOptions opts;
+    opts.flags = {"-O1", "-std=c++20", "-fPIC", "-shared", "-pthread", "-ffp-contract=off",
+                  "-fvisibility=hidden", "-fno-gnu-unique", "-Wno-unknown-pragmas"};
+    lib_ = std::make_unique<runtime::KernelLibrary>(cpu::compile_shared_object(source, opts).bytes);
+    for (const auto* l : {&spec_.pre, &spec_.decode, &spec_.rank, &spec_.nms}) {
+      EXPECT_EQ(l->dims.block, (std::array<unsigned, 3>{256, 1, 1}));
+      dims_.push_back(l->dims.grid[0]);
+      dims_.push_back(l->dims.grid[1]);
+    }
+    workspace_.assign(spec_.workspace_bytes / 8 + 1, 0);
+    result_.assign(spec_.result_bytes / 8 + 1, 0);
+  }
+  void pre(const uint8_t* frames, const std::vector<rt::YcImageParams>& images, void* out) const {
+    using Fn = void (*)(const uint8_t*, const rt::YcImageParams*, void*, const unsigned*);
+    reinterpret_cast<Fn>(lib_->symbol("emulate_pre"))(frames, images.data(), out, dims_.data());
+  }
+  // Post-processing of a head (f32 data); the detections of item b in network-input pixels.
+  std::vector<detect::Detection> post(const Tensor& head, float conf, float iou, int max_det,
+                                      int b = 0) {
+    using Fn = void (*)(const void*, const rt::YcDetectParams*, uint8_t*, uint8_t*,
+                        const unsigned*);
+    const rt::YcDetectParams params{conf, iou, max_det, 0};
+    reinterpret_cast<Fn>(lib_->symbol("emulate_post"))(
+        head.raw(), &params, reinterpret_cast<uint8_t*>(workspace_.data()),
+        reinterpret_cast<uint8_t*>(result_.data()), dims_.data());
+    const auto* base = reinterpret_cast<const uint8_t*>(result_.data());
+    const int count = reinterpret_cast<const int*>(base)[b];
+    EXPECT_EQ(reinterpret_cast<const unsigned*>(workspace_.data())[b], 0u)
+        << "the NMS kernel must reset the candidate counter";
+    const auto* dets = reinterpret_cast<const rt::YcDetection*>(base + spec_.result_dets_offset) +
+                       static_cast<size_t>(b) * spec_.max_det_cap;
+    std::vector<detect::Detection> out;
+    for (int i = 0; i < count; ++i)
+      out.push_back({{dets[i].x1, dets[i].y1, dets[i].x2, dets[i].y2}, dets[i].score,
+                     dets[i].class_id});
+    return out;
+  }
+
+ private:
+  rt::GpuDetectSpec spec_;
+  std::unique_ptr<runtime::KernelLibrary> lib_;
+  std::vector<unsigned> dims_;
+  std::vector<uint64_t> workspace_, result_;
+};
+
+// Detector::postprocess less the mapping: decode_head, then nms (v10: stable sort and cap).
+std::vector<detect::Detection> cpu_post(Family f, const Tensor& head, float conf, float iou,
+                                        int max_det, int w, int h) {
+  std::vector<detect::Detection> dets = detect::decode_head(f, head, conf, w, h);
+  if (f != Family::kYoloV10) return detect::nms(std::move(dets), iou, max_det);
+  std::stable_sort(dets.begin(), dets.end(),
+                   [](const auto& a, const auto& b) { return a.score > b.score; });
+  if (dets.size() > static_cast<size_t>(max_det)) dets.resize(static_cast<size_t>(max_det));
+  return dets;
+}
+
+TEST(DetectEmulatedKernels, PostprocessingEqualsCpuDecodeAndNms) {
+  for (Family f : {Family::kYoloV5, Family::kYoloV8, Family::kYoloV10, Family::kYoloX}) {
+    const Tensor head = random_head(f, 320, 256, 11);
+    DetectKernelConfig c;
+    c.family = f;
+    c.input_w = 320;
+    c.input_h = 256;
+    c.head_shape = {1, head.dim(1), head.dim(2)};
+    c.max_det_cap = 400;
+    EmulatedDetect emu(c);
+    // conf 0: every row a candidate (thousands: many NMS chunks); iou 0: one box per class;
+    // iou 1: no suppression, max_det caps.
+    for (auto [conf, iou, max_det] : {std::tuple{0.0f, 0.45f, 400}, std::tuple{0.3f, 0.7f, 300},
+                                      std::tuple{0.0f, 0.0f, 400}, std::tuple{0.0f, 1.0f, 400},
+                                      std::tuple{0.5f, 0.5f, 7}}) {
+      SCOPED_TRACE(fmt::format("{} conf {} iou {} max_det {}", family_name(f), conf, iou, max_det));
+      const std::vector<detect::Detection> want = cpu_post(f, head, conf, iou, max_det, 320, 256);
+      const std::vector<detect::Detection> got = emu.post(head, conf, iou, max_det);
+      ASSERT_EQ(got.size(), want.size());
+      ASSERT_GT(want.size(), 0u);
+      const float tol = f == Family::kYoloX ? 1e-5f : 0.0f;  // see DecodersEqualDecodeHead
+      const auto near = [tol](float a, float b) {
+        return a == b || std::fabs(a - b) <= tol * std::max(1.0f, std::fabs(b));
+      };
+      for (size_t i = 0; i < got.size(); ++i) {
+        const detect::Detection &g = got[i], &d = want[i];
+        ASSERT_TRUE(near(g.box.x1, d.box.x1) && near(g.box.y1, d.box.y1) &&
+                    near(g.box.x2, d.box.x2) && near(g.box.y2, d.box.y2) && g.score == d.score &&
+                    g.class_id == d.class_id)
+            << std::setprecision(9) << "detection " << i << ": got " << g.box.x1 << " "
+            << g.box.y1 << " " << g.box.x2 << " " << g.box.y2 << " " << g.score << " "
+            << g.class_id << ", want " << d.box.x1 << " " << d.box.y1 << " " << d.box.x2 << " "
+            << d.box.y2 << " " << d.score << " " << d.class_id;
+      }
+    }
+  }
+}
+
+TEST(DetectEmulatedKernels, PreprocessingBatchStridesAndDtypes) {
+  // Two frames of different sizes in one staging buffer (pitch of the wider), batch 2, NHWC f16
+  // and NCHW f32, against the CPU.
+  const detect::Image imgs[] = {test_image(150, 90, 21), test_image(61, 133, 22)};
+  const int pitch = 150 * 3, rows = 133;
+  std::vector<uint8_t> frames(static_cast<size_t>(2) * pitch * rows, 0);
+  std::vector<rt::YcImageParams> params(2);
+  for (int b = 0; b < 2; ++b) {
+    for (int y = 0; y < imgs[b].height; ++y)
+      std::memcpy(&frames[(static_cast<size_t>(b) * rows + y) * pitch], imgs[b].pixel(0, y),
+                  static_cast<size_t>(imgs[b].width) * 3);
+  }
+  for (Family f : {Family::kYoloV8, Family::kYoloX}) {
+    for (bool nhwc : {false, true}) {
+      const DType dtype = nhwc ? DType::kFloat16 : DType::kFloat32;
+      SCOPED_TRACE(fmt::format("{} {}", family_name(f), nhwc ? "nhwc f16" : "nchw f32"));
+      const int w = 96, h = 64;
+      DetectKernelConfig c;
+      c.family = f;
+      c.input_w = w;
+      c.input_h = h;
+      c.input_dtype = dtype;
+      c.input_strides = nhwc ? nhwc_strides(w, h) : nchw_strides(w, h);
+      c.head_shape = f == Family::kYoloX ? std::array<int64_t, 3>{2, 126, 6}
+                                         : std::array<int64_t, 3>{2, 5, 126};
+      EmulatedDetect emu(c);
+      for (int b = 0; b < 2; ++b) {
+        const rt::FramePlacement p =
+            rt::frame_placement(f, imgs[b].width, imgs[b].height, w, h);
+        params[b] = {static_cast<long long>(b) * pitch * rows, imgs[b].width, imgs[b].height,
+                     pitch, p.new_w, p.new_h, p.left, p.top, 0};
+      }
+      const size_t elem = dtype_size(dtype), item = static_cast<size_t>(3) * w * h;
+      std::vector<uint8_t> out(2 * item * elem, 0xee);
+      emu.pre(frames.data(), params, out.data());
+      for (int b = 0; b < 2; ++b) {
+        const Tensor want = f == Family::kYoloX
+                                ? detect::preprocess_yolox(imgs[b], w, h, dtype).input
+                                : detect::preprocess_ultralytics(imgs[b], w, h, dtype).input;
+        const auto* wp = static_cast<const uint8_t*>(want.raw());
+        size_t diff = 0;
+        for (int ch = 0; ch < 3; ++ch)
+          for (int y = 0; y < h; ++y)
+            for (int x = 0; x < w; ++x) {
+              const size_t wi = (static_cast<size_t>(ch) * h + y) * w + x;
+              const size_t gi = nhwc ? (static_cast<size_t>(y) * w + x) * 3 + ch : wi;
+              diff += std::memcmp(wp + wi * elem, out.data() + (b * item + gi) * elem, elem) != 0;
+            }
+        EXPECT_EQ(diff, 0u) << "item " << b;
+      }
+    }
+  }
 }
 
 }  // namespace
