@@ -64,11 +64,11 @@ std::filesystem::path data_dir() {
   return std::filesystem::path(buf).parent_path() / "data";
 }
 
-#define YOLOC_REQUIRE_DATA(file)                                                               \
-  if (!std::filesystem::exists(data_dir() / (file))) {                                         \
-    GTEST_SKIP() << "no " << (data_dir() / (file)).string()                                    \
+#define YOLOC_REQUIRE_DATA(file)                                                                \
+  if (!std::filesystem::exists(data_dir() / (file))) {                                          \
+    GTEST_SKIP() << "no " << (data_dir() / (file)).string()                                     \
                  << " (set YOLOC_GPU_TEST_DATA, or copy the files into the data folder beside " \
-                    "the binary; tests/cuda/make_detect_heads.py makes the heads)";            \
+                    "the binary; tests/cuda/make_detect_heads.py makes the heads)";             \
   }
 
 // The emitted kernels of one config, built for the device and loaded.
@@ -156,13 +156,13 @@ void run_pre_case(const PreCase& pc) {
                 max_abs, std::fabs(element(w, pc.dtype, wi) - element(g, pc.dtype, gi)));
           }
         }
-    std::printf("[pre] %s %dx%d %s %s %s item %d (%s %dx%d): %zu of %zu elements differ, max abs "
-                "diff %g\n",
-                std::string(family_name(pc.family)).c_str(), s, s, short_dtype_name(pc.dtype),
-                pc.nhwc ? "nhwc" : "nchw",
-                pc.source == rt::FrameSource::kZeroCopy ? "zero-copy" : "device-copy", bi,
-                bi == 0 ? "bus" : "zidane", images[bi].width, images[bi].height, diff, item,
-                max_abs);
+    std::printf(
+        "[pre] %s %dx%d %s %s %s item %d (%s %dx%d): %zu of %zu elements differ, max abs "
+        "diff %g\n",
+        std::string(family_name(pc.family)).c_str(), s, s, short_dtype_name(pc.dtype),
+        pc.nhwc ? "nhwc" : "nchw",
+        pc.source == rt::FrameSource::kZeroCopy ? "zero-copy" : "device-copy", bi,
+        bi == 0 ? "bus" : "zidane", images[bi].width, images[bi].height, diff, item, max_abs);
     EXPECT_EQ(diff, 0u) << "item " << bi << ": first differing element (c, y, x) = ("
                         << first / (s * s) << ", " << first / s % s << ", " << first % s
                         << "), max abs diff " << max_abs;
@@ -190,8 +190,8 @@ INSTANTIATE_TEST_SUITE_P(
         PreCase{Family::kYoloX, 416, DType::kFloat16, true, rt::FrameSource::kZeroCopy}),
     [](const auto& info) {
       const PreCase& p = info.param;
-      return fmt::format("{}_{}_{}_{}_{}", family_name(p.family), p.size,
-                         short_dtype_name(p.dtype), p.nhwc ? "nhwc" : "nchw",
+      return fmt::format("{}_{}_{}_{}_{}", family_name(p.family), p.size, short_dtype_name(p.dtype),
+                         p.nhwc ? "nhwc" : "nchw",
                          p.source == rt::FrameSource::kZeroCopy ? "zerocopy" : "copy");
     });
 
@@ -210,8 +210,8 @@ std::vector<detect::Detection> cpu_post(Family f, const Tensor& head, float conf
 }
 
 std::string describe(const detect::Detection& d) {
-  return fmt::format("[{:.9g} {:.9g} {:.9g} {:.9g}] {:.9g} class {}", d.box.x1, d.box.y1, d.box.x2, d.box.y2, d.score,
-                     d.class_id);
+  return fmt::format("[{:.9g} {:.9g} {:.9g} {:.9g}] {:.9g} class {}", d.box.x1, d.box.y1, d.box.x2,
+                     d.box.y2, d.score, d.class_id);
 }
 
 // Equal detections. YOLOX boxes go through exp: glibc's expf is not correctly rounded in about 1
@@ -229,8 +229,7 @@ float box_tolerance(Family f) { return f == Family::kYoloX ? 1e-5f : 0.0f; }
 
 // Runs post-processing on `head` (batch 1) and compares with the CPU for several thresholds.
 void check_post(const std::string& what, Family f, const Tensor& head, int w, int h,
-                int max_det_cap,
-                const std::vector<std::tuple<float, float, int>>& thresholds) {
+                int max_det_cap, const std::vector<std::tuple<float, float, int>>& thresholds) {
   DetectKernelConfig c;
   c.family = f;
   c.input_w = w;
@@ -254,14 +253,16 @@ void check_post(const std::string& what, Family f, const Tensor& head, int w, in
       const std::vector<detect::Detection> got = det.raw_detections(0);
       const std::vector<detect::Detection> want = cpu_post(f, head, conf, iou, max_det, w, h);
       if (run == 0)
-        std::printf("[post] %s conf %g iou %g max_det %d: %zu candidates -> GPU %zu, CPU %zu "
-                    "detections\n",
-                    what.c_str(), conf, iou, max_det,
-                    detect::decode_head(f, head, conf, w, h).size(), got.size(), want.size());
+        std::printf(
+            "[post] %s conf %g iou %g max_det %d: %zu candidates -> GPU %zu, CPU %zu "
+            "detections\n",
+            what.c_str(), conf, iou, max_det, detect::decode_head(f, head, conf, w, h).size(),
+            got.size(), want.size());
       ASSERT_EQ(got.size(), want.size()) << "run " << run;
       for (size_t i = 0; i < got.size(); ++i)
-        ASSERT_TRUE(same(got[i], want[i], box_tolerance(f))) << "run " << run << ", detection " << i << ": GPU "
-                                           << describe(got[i]) << ", CPU " << describe(want[i]);
+        ASSERT_TRUE(same(got[i], want[i], box_tolerance(f)))
+            << "run " << run << ", detection " << i << ": GPU " << describe(got[i]) << ", CPU "
+            << describe(want[i]);
     }
   }
 }
@@ -301,7 +302,8 @@ Tensor synthetic_v8(int64_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
   for (int64_t i = 0; i < n; ++i) {
-    const float cx = 40.0f * static_cast<float>(rng() % 16), cy = 40.0f * static_cast<float>(rng() % 16);
+    const float cx = 40.0f * static_cast<float>(rng() % 16),
+                cy = 40.0f * static_cast<float>(rng() % 16);
     p[i] = cx + 10.0f * u(rng);
     p[n + i] = cy + 10.0f * u(rng);
     p[2 * n + i] = 20.0f + 40.0f * u(rng);
@@ -345,9 +347,9 @@ Timing time_graph(const rt::Graph& g, const rt::Stream& stream) {
     g.launch(stream);
     stream.synchronize();
   }
-  t.wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                  .count() /
-              kRuns;
+  t.wall_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+      kRuns;
   return t;
 }
 
@@ -355,7 +357,8 @@ void graph_case(Family f, const char* name, int size, const char* image, rt::Fra
   const std::string file = fmt::format("{}_{}_head.npy", name, image);
   YOLOC_REQUIRE_DATA(file);
   const Tensor head = read_npy((data_dir() / file).string());
-  const detect::Image img = detect::read_image((data_dir() / (std::string(image) + ".jpg")).string());
+  const detect::Image img =
+      detect::read_image((data_dir() / (std::string(image) + ".jpg")).string());
   DetectKernelConfig c;
   c.family = f;
   c.input_w = c.input_h = size;
@@ -396,17 +399,19 @@ void graph_case(Family f, const char* name, int size, const char* image, rt::Fra
     const std::vector<detect::Detection> got = det.detections(0);
     ASSERT_EQ(got.size(), want.size()) << "replay " << replay;
     for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_TRUE(same(got[i], want[i], box_tolerance(f))) << "replay " << replay << ", detection " << i << ": GPU "
-                                         << describe(got[i]) << ", CPU " << describe(want[i]);
+      EXPECT_TRUE(same(got[i], want[i], box_tolerance(f)))
+          << "replay " << replay << ", detection " << i << ": GPU " << describe(got[i]) << ", CPU "
+          << describe(want[i]);
   }
   const Timing tp = time_graph(pre, stream), tq = time_graph(post, stream),
                tw = time_graph(whole, stream);
-  std::printf("[timing] detect %-8s %s %dx%d -> %dx%d, %zu detections, %s: pre %.1f us, post "
-              "%.1f us, pre+post graph %.1f us (GPU time per replay); launch+sync wall %.1f / "
-              "%.1f / %.1f us\n",
-              name, image, img.width, img.height, size, size, want.size(),
-              source == rt::FrameSource::kZeroCopy ? "zero-copy frame" : "device-copy frame",
-              tp.gpu_us, tq.gpu_us, tw.gpu_us, tp.wall_us, tq.wall_us, tw.wall_us);
+  std::printf(
+      "[timing] detect %-8s %s %dx%d -> %dx%d, %zu detections, %s: pre %.1f us, post "
+      "%.1f us, pre+post graph %.1f us (GPU time per replay); launch+sync wall %.1f / "
+      "%.1f / %.1f us\n",
+      name, image, img.width, img.height, size, size, want.size(),
+      source == rt::FrameSource::kZeroCopy ? "zero-copy frame" : "device-copy frame", tp.gpu_us,
+      tq.gpu_us, tw.gpu_us, tp.wall_us, tq.wall_us, tw.wall_us);
 }
 
 TEST(DetectGpuGraph, WholeChainReplaysAndTiming) {

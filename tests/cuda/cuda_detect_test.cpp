@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <iomanip>
+#include <memory>
 #include <random>
 
 #include "codegen/cpu/host_compiler.h"
@@ -31,8 +31,8 @@ using detect::Family;
 
 // A head shape of each family for a w x h input (YOLOX: the grid's rows).
 std::array<int64_t, 3> head_shape(Family f, int w, int h, int batch, int classes) {
-  const int64_t anchors = static_cast<int64_t>(w / 8) * (h / 8) + (w / 16) * (h / 16) +
-                          (w / 32) * (h / 32);
+  const int64_t anchors =
+      static_cast<int64_t>(w / 8) * (h / 8) + (w / 16) * (h / 16) + (w / 32) * (h / 32);
   switch (f) {
     case Family::kYoloV8: return {batch, 4 + classes, anchors};
     case Family::kYoloV5: return {batch, 3 * anchors, 5 + classes};
@@ -81,8 +81,8 @@ TEST_P(DetectNvrtc, EveryDtypeBuildsForSm80AndSm90) {
   for (const char* arch : {"sm_80", "sm_90"}) {
     NvrtcOptions opts;
     opts.arch = arch;
-    const CompiledModule m = nvrtc_compile(source, fmt::format("detect_{}", family_name(family)),
-                                           opts);
+    const CompiledModule m =
+        nvrtc_compile(source, fmt::format("detect_{}", family_name(family)), opts);
     EXPECT_FALSE(m.cubin.empty());
     for (const std::string& s : symbols)
       EXPECT_NE(m.ptx.find(".entry " + s + "("), std::string::npos) << s << " for " << arch;
@@ -267,11 +267,11 @@ class HostFunctions {
     return reinterpret_cast<F>(lib_.symbol(name));
   }
   static std::string build() {
-    const std::string source = std::string(kHostPrelude) + kCudaCommonPrelude +
-                               detect_device_functions() + kHostLoops;
+    const std::string source =
+        std::string(kHostPrelude) + kCudaCommonPrelude + detect_device_functions() + kHostLoops;
     cpu::HostCompilerOptions opts;
-    opts.flags = {"-O1", "-std=c++17", "-fPIC", "-shared", "-ffp-contract=off",
-                  "-fvisibility=hidden"};
+    opts.flags = {"-O1",     "-std=c++17",        "-fPIC",
+                  "-shared", "-ffp-contract=off", "-fvisibility=hidden"};
     return cpu::compile_shared_object(source, opts).bytes;
   }
   runtime::KernelLibrary lib_;
@@ -340,8 +340,8 @@ TEST(DetectHostArithmetic, PreprocessingEqualsCpuBitForBit) {
 
 TEST(DetectHostArithmetic, PreprocessingOfSharedImages) {
   const char* env = std::getenv("YOLOC_SHARED_DIR");
-  const std::filesystem::path dir = std::filesystem::path(env ? env : "/work/shared") / "data" /
-                                    "images";
+  const std::filesystem::path dir =
+      std::filesystem::path(env ? env : "/work/shared") / "data" / "images";
   if (!std::filesystem::exists(dir / "bus.jpg"))
     GTEST_SKIP() << "no " << (dir / "bus.jpg") << " (set YOLOC_SHARED_DIR)";
   for (const char* name : {"bus.jpg", "zidane.jpg"}) {
@@ -417,9 +417,10 @@ TEST(DetectHostArithmetic, DecodersEqualDecodeHead) {
         };
         ASSERT_TRUE(near(g.x1, d.box.x1) && near(g.y1, d.box.y1) && near(g.x2, d.box.x2) &&
                     near(g.y2, d.box.y2) && g.score == d.score && g.class_id == d.class_id)
-            << std::setprecision(9) << "candidate " << i << ": got " << g.x1 << " " << g.y1 << " " << g.x2 << " " << g.y2
-            << " " << g.score << " " << g.class_id << ", want " << d.box.x1 << " " << d.box.y1
-            << " " << d.box.x2 << " " << d.box.y2 << " " << d.score << " " << d.class_id;
+            << std::setprecision(9) << "candidate " << i << ": got " << g.x1 << " " << g.y1 << " "
+            << g.x2 << " " << g.y2 << " " << g.score << " " << g.class_id << ", want " << d.box.x1
+            << " " << d.box.y1 << " " << d.box.x2 << " " << d.box.y2 << " " << d.score << " "
+            << d.class_id;
       }
     }
   }
@@ -467,7 +468,9 @@ struct yc_dim3 {
 inline thread_local yc_dim3 threadIdx, blockIdx;
 inline std::barrier<>* yc_block_barrier = nullptr;
 inline void __syncthreads() { yc_block_barrier->arrive_and_wait(); }
-inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+inline unsigned atomicAdd(unsigned* p, unsigned v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
 template <typename F>
 void yc_run(unsigned gx, unsigned gy, unsigned threads, bool synchronising, F fn) {
   for (unsigned by = 0; by < gy; ++by)
@@ -517,11 +520,18 @@ class EmulatedDetect {
     c.prefix = "emu";
     const DetectKernels k = emit_detect_kernels(c);
     spec_ = k.spec;
-    const std::string source = std::string(kHostPrelude) + kHostKernelPrelude + k.source +
-                               kHostKernelRunners;
+    const std::string source =
+        std::string(kHostPrelude) + kHostKernelPrelude + k.source + kHostKernelRunners;
     cpu::HostCompilerOptions opts;
-    opts.flags = {"-O1", "-std=c++20", "-fPIC", "-shared", "-pthread", "-ffp-contract=off",
-                  "-fvisibility=hidden", "-fno-gnu-unique", "-Wno-unknown-pragmas"};
+    opts.flags = {"-O1",
+                  "-std=c++20",
+                  "-fPIC",
+                  "-shared",
+                  "-pthread",
+                  "-ffp-contract=off",
+                  "-fvisibility=hidden",
+                  "-fno-gnu-unique",
+                  "-Wno-unknown-pragmas"};
     lib_ = std::make_unique<runtime::KernelLibrary>(cpu::compile_shared_object(source, opts).bytes);
     for (const auto* l : {&spec_.pre, &spec_.decode, &spec_.rank, &spec_.nms}) {
       EXPECT_EQ(l->dims.block, (std::array<unsigned, 3>{256, 1, 1}));
@@ -538,8 +548,8 @@ class EmulatedDetect {
   // Post-processing of a head (f32 data); the detections of item b in network-input pixels.
   std::vector<detect::Detection> post(const Tensor& head, float conf, float iou, int max_det,
                                       int b = 0) {
-    using Fn = void (*)(const void*, const rt::YcDetectParams*, uint8_t*, uint8_t*,
-                        const unsigned*);
+    using Fn =
+        void (*)(const void*, const rt::YcDetectParams*, uint8_t*, uint8_t*, const unsigned*);
     const rt::YcDetectParams params{conf, iou, max_det, 0};
     reinterpret_cast<Fn>(lib_->symbol("emulate_post"))(
         head.raw(), &params, reinterpret_cast<uint8_t*>(workspace_.data()),
@@ -552,8 +562,8 @@ class EmulatedDetect {
                        static_cast<size_t>(b) * spec_.max_det_cap;
     std::vector<detect::Detection> out;
     for (int i = 0; i < count; ++i)
-      out.push_back({{dets[i].x1, dets[i].y1, dets[i].x2, dets[i].y2}, dets[i].score,
-                     dets[i].class_id});
+      out.push_back(
+          {{dets[i].x1, dets[i].y1, dets[i].x2, dets[i].y2}, dets[i].score, dets[i].class_id});
     return out;
   }
 
@@ -587,9 +597,9 @@ TEST(DetectEmulatedKernels, PostprocessingEqualsCpuDecodeAndNms) {
     EmulatedDetect emu(c);
     // conf 0: every row a candidate (thousands: many NMS chunks); iou 0: one box per class;
     // iou 1: no suppression, max_det caps.
-    for (auto [conf, iou, max_det] : {std::tuple{0.0f, 0.45f, 400}, std::tuple{0.3f, 0.7f, 300},
-                                      std::tuple{0.0f, 0.0f, 400}, std::tuple{0.0f, 1.0f, 400},
-                                      std::tuple{0.5f, 0.5f, 7}}) {
+    for (auto [conf, iou, max_det] :
+         {std::tuple{0.0f, 0.45f, 400}, std::tuple{0.3f, 0.7f, 300}, std::tuple{0.0f, 0.0f, 400},
+          std::tuple{0.0f, 1.0f, 400}, std::tuple{0.5f, 0.5f, 7}}) {
       SCOPED_TRACE(fmt::format("{} conf {} iou {} max_det {}", family_name(f), conf, iou, max_det));
       const std::vector<detect::Detection> want = cpu_post(f, head, conf, iou, max_det, 320, 256);
       const std::vector<detect::Detection> got = emu.post(head, conf, iou, max_det);
@@ -604,10 +614,10 @@ TEST(DetectEmulatedKernels, PostprocessingEqualsCpuDecodeAndNms) {
         ASSERT_TRUE(near(g.box.x1, d.box.x1) && near(g.box.y1, d.box.y1) &&
                     near(g.box.x2, d.box.x2) && near(g.box.y2, d.box.y2) && g.score == d.score &&
                     g.class_id == d.class_id)
-            << std::setprecision(9) << "detection " << i << ": got " << g.box.x1 << " "
-            << g.box.y1 << " " << g.box.x2 << " " << g.box.y2 << " " << g.score << " "
-            << g.class_id << ", want " << d.box.x1 << " " << d.box.y1 << " " << d.box.x2 << " "
-            << d.box.y2 << " " << d.score << " " << d.class_id;
+            << std::setprecision(9) << "detection " << i << ": got " << g.box.x1 << " " << g.box.y1
+            << " " << g.box.x2 << " " << g.box.y2 << " " << g.score << " " << g.class_id
+            << ", want " << d.box.x1 << " " << d.box.y1 << " " << d.box.x2 << " " << d.box.y2 << " "
+            << d.score << " " << d.class_id;
       }
     }
   }
@@ -640,10 +650,16 @@ TEST(DetectEmulatedKernels, PreprocessingBatchStridesAndDtypes) {
                                          : std::array<int64_t, 3>{2, 5, 126};
       EmulatedDetect emu(c);
       for (int b = 0; b < 2; ++b) {
-        const rt::FramePlacement p =
-            rt::frame_placement(f, imgs[b].width, imgs[b].height, w, h);
-        params[b] = {static_cast<long long>(b) * pitch * rows, imgs[b].width, imgs[b].height,
-                     pitch, p.new_w, p.new_h, p.left, p.top, 0};
+        const rt::FramePlacement p = rt::frame_placement(f, imgs[b].width, imgs[b].height, w, h);
+        params[b] = {static_cast<long long>(b) * pitch * rows,
+                     imgs[b].width,
+                     imgs[b].height,
+                     pitch,
+                     p.new_w,
+                     p.new_h,
+                     p.left,
+                     p.top,
+                     0};
       }
       const size_t elem = dtype_size(dtype), item = static_cast<size_t>(3) * w * h;
       std::vector<uint8_t> out(2 * item * elem, 0xee);

@@ -180,8 +180,10 @@ YC_DEVICE float yc_iou(const YcDetection& a, const YcDetection& b) {
   const float iw = yc_maxf(0.0f, yc_fsub(yc_minf(a.x2, b.x2), yc_maxf(a.x1, b.x1)));
   const float ih = yc_maxf(0.0f, yc_fsub(yc_minf(a.y2, b.y2), yc_maxf(a.y1, b.y1)));
   const float inter = yc_fmul(iw, ih);
-  const float area_a = yc_fmul(yc_maxf(0.0f, yc_fsub(a.x2, a.x1)), yc_maxf(0.0f, yc_fsub(a.y2, a.y1)));
-  const float area_b = yc_fmul(yc_maxf(0.0f, yc_fsub(b.x2, b.x1)), yc_maxf(0.0f, yc_fsub(b.y2, b.y1)));
+  const float area_a =
+      yc_fmul(yc_maxf(0.0f, yc_fsub(a.x2, a.x1)), yc_maxf(0.0f, yc_fsub(a.y2, a.y1)));
+  const float area_b =
+      yc_fmul(yc_maxf(0.0f, yc_fsub(b.x2, b.x1)), yc_maxf(0.0f, yc_fsub(b.y2, b.y1)));
   const float uni = yc_fsub(yc_fadd(area_a, area_b), inter);
   return uni > 0.0f ? yc_fdiv(inter, uni) : 0.0f;
 }
@@ -306,7 +308,8 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(THREADS)
   const float thr = params->iou;
   const YcDetection* sorted =
       reinterpret_cast<const YcDetection*>(ws + WS_SORTED) + b * static_cast<yc_i64>(SCAP);
-  YcDetection* out = reinterpret_cast<YcDetection*>(result + RES_DETS) + b * static_cast<yc_i64>(MAXDET);
+  YcDetection* out =
+      reinterpret_cast<YcDetection*>(result + RES_DETS) + b * static_cast<yc_i64>(MAXDET);
   int* out_count = reinterpret_cast<int*>(result) + b;
   if constexpr (FAMILY == 2) {{
     // End-to-end head: already one box per object, only ordered and capped.
@@ -383,16 +386,17 @@ unsigned blocks(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / k
 
 void check_dtype(DType t, const char* what) {
   if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16)
-    user_error("GPU detection kernels: the {} has element type {}; expected float32, float16 or "
-               "bfloat16",
-               what, dtype_name(t));
+    user_error(
+        "GPU detection kernels: the {} has element type {}; expected float32, float16 or "
+        "bfloat16",
+        what, dtype_name(t));
 }
 
 [[noreturn]] void bad_head(const DetectKernelConfig& c, const char* expected) {
-  user_error("the {} head expects an output of shape {}, but the model's output is ({}, {}, {}); "
-             "if the family is wrong, pass --family yolov5|yolov8|yolov10|yolox",
-             detect::family_name(c.family), expected, c.head_shape[0], c.head_shape[1],
-             c.head_shape[2]);
+  user_error(
+      "the {} head expects an output of shape {}, but the model's output is ({}, {}, {}); "
+      "if the family is wrong, pass --family yolov5|yolov8|yolov10|yolox",
+      detect::family_name(c.family), expected, c.head_shape[0], c.head_shape[1], c.head_shape[2]);
 }
 
 int family_code(detect::Family f) {
@@ -432,9 +436,10 @@ DetectKernels emit_detect_kernels(const DetectKernelConfig& c) {
     user_error("GPU detection kernels: max_det {} must be in [1, {}]", c.max_det_cap, kMaxDetCap);
   const int64_t batch = c.head_shape[0], d1 = c.head_shape[1], d2 = c.head_shape[2];
   if (batch < 1 || batch > 65535 || d1 < 1 || d2 < 1 || d1 * d2 > (int64_t{1} << 31))
-    user_error("GPU detection kernels: the head output ({}, {}, {}) must have a batch in "
-               "[1, 65535] and positive dims",
-               batch, d1, d2);
+    user_error(
+        "GPU detection kernels: the head output ({}, {}, {}) must have a batch in "
+        "[1, 65535] and positive dims",
+        batch, d1, d2);
   int64_t rows = 0;
   switch (c.family) {
     case detect::Family::kYoloV8:
@@ -453,9 +458,10 @@ DetectKernels emit_detect_kernels(const DetectKernelConfig& c) {
       int64_t cells = 0;
       for (int s : {8, 16, 32}) cells += static_cast<int64_t>(c.input_w / s) * (c.input_h / s);
       if (cells != d1)
-        user_error("YOLOX decoding: an input of {}x{} has {} grid cells at strides 8/16/32, but "
-                   "the head output has {} rows; is this a raw YOLOX head (no in-graph decoding)?",
-                   c.input_w, c.input_h, cells, d1);
+        user_error(
+            "YOLOX decoding: an input of {}x{} has {} grid cells at strides 8/16/32, but "
+            "the head output has {} rows; is this a raw YOLOX head (no in-graph decoding)?",
+            c.input_w, c.input_h, cells, d1);
       rows = d1;
       break;
     }
@@ -464,8 +470,8 @@ DetectKernels emit_detect_kernels(const DetectKernelConfig& c) {
       rows = d1;
       break;
   }
-  const InputStrides st = c.input_strides == InputStrides{} ? nchw_strides(c.input_w, c.input_h)
-                                                            : c.input_strides;
+  const InputStrides st =
+      c.input_strides == InputStrides{} ? nchw_strides(c.input_w, c.input_h) : c.input_strides;
   const int64_t cap = rows;
   const int64_t scap = std::min<int64_t>(cap, detect::kMaxNmsCandidates);
   // Workspace: u32 counters, u64 keys[B][CAP], YcDetection cands[B][CAP], sorted[B][SCAP].
@@ -478,19 +484,20 @@ DetectKernels emit_detect_kernels(const DetectKernelConfig& c) {
 
   DetectKernels k;
   const std::string& p = c.prefix;
-  k.source = cuda_prelude() + detect_device_functions() +
-             fmt::format(
-                 fmt::runtime(kKernels), fmt::arg("prefix", p), fmt::arg("in_t", cuda_storage_type(c.input_dtype)),
-                 fmt::arg("head_t", cuda_storage_type(c.head_dtype)), fmt::arg("w", c.input_w),
-                 fmt::arg("h", c.input_h), fmt::arg("batch", batch), fmt::arg("threads", kThreads),
-                 fmt::arg("family", family_code(c.family)),
-                 fmt::arg("to_rgb", c.family == detect::Family::kYoloX ? 0 : 1),
-                 fmt::arg("d1", d1), fmt::arg("d2", d2), fmt::arg("rows", rows),
-                 fmt::arg("cap", cap), fmt::arg("scap", scap),
-                 fmt::arg("max_det_cap", c.max_det_cap), fmt::arg("sb", st[0]),
-                 fmt::arg("sc", st[1]), fmt::arg("sy", st[2]), fmt::arg("sx", st[3]),
-                 fmt::arg("ws_keys", ws_keys), fmt::arg("ws_cands", ws_cands),
-                 fmt::arg("ws_sorted", ws_sorted), fmt::arg("res_dets", res_dets));
+  k.source =
+      cuda_prelude() + detect_device_functions() +
+      fmt::format(fmt::runtime(kKernels), fmt::arg("prefix", p),
+                  fmt::arg("in_t", cuda_storage_type(c.input_dtype)),
+                  fmt::arg("head_t", cuda_storage_type(c.head_dtype)), fmt::arg("w", c.input_w),
+                  fmt::arg("h", c.input_h), fmt::arg("batch", batch), fmt::arg("threads", kThreads),
+                  fmt::arg("family", family_code(c.family)),
+                  fmt::arg("to_rgb", c.family == detect::Family::kYoloX ? 0 : 1),
+                  fmt::arg("d1", d1), fmt::arg("d2", d2), fmt::arg("rows", rows),
+                  fmt::arg("cap", cap), fmt::arg("scap", scap),
+                  fmt::arg("max_det_cap", c.max_det_cap), fmt::arg("sb", st[0]),
+                  fmt::arg("sc", st[1]), fmt::arg("sy", st[2]), fmt::arg("sx", st[3]),
+                  fmt::arg("ws_keys", ws_keys), fmt::arg("ws_cands", ws_cands),
+                  fmt::arg("ws_sorted", ws_sorted), fmt::arg("res_dets", res_dets));
 
   rt::GpuDetectSpec& s = k.spec;
   s.family = c.family;
@@ -500,8 +507,7 @@ DetectKernels emit_detect_kernels(const DetectKernelConfig& c) {
   s.max_det_cap = c.max_det_cap;
   s.workspace_bytes = static_cast<size_t>(ws_bytes);
   s.result_dets_offset = static_cast<size_t>(res_dets);
-  s.result_bytes =
-      static_cast<size_t>(res_dets) + sizeof(rt::YcDetection) * batch * c.max_det_cap;
+  s.result_bytes = static_cast<size_t>(res_dets) + sizeof(rt::YcDetection) * batch * c.max_det_cap;
   const auto b = static_cast<unsigned>(batch);
   const std::array<unsigned, 3> block{kThreads, 1, 1};
   s.pre = {p + "_pre", {{blocks(static_cast<int64_t>(c.input_w) * c.input_h), b, 1}, block, 0}};

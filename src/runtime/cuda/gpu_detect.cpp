@@ -13,8 +13,8 @@ FramePlacement frame_placement(detect::Family family, int img_w, int img_h, int 
   if (family == detect::Family::kYoloX) {
     // As detect::preprocess_yolox: r = min(dst / src), int() truncation, paste at (0, 0).
     if (img_w <= 0 || img_h <= 0 || input_w <= 0 || input_h <= 0)
-      user_error("YOLOX pre-processing: image {}x{} or input {}x{} is empty", img_w, img_h,
-                 input_w, input_h);
+      user_error("YOLOX pre-processing: image {}x{} or input {}x{} is empty", img_w, img_h, input_w,
+                 input_h);
     const double r =
         std::min(static_cast<double>(input_h) / img_h, static_cast<double>(input_w) / img_w);
     p.new_w = std::clamp(static_cast<int>(img_w * r), 1, input_w);
@@ -108,11 +108,12 @@ uint8_t* GpuDetect::frame_staging(int b) {
 void GpuDetect::set_frame_size(int b, int img_w, int img_h) {
   check_item(b, "frame size");
   if (img_w <= 0 || img_h <= 0 || img_w > capacity_w_ || img_h > capacity_h_)
-    user_error("GPU pre-processing: a frame of {}x{} does not fit the capacity {}x{}; give a "
-               "larger capacity",
-               img_w, img_h, capacity_w_, capacity_h_);
-  const FramePlacement p = frame_placement(spec_.family, img_w, img_h, spec_.input_w,
-                                           spec_.input_h);
+    user_error(
+        "GPU pre-processing: a frame of {}x{} does not fit the capacity {}x{}; give a "
+        "larger capacity",
+        img_w, img_h, capacity_w_, capacity_h_);
+  const FramePlacement p =
+      frame_placement(spec_.family, img_w, img_h, spec_.input_w, spec_.input_h);
   YcImageParams& g = image_params(b);
   g.src_offset = static_cast<long long>(frame_pitch() * static_cast<size_t>(capacity_h_) * b);
   g.src_w = img_w;
@@ -138,13 +139,15 @@ void GpuDetect::set_frame(int b, const detect::Image& img) {
 
 void GpuDetect::enqueue_preprocess(const Stream& stream) const {
   const DriverApi& api = driver();
-  check(&api, api.cuMemcpyHtoDAsync(params_dev_.ptr(), params_host_.data(), params_host_.bytes(),
-                                    stream.get()),
+  check(&api,
+        api.cuMemcpyHtoDAsync(params_dev_.ptr(), params_host_.data(), params_host_.bytes(),
+                              stream.get()),
         "cuMemcpyHtoDAsync(detection params)");
   CUdeviceptr frames = 0;
   if (source_ == FrameSource::kDeviceCopy) {
-    check(&api, api.cuMemcpyHtoDAsync(frames_dev_.ptr(), frames_host_.data(),
-                                      frames_host_.bytes(), stream.get()),
+    check(&api,
+          api.cuMemcpyHtoDAsync(frames_dev_.ptr(), frames_host_.data(), frames_host_.bytes(),
+                                stream.get()),
           "cuMemcpyHtoDAsync(frames)");
     frames = frames_dev_.ptr();
   } else {
@@ -167,8 +170,8 @@ void GpuDetect::enqueue_postprocess(const Stream& stream) const {
   void* nms_args[] = {&params, &ws, &result};
   launch(nms_fn_, spec_.nms.dims, nms_args, &stream);
   const DriverApi& api = driver();
-  check(&api, api.cuMemcpyDtoHAsync(result_host_.data(), result, result_host_.bytes(),
-                                    stream.get()),
+  check(&api,
+        api.cuMemcpyDtoHAsync(result_host_.data(), result, result_host_.bytes(), stream.get()),
         "cuMemcpyDtoHAsync(detections)");
 }
 

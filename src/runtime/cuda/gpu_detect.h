@@ -38,9 +38,9 @@ struct GpuDetectSpec {
   int input_w = 0;  ///< network input size
   int input_h = 0;
   int batch = 1;
-  int max_det_cap = 0;          ///< detections per image the result buffer holds
-  size_t workspace_bytes = 0;   ///< device scratch of the post-processing; zeroed once
-  size_t result_bytes = 0;      ///< int count[batch] padded to 16 bytes, then detections
+  int max_det_cap = 0;         ///< detections per image the result buffer holds
+  size_t workspace_bytes = 0;  ///< device scratch of the post-processing; zeroed once
+  size_t result_bytes = 0;     ///< int count[batch] padded to 16 bytes, then detections
   size_t result_dets_offset = 0;
   /// Kernel parameters:
   ///   pre(const uint8_t* frames, const YcImageParams* images, void* network_input)
