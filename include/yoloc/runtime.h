@@ -17,6 +17,7 @@ namespace yoloc {
 
 struct DetectorOptions {
   int threads = 0;              ///< worker threads; 0: the machine's hardware threads
+  int device = 0;               ///< the GPU of a CUDA artifact
   std::optional<float> conf;    ///< score threshold; default: the manifest's, else 0.25
   std::optional<float> iou;     ///< NMS IoU threshold; default: the manifest's, else 0.45
   std::optional<int> max_det;   ///< most detections per image; default: manifest's, else 300

@@ -44,7 +44,13 @@ std::vector<Detection> Detector::postprocess(const Tensor& head, const BoxTransf
   return dets;
 }
 
+Detector::Detector(NetworkFn network, ImageFn pipeline, DetectorConfig config)
+    : Detector(std::move(network), config) {
+  pipeline_ = std::move(pipeline);
+}
+
 std::vector<Detection> Detector::detect(const Image& img) const {
+  if (pipeline_) return pipeline_(img);
   const Preprocessed p = preprocess(img);
   const std::vector<Tensor> outputs = network_(p.input);
   if (outputs.empty()) user_error("the network returned no outputs; expected the detection head");

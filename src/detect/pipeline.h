@@ -16,6 +16,9 @@ namespace yoloc::detect {
 
 /// Runs the network on one 1x3xHxW input and returns its outputs; the first is the head.
 using NetworkFn = std::function<std::vector<Tensor>(const Tensor& input)>;
+/// Runs the whole pipeline on one image (an engine that pre- and post-processes on its device):
+/// detections in image pixels, by score descending.
+using ImageFn = std::function<std::vector<Detection>(const Image& img)>;
 
 struct DetectorConfig {
   Family family = Family::kYoloV8;
@@ -32,6 +35,9 @@ class Detector {
   /// Raises a UserError for a non-positive input size, an input dtype other than float32 /
   /// float16, or thresholds outside [0, 1].
   Detector(NetworkFn network, DetectorConfig config);
+  /// A detector whose detect() is `pipeline` (which must follow `config`'s family and
+  /// thresholds); preprocess() and postprocess() still work on the host.
+  Detector(NetworkFn network, ImageFn pipeline, DetectorConfig config);
 
   /// Detections on `img`, in image pixels, by score descending.
   std::vector<Detection> detect(const Image& img) const;
@@ -48,6 +54,7 @@ class Detector {
 
  private:
   NetworkFn network_;
+  ImageFn pipeline_;
   DetectorConfig config_;
 };
 

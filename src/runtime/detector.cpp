@@ -4,19 +4,20 @@
 
 #include "detect/pipeline.h"
 #include "runtime/detector_config.h"
+#include "runtime/engine.h"
 #include "runtime/executor.h"
 #include "yoloc/runtime.h"
 
 namespace yoloc {
 
 struct Detector::Impl {
-  runtime::Executor executor;
+  std::unique_ptr<runtime::Engine> engine;
   std::optional<detect::Detector> detector;  ///< absent: not a batch-1 detector
   std::string no_detector_reason;
   mutable std::mutex mu;
 
-  Impl(std::shared_ptr<const artifact::Artifact> a, int threads)
-      : executor(std::move(a), threads) {}
+  Impl(std::shared_ptr<const artifact::Artifact> a, int threads, int device)
+      : engine(runtime::Engine::open(std::move(a), {threads, device})) {}
 };
 
 Detector::Detector(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -31,12 +32,23 @@ Detector Detector::load(const std::string& path, const DetectorOptions& options)
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   auto art = std::make_shared<const artifact::Artifact>(
       artifact::Artifact::open(path, {options.public_key_file}));
-  auto impl = std::make_unique<Impl>(art, threads);
+  auto impl = std::make_unique<Impl>(art, threads, options.device);
   const runtime::DetectorOverrides overrides{options.conf, options.iou, options.max_det};
   if (auto cfg = runtime::manifest_detector_config(art->manifest(), overrides, path,
                                                    &impl->no_detector_reason)) {
-    runtime::Executor* exec = &impl->executor;
-    impl->detector.emplace([exec](const Tensor& input) { return exec->run({input}); }, *cfg);
+    runtime::Engine* engine = impl->engine.get();
+    auto network = [engine](const Tensor& input) { return engine->run({input}); };
+    if (engine->detects()) {
+      const detect::DetectorConfig c = *cfg;
+      impl->detector.emplace(
+          network,
+          [engine, c](const detect::Image& img) {
+            return engine->detect(img, c.conf, c.iou, c.max_det);
+          },
+          c);
+    } else {
+      impl->detector.emplace(network, *cfg);
+    }
   }
   return Detector(std::move(impl));
 }
@@ -54,13 +66,16 @@ std::vector<detect::Detection> Detector::detect(const detect::Image& image) cons
 
 std::vector<Tensor> Detector::infer(const std::vector<Tensor>& inputs) const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->executor.run(inputs);
+  return impl_->engine->run(inputs);
 }
 
 const std::vector<std::string>& Detector::class_names() const {
-  return impl_->executor.manifest().class_names;
+  return impl_->engine->manifest().class_names;
 }
-const std::string& Detector::family() const { return impl_->executor.manifest().family; }
-int Detector::threads() const { return impl_->executor.threads(); }
+const std::string& Detector::family() const { return impl_->engine->manifest().family; }
+int Detector::threads() const {
+  runtime::Executor* cpu = impl_->engine->cpu();
+  return cpu ? cpu->threads() : 0;
+}
 
 }  // namespace yoloc

@@ -14,7 +14,11 @@
 #include <thread>
 
 #include "artifact/artifact_reader.h"
-#include "runtime/executor.h"
+#include "detect/image.h"
+#include "runtime/engine.h"
+#ifdef YOLOC_HAVE_CUDA
+#include "runtime/cuda/cuda_executor.h"
+#endif
 #include "tools/commands.h"
 #include "tools/compile_model.h"
 
@@ -30,7 +34,13 @@ struct BenchOptions {
   int iters = 100;
   int warmup = 10;
   int threads = 0;
+  int device = 0;
+  std::string image;  ///< the frame of the end-to-end timing (GPU detection); default synthetic
   std::string json;
+};
+
+struct Stats {
+  double median = 0, p90 = 0, p99 = 0, min = 0, max = 0, mean = 0;
 };
 
 /// The q-quantile (0..1) of sorted samples, linearly interpolated.
@@ -39,6 +49,46 @@ double quantile(const std::vector<double>& sorted, double q) {
   const auto lo = static_cast<size_t>(pos);
   const size_t hi = std::min(lo + 1, sorted.size() - 1);
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
+}
+
+Stats stats(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  Stats s;
+  s.median = quantile(ms, 0.5);
+  s.p90 = quantile(ms, 0.9);
+  s.p99 = quantile(ms, 0.99);
+  s.min = ms.front();
+  s.max = ms.back();
+  s.mean = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size());
+  return s;
+}
+
+/// Wall-clock milliseconds of `iters` calls of fn after `warmup` calls.
+template <class Fn>
+std::vector<double> time_calls(int warmup, int iters, Fn&& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> ms;
+  for (int i = 0; i < iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                     .count());
+  }
+  return ms;
+}
+
+/// A 1280 x 720 frame of smooth gradients, when no --image is given.
+detect::Image synthetic_frame() {
+  detect::Image img;
+  img.width = 1280;
+  img.height = 720;
+  img.bgr.resize(static_cast<size_t>(img.width) * img.height * 3);
+  for (int y = 0; y < img.height; ++y)
+    for (int x = 0; x < img.width; ++x)
+      for (int c = 0; c < 3; ++c)
+        img.bgr[(static_cast<size_t>(y) * img.width + x) * 3 + c] =
+            static_cast<uint8_t>((x * (c + 1) + y * (3 - c)) / 8 % 256);
+  return img;
 }
 
 std::string cpu_model() {
@@ -64,9 +114,7 @@ void run_bench(const BenchOptions& o) {
   if (o.batch > 0 && o.batch != batch)
     user_error("--batch {}: the artifact '{}' was compiled for batch {}; recompile it with "
                "--batch {}", o.batch, o.model, batch, o.batch);
-  const int threads =
-      o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  runtime::Executor exec(art, threads);
+  std::shared_ptr<runtime::Engine> engine = runtime::Engine::open(art, {o.threads, o.device});
 
   std::mt19937 rng(0);
   std::uniform_real_distribution<float> dist(0.f, 1.f);
@@ -78,35 +126,65 @@ void run_bench(const BenchOptions& o) {
     for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
     inputs.push_back(std::move(t));
   }
-  for (int i = 0; i < o.warmup; ++i) exec.run(inputs);
-  std::vector<double> ms;
-  for (int i = 0; i < o.iters; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    exec.run(inputs);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                     .count());
-  }
-  std::sort(ms.begin(), ms.end());
+  const Stats s = stats(time_calls(o.warmup, o.iters, [&] { engine->run(inputs); }));
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  const double median = quantile(ms, 0.5);
+  const double ips = 1000.0 * static_cast<double>(batch) / s.median;
   nlohmann::json j = {{"model", o.model},
                       {"target", m.target},
                       {"precision", m.precision},
+                      {"device", engine->device()},
                       {"batch", batch},
-                      {"threads", threads},
                       {"iters", o.iters},
                       {"warmup", o.warmup},
-                      {"median_ms", median},
-                      {"mean_ms", std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size())},
-                      {"min_ms", ms.front()},
-                      {"p90_ms", quantile(ms, 0.9)},
-                      {"p99_ms", quantile(ms, 0.99)},
-                      {"max_ms", ms.back()},
-                      {"throughput_ips", 1000.0 * static_cast<double>(batch) / median},
+                      {"median_ms", s.median},
+                      {"mean_ms", s.mean},
+                      {"min_ms", s.min},
+                      {"p90_ms", s.p90},
+                      {"p99_ms", s.p99},
+                      {"max_ms", s.max},
+                      {"throughput_ips", ips},
                       {"peak_rss_mb", static_cast<double>(ru.ru_maxrss) / 1024.0},
                       {"cpu", cpu_model()},
                       {"tool_version", YOLOC_VERSION}};
+  if (engine->cpu()) j["threads"] = engine->cpu()->threads();
+  fmt::print("{}: batch {}, {}, {} iterations\n", o.model, batch, engine->device(), o.iters);
+  fmt::print("  median {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  min {:.3f} ms  ({})\n", s.median,
+             s.p90, s.p99, s.min, engine->cuda() ? "host tensors in and out" : "network");
+  fmt::print("  {:.1f} images/s, peak RSS {:.1f} MB\n", ips,
+             static_cast<double>(ru.ru_maxrss) / 1024.0);
+#ifdef YOLOC_HAVE_CUDA
+  if (runtime::cuda::CudaExecutor* cuda = engine->cuda()) {
+    const Stats net = stats(cuda->time_network(o.warmup, o.iters));
+    const double net_ips = 1000.0 * static_cast<double>(batch) / net.median;
+    j["network_median_ms"] = net.median;
+    j["network_p99_ms"] = net.p99;
+    j["network_min_ms"] = net.min;
+    j["network_throughput_ips"] = net_ips;
+    j["gpu"] = cuda->device().name;
+    j["arch"] = cuda->device().arch();
+    j["kernels"] = cuda->program().launches.size();
+    fmt::print("  network alone (one CUDA graph, device memory): median {:.3f} ms  p99 {:.3f} ms  "
+               "{:.1f} images/s\n",
+               net.median, net.p99, net_ips);
+    if (engine->detects()) {
+      const detect::Image frame = o.image.empty() ? synthetic_frame() : detect::read_image(o.image);
+      const std::vector<detect::Image> frames(static_cast<size_t>(batch), frame);
+      const Stats e2e = stats(time_calls(o.warmup, o.iters, [&] {
+        cuda->detect(frames, 0.25f, 0.45f, 300);
+      }));
+      j["e2e_median_ms"] = e2e.median;
+      j["e2e_p99_ms"] = e2e.p99;
+      j["e2e_frame"] = fmt::format("{}x{}", frame.width, frame.height);
+      fmt::print("  end to end ({}x{} uint8 frame{} in host memory -> detections): median {:.3f} ms"
+                 "  p99 {:.3f} ms\n",
+                 frame.width, frame.height, batch > 1 ? "s" : "", e2e.median, e2e.p99);
+    }
+    j["gpu_memory_mb"] = static_cast<double>(cuda->device_bytes()) / 1e6;
+    fmt::print("  GPU memory: {:.1f} MB (arena, weights, detection buffers)\n",
+               static_cast<double>(cuda->device_bytes()) / 1e6);
+  }
+#endif
   if (compile_s > 0) j["compile_s"] = compile_s;
   fmt::print("{}: batch {}, {} threads, {} iterations\n", o.model, batch, threads, o.iters);
   fmt::print("  median {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  min {:.3f} ms\n", median,
@@ -131,6 +209,9 @@ void add_bench(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   c->add_option("--threads", o->threads, "worker threads (default: all hardware threads)")
       ->check(CLI::PositiveNumber);
+  c->add_option("--device", o->device, "GPU of a CUDA artifact")->check(CLI::NonNegativeNumber);
+  c->add_option("--image", o->image,
+                "frame of the end-to-end timing of a CUDA detector (default: a synthetic 1280x720)");
   c->add_option("--json", o->json, "also write the figures to FILE");
   c->callback([o] { run_bench(*o); });
 }

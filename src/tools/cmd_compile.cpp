@@ -1,5 +1,6 @@
-// yoloc compile MODEL.onnx --target cpu [--batch N] [--imgsz N] [--family F] [--cc CXX]
-//               [--precision fp32] [--sign KEY] [--records FILE] [--force] -o OUT.ycm
+// yoloc compile MODEL.onnx [--target cpu|cuda] [--arch sm_90] [--precision fp32|fp16|bf16]
+//               [--batch N] [--imgsz N] [--family F] [--cc CXX] [--isa ISA] [--sign KEY]
+//               [--records FILE] [--force] -o OUT.ycm
 #include <fmt/format.h>
 
 #include <map>
@@ -13,19 +14,19 @@ namespace yoloc::tools {
 namespace {
 
 void print_report(const CompileOptions& o, const CompileReport& r) {
-  const codegen::cpu::CpuBuild& b = r.build;
   std::map<std::string, int> by_template;
-  for (const codegen::cpu::CompiledTask& t : b.tasks) ++by_template[t.template_name];
+  for (const codegen::cpu::CompiledTask& t : r.tasks) ++by_template[t.template_name];
   std::string kinds;
   for (const auto& [name, n] : by_template) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, name);
   const double mb = 1e6;
-  fmt::print("compiled {} -> {} ({:.1f} MB) in {:.1f} s\n", o.model.path, o.output,
-             static_cast<double>(r.artifact_bytes) / mb, r.seconds);
-  fmt::print("  kernels: {} ({}); {} tuned, {} heuristic defaults\n", b.tasks.size(), kinds,
-             b.tuned, b.tasks.size() - static_cast<size_t>(b.tuned));
+  fmt::print("compiled {} -> {} ({:.1f} MB, {}) in {:.1f} s ({:.1f} s building kernels)\n",
+             o.model.path, o.output, static_cast<double>(r.artifact_bytes) / mb, r.target,
+             r.seconds, r.backend_seconds);
+  fmt::print("  kernels: {} ({}); {} tuned, {} heuristic defaults\n", r.tasks.size(), kinds,
+             r.tuned, r.tasks.size() - static_cast<size_t>(r.tuned));
   if (!o.records.empty()) {
     std::set<std::string> workloads, tuned;
-    for (const codegen::cpu::CompiledTask& t : b.tasks) {
+    for (const codegen::cpu::CompiledTask& t : r.tasks) {
       workloads.insert(t.key);
       if (t.tuned) tuned.insert(t.key);
     }
@@ -35,12 +36,12 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
                workloads.size() - tuned.size());
   }
   fmt::print("  arena: {:.2f} MB (naive sum of intermediates {:.2f} MB, {:.1f} %)\n",
-             static_cast<double>(b.plan.arena_bytes) / mb,
-             static_cast<double>(b.plan.naive_bytes) / mb,
-             100.0 * static_cast<double>(b.plan.arena_bytes) /
-                 static_cast<double>(std::max<uint64_t>(b.plan.naive_bytes, 1)));
-  fmt::print("  weights {:.2f} MB, kernels {:.2f} MB\n", static_cast<double>(b.weights.size()) / mb,
-             static_cast<double>(b.kernels_so.size()) / mb);
+             static_cast<double>(r.plan.arena_bytes) / mb,
+             static_cast<double>(r.plan.naive_bytes) / mb,
+             100.0 * static_cast<double>(r.plan.arena_bytes) /
+                 static_cast<double>(std::max<uint64_t>(r.plan.naive_bytes, 1)));
+  fmt::print("  weights {:.2f} MB, kernels {:.2f} MB\n", static_cast<double>(r.weights_bytes) / mb,
+             static_cast<double>(r.kernel_bytes) / mb);
 }
 
 }  // namespace
@@ -50,7 +51,11 @@ void add_compile(CLI::App& app) {
   auto* c = app.add_subcommand("compile", "Compile an ONNX detector into a .ycm artifact");
   add_detector_model_options(*c, o->model);
   c->add_option("-o,--output", o->output, "the artifact to write (.ycm)")->required();
-  c->add_option("--target", o->target, "what to compile for: cpu")->capture_default_str();
+  c->add_option("--target", o->target, "what to compile for: cpu, or cuda (NVIDIA GPUs)")
+      ->capture_default_str();
+  c->add_option("--arch", o->arch,
+                "cuda: the GPU architecture of the kernels (sm_80, sm_86, sm_89, sm_90, ...; "
+                "default sm_90)");
   c->add_option("--batch", o->model.batch, "images per run")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -40,6 +40,8 @@ void add_eval(CLI::App& app) {
                          "(conf 0.001, NMS IoU 0.7, at most 300 boxes per image)");
   add_detector_model_options(*c, o->model);
   c->add_option("--data", o->data, "dataset folder holding images/ and labels/")->required();
+  c->add_option("--device", o->model.device, "GPU running a CUDA artifact")
+      ->check(CLI::NonNegativeNumber);
   c->add_option("--json", o->json, "also write {map50, map50_95, images} to FILE");
   c->add_option("--dump-detections", o->dump,
                 "write the evaluated detections as JSON (the `yoloc run --json` format)");

@@ -7,7 +7,7 @@
 #include "frontend/onnx/importer.h"
 #include "ops/reference_executor.h"
 #include "passes/pipeline.h"
-#include "runtime/executor.h"
+#include "runtime/engine.h"
 #include "tools/detector_model.h"
 #include "tools/commands.h"
 
@@ -22,6 +22,7 @@ struct ExecOptions {
   int opt_level = 1;
   std::string dump_ir;
   int threads = 1;
+  int device = 0;
   std::vector<std::string> outputs;
   std::string precision = "auto";
 };
@@ -29,7 +30,8 @@ struct ExecOptions {
 /// Runs a compiled artifact: feeds by the manifest's input names.
 std::vector<NamedTensor> run_artifact(const ExecOptions& o, std::map<std::string, Tensor> feeds) {
   auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(o.model));
-  runtime::Executor exec(art, o.threads > 0 ? o.threads : 1);
+  std::unique_ptr<runtime::Engine> engine =
+      runtime::Engine::open(art, {o.threads > 0 ? o.threads : 1, o.device});
   std::vector<Tensor> inputs;
   for (const artifact::TensorSpec& spec : art->manifest().inputs) {
     auto it = feeds.find(spec.name);
@@ -41,7 +43,7 @@ std::vector<NamedTensor> run_artifact(const ExecOptions& o, std::map<std::string
   }
   if (!feeds.empty())
     user_error("'{}' has no input '{}'", o.model, feeds.begin()->first);
-  std::vector<Tensor> outs = exec.run(inputs);
+  std::vector<Tensor> outs = engine->run(inputs);
   std::vector<NamedTensor> named;
   for (size_t i = 0; i < outs.size(); ++i)
     named.push_back({art->manifest().outputs[i].name, std::move(outs[i])});
@@ -107,6 +109,7 @@ void add_exec(CLI::App& app) {
   c->add_option("--threads", o->threads, "threads running an artifact")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  c->add_option("--device", o->device, "GPU running a CUDA artifact")->check(CLI::NonNegativeNumber);
   c->add_option("--outputs", o->outputs, "return these values of an ONNX model instead");
   c->add_option("--precision", o->precision,
                  "auto: compute as the model says; fp32: dequantize quantized layers, as "

@@ -7,7 +7,11 @@
 #include <thread>
 
 #include "artifact/artifact_reader.h"
+#include "runtime/engine.h"
 #include "runtime/executor.h"
+#ifdef YOLOC_HAVE_CUDA
+#include "runtime/cuda/cuda_executor.h"
+#endif
 #include "tools/commands.h"
 #include "tools/compile_model.h"
 
@@ -20,6 +24,7 @@ struct ProfileOptions {
   int batch = 0;
   int iters = 20;
   int threads = 0;
+  int device = 0;
   int top = 25;
   std::string json;
 };
@@ -37,9 +42,7 @@ std::string task_str(const nlohmann::json& task, const char* key) {
 void run_profile(const ProfileOptions& o) {
   const PreparedArtifact prepared = prepare_artifact(o.model, o.batch);
   auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(prepared.path));
-  const int threads =
-      o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  runtime::Executor exec(art, threads);
+  std::unique_ptr<runtime::Engine> engine = runtime::Engine::open(art, {o.threads, o.device});
   std::vector<Tensor> inputs;
   std::mt19937 rng(0);
   std::uniform_real_distribution<float> dist(0.f, 1.f);
@@ -50,14 +53,37 @@ void run_profile(const ProfileOptions& o) {
     for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
     inputs.push_back(std::move(t));
   }
-  exec.set_profiling(true);
-  const size_t n = exec.program().calls.size();
-  std::vector<std::vector<double>> samples(n);
-  exec.run(inputs);  // warm-up
-  for (int it = 0; it < o.iters; ++it) {
-    exec.run(inputs);
-    for (size_t i = 0; i < n; ++i) samples[i].push_back(exec.last_call_ms()[i]);
+  // Per kernel: its symbol, what it computes, and its times over the runs.
+  std::vector<std::string> symbols;
+  std::vector<nlohmann::json> tasks;
+  std::vector<std::vector<double>> samples;
+  engine->run(inputs);  // warm-up
+  if (runtime::Executor* exec = engine->cpu()) {
+    for (const runtime::KernelCall& c : exec->program().calls) {
+      symbols.push_back(c.symbol);
+      tasks.push_back(c.task);
+    }
+    samples.resize(symbols.size());
+    exec->set_profiling(true);
+    for (int it = 0; it < o.iters; ++it) {
+      exec->run(inputs);
+      for (size_t i = 0; i < samples.size(); ++i) samples[i].push_back(exec->last_call_ms()[i]);
+    }
   }
+#ifdef YOLOC_HAVE_CUDA
+  if (runtime::cuda::CudaExecutor* cuda = engine->cuda()) {
+    for (const runtime::cuda::CudaLaunch& l : cuda->program().launches) {
+      symbols.push_back(l.symbol);
+      tasks.push_back(l.task);
+    }
+    samples.resize(symbols.size());
+    for (int it = 0; it < o.iters; ++it) {
+      const std::vector<double> ms = cuda->profile_launches();
+      for (size_t i = 0; i < samples.size(); ++i) samples[i].push_back(ms[i]);
+    }
+  }
+#endif
+  const size_t n = symbols.size();
   struct Row {
     size_t call;
     double ms;
@@ -70,26 +96,26 @@ void run_profile(const ProfileOptions& o) {
   }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ms > b.ms; });
   nlohmann::json out = nlohmann::json::array();
-  fmt::print("{}: {} kernels, {} threads, sum of kernel medians {:.3f} ms\n", o.model, n, threads,
+  fmt::print("{}: {} kernels, {}, sum of kernel medians {:.3f} ms\n", o.model, n, engine->device(),
              total);
   fmt::print("{:>5} {:>9} {:>6} {:>8}  {:<12} {}\n", "call", "ms", "%", "GFLOP/s", "template",
              "workload | config");
   for (size_t r = 0; r < rows.size(); ++r) {
-    const runtime::KernelCall& c = exec.program().calls[rows[r].call];
-    const double flops = c.task.value("flops", 0.0);
+    const nlohmann::json& task = tasks[rows[r].call];
+    const double flops = task.value("flops", 0.0);
     const double gflops = rows[r].ms > 0 ? flops / (rows[r].ms * 1e6) : 0;
     out.push_back({{"call", rows[r].call},
-                   {"symbol", c.symbol},
+                   {"symbol", symbols[rows[r].call]},
                    {"median_ms", rows[r].ms},
                    {"gflops", gflops},
-                   {"task", c.task}});
+                   {"task", task}});
     if (static_cast<int>(r) < o.top)
       fmt::print("{:>5} {:>9.3f} {:>6.1f} {:>8.1f}  {:<12} {} | {}\n", rows[r].call, rows[r].ms,
-                 100.0 * rows[r].ms / std::max(total, 1e-9), gflops, task_str(c.task, "template"),
-                 task_str(c.task, "key"), task_str(c.task, "config"));
+                 100.0 * rows[r].ms / std::max(total, 1e-9), gflops, task_str(task, "template"),
+                 task_str(task, "key"), task_str(task, "config"));
   }
   if (!o.json.empty())
-    write_json_file(o.json, {{"model", o.model}, {"threads", threads}, {"total_ms", total},
+    write_json_file(o.json, {{"model", o.model}, {"device", engine->device()}, {"total_ms", total},
                              {"kernels", out}},
                     "--json");
 }
@@ -104,6 +130,7 @@ void add_profile(CLI::App& app) {
   c->add_option("--iters", o->iters, "profiled runs")->capture_default_str()->check(CLI::PositiveNumber);
   c->add_option("--threads", o->threads, "worker threads (default: all hardware threads)")
       ->check(CLI::PositiveNumber);
+  c->add_option("--device", o->device, "GPU of a CUDA artifact")->check(CLI::NonNegativeNumber);
   c->add_option("--top", o->top, "rows to print")->capture_default_str();
   c->add_option("--json", o->json, "write every kernel's figures to FILE");
   c->callback([o] { run_profile(*o); });

@@ -126,6 +126,8 @@ void add_run(CLI::App& app) {
   c->add_option("--max-det", o->model.max_det, "most detections per image")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  c->add_option("--device", o->model.device, "GPU running a CUDA artifact")
+      ->check(CLI::NonNegativeNumber);
   c->add_option("--json", o->json, "write the detections as JSON to FILE, or to stdout with '-'");
   c->add_option("--draw", o->draw_dir, "write annotated images into DIR");
   c->callback([o] { run_run(*o); });

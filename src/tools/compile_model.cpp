@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,9 @@
 #include "detect/family.h"
 #include "passes/pipeline.h"
 #include "tuner/records.h"
+#ifdef YOLOC_HAVE_CUDA
+#include "codegen/cuda/cuda_compiler.h"
+#endif
 
 namespace yoloc::tools {
 namespace {
@@ -37,19 +41,104 @@ void check_output(const CompileOptions& o) {
 
 }  // namespace
 
-CompileReport compile_model(const CompileOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
-  check_output(o);
-  if (o.target != "cpu")
-    user_error("--target {}: this build compiles for 'cpu' only", o.target);
+namespace {
+
+/// The manifest fields every target shares: the tool, the detector (family, classes, pre- and
+/// post-processing) and the tensors.
+artifact::Manifest detector_manifest(const CompileOptions& o, const ImportedDetector& d) {
+  const Graph& g = *d.graph;
+  artifact::Manifest m;
+  m.tool_version = YOLOC_VERSION;
+  if (o.outputs.empty()) m.family = std::string(detect::family_name(d.config.family));
+  for (const Value* v : g.inputs) m.inputs.push_back(spec_of(v));
+  for (const Value* v : g.outputs) m.outputs.push_back(spec_of(v));
+  m.class_names = d.names;
+  m.preprocess = {{"kind", d.config.family == detect::Family::kYoloX ? "yolox" : "letterbox"},
+                  {"height", d.config.input_h},
+                  {"width", d.config.input_w}};
+  m.postprocess = {{"conf", d.config.conf}, {"iou", d.config.iou}, {"max_det", d.config.max_det}};
+  return m;
+}
+
+void write_artifact(const CompileOptions& o, artifact::ArtifactWriter& w, CompileReport& report,
+                    std::chrono::steady_clock::time_point start) {
+  if (!o.sign_key.empty()) w.sign_with_key_file(o.sign_key);
+  w.write(o.output);
+  std::error_code ec;
+  report.artifact_bytes = fs::file_size(o.output, ec);
+  report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void write_source(const CompileOptions& o, const std::string& source) {
+  if (o.emit_source.empty()) return;
+  std::ofstream f(o.emit_source);
+  if (!(f << source)) user_error("--emit-source: cannot write '{}'", o.emit_source);
+}
+
+#ifdef YOLOC_HAVE_CUDA
+CompileReport compile_for_cuda(const CompileOptions& o,
+                               std::chrono::steady_clock::time_point start) {
+  if (!o.cc.empty() || !o.isa.empty())
+    user_error("--cc and --isa choose the CPU target's compiler and ISA; --target cuda takes "
+               "--arch");
+  if (!o.records.empty())
+    user_error("--records: tuning records of the CUDA target are not supported yet; compile "
+               "without them");
+  const Precision precision = cuda_precision(o.model.precision);
+  ImportedDetector d = import_for_cuda(o.model, precision, o.outputs);
+  const Graph& g = *d.graph;
+  codegen::cuda::CudaCompileOptions cuda;
+  cuda.arch = o.arch.empty() ? "sm_90" : o.arch;
+  cuda.configs = o.configs;
+  if (o.outputs.empty() && g.inputs.size() == 1 && !g.outputs.empty() &&
+      g.outputs[0]->type.dims.size() == 3) {
+    codegen::cuda::DetectKernelConfig dc;
+    dc.family = d.config.family;
+    dc.input_w = d.config.input_w;
+    dc.input_h = d.config.input_h;
+    dc.input_dtype = g.inputs[0]->type.dtype;
+    dc.input_strides = codegen::cuda::nchw_strides(d.config.input_w, d.config.input_h);
+    const Shape head = g.outputs[0]->type.static_shape();
+    dc.head_shape = {head[0], head[1], head[2]};
+    dc.head_dtype = g.outputs[0]->type.dtype;
+    dc.max_det_cap = std::clamp(d.config.max_det, 1, 1000);
+    cuda.detect = dc;
+  }
+  codegen::cuda::CudaBuild b = codegen::cuda::compile_cuda(g, cuda);
+  write_source(o, b.source);
+  artifact::Manifest m = detector_manifest(o, d);
+  m.target = "cuda-" + cuda.arch;
+  m.precision = precision == Precision::kFp16 ? "fp16" : precision == Precision::kBf16 ? "bf16" : "fp32";
+  m.memory_plan = memory_plan_to_json(b.plan);
+  m.program = runtime::cuda::cuda_program_to_json(b.program);
+  artifact::ArtifactWriter w(m);
+  w.add_blob(codegen::cuda::kCudaWeightsBlob, "weights", b.weights);
+  CompileReport report;
+  for (size_t i = 0; i < b.modules.size(); ++i) {
+    w.add_blob(codegen::cuda::cuda_module_blob(i), "cubin", b.modules[i]);
+    report.kernel_bytes += b.modules[i].size();
+  }
+  report.target = m.target;
+  report.tasks = std::move(b.tasks);
+  report.tuned = b.tuned;
+  report.plan = std::move(b.plan);
+  report.weights_bytes = b.weights.size();
+  report.backend_seconds = b.nvrtc_seconds;
+  write_artifact(o, w, report, start);
+  return report;
+}
+#endif
+
+CompileReport compile_for_cpu(const CompileOptions& o,
+                              std::chrono::steady_clock::time_point start) {
   if (o.model.precision != "fp32" && o.model.precision != "auto")
     user_error("--precision {}: the cpu target computes in fp32 (quantized and fp16 models are "
                "compiled to fp32); pass --precision fp32",
                o.model.precision);
-
+  if (!o.arch.empty()) user_error("--arch {}: --arch is for --target cuda", o.arch);
   ImportedDetector d = import_for_cpu(o.model, o.outputs);
   const Graph& g = *d.graph;
-
   codegen::cpu::CpuCompileOptions cpu;
   const std::string cxx = o.cc.empty() ? "c++" : o.cc;
   if (o.isa.empty()) {
@@ -74,38 +163,61 @@ CompileReport compile_model(const CompileOptions& o) {
     report.records_stale = set.stale;
     if (here) cpu.configs.merge(tuner::best_configs(set.records, q));
   }
-  report.build = codegen::cpu::compile_cpu(g, cpu);
-  const codegen::cpu::CpuBuild& b = report.build;
-  if (!o.emit_source.empty()) {
-    std::ofstream f(o.emit_source);
-    if (!(f << b.source)) user_error("--emit-source: cannot write '{}'", o.emit_source);
-  }
-
-  artifact::Manifest m;
-  m.tool_version = YOLOC_VERSION;
-  if (o.outputs.empty()) m.family = std::string(detect::family_name(d.config.family));
+  const auto t0 = std::chrono::steady_clock::now();
+  codegen::cpu::CpuBuild b = codegen::cpu::compile_cpu(g, cpu);
+  report.backend_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  write_source(o, b.source);
+  artifact::Manifest m = detector_manifest(o, d);
   m.target = fmt::format("cpu-{}", codegen::cpu::isa_name(cpu.isa));
   m.precision = "fp32";
-  for (const Value* v : g.inputs) m.inputs.push_back(spec_of(v));
-  for (const Value* v : g.outputs) m.outputs.push_back(spec_of(v));
-  m.class_names = d.names;
-  m.preprocess = {{"kind", d.config.family == detect::Family::kYoloX ? "yolox" : "letterbox"},
-                  {"height", d.config.input_h},
-                  {"width", d.config.input_w}};
-  m.postprocess = {{"conf", d.config.conf}, {"iou", d.config.iou}, {"max_det", d.config.max_det}};
   m.memory_plan = memory_plan_to_json(b.plan);
   m.program = runtime::program_to_json(b.program);
   artifact::ArtifactWriter w(m);
   w.add_blob(codegen::cpu::kWeightsBlob, "weights", b.weights);
   w.add_blob(codegen::cpu::kKernelBlob, "kernel_so", b.kernels_so);
-  if (!o.sign_key.empty()) w.sign_with_key_file(o.sign_key);
-  w.write(o.output);
-
-  std::error_code ec;
-  report.artifact_bytes = fs::file_size(o.output, ec);
-  report.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.target = m.target;
+  report.tasks = std::move(b.tasks);
+  report.tuned = b.tuned;
+  report.plan = std::move(b.plan);
+  report.weights_bytes = b.weights.size();
+  report.kernel_bytes = b.kernels_so.size();
+  write_artifact(o, w, report, start);
   return report;
+}
+
+}  // namespace
+
+CompileReport compile_model(const CompileOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  check_output(o);
+  if (o.target == "cpu") return compile_for_cpu(o, start);
+  if (o.target == "cuda") {
+#ifdef YOLOC_HAVE_CUDA
+    return compile_for_cuda(o, start);
+#else
+    user_error("--target cuda: this yoloc was built without the CUDA toolkit (NVRTC)");
+#endif
+  }
+  user_error("--target {}: choose cpu or cuda", o.target);
+}
+
+Precision cuda_precision(const std::string& name) {
+  if (name == "fp16" || name == "auto") return Precision::kFp16;
+  if (name == "bf16") return Precision::kBf16;
+  if (name == "fp32") return Precision::kFp32;
+  user_error("--precision {}: the cuda target computes in fp32, fp16 or bf16", name);
+}
+
+ImportedDetector import_for_cuda(const DetectorModelOptions& options, Precision precision,
+                                 const std::vector<std::string>& outputs) {
+  ImportedDetector d = import_detector(options);
+  if (!outputs.empty()) select_outputs(*d.graph, outputs, options.path);
+  PassContext passes;
+  passes.target = "cuda";
+  passes.precision = precision;
+  optimize(*d.graph, passes);
+  return d;
 }
 
 ImportedDetector import_for_cpu(const DetectorModelOptions& options,

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "codegen/cpu/cpu_compiler.h"
+#include "passes/pass.h"
 #include "tools/detector_model.h"
 
 namespace yoloc::tools {
@@ -12,7 +13,8 @@ namespace yoloc::tools {
 struct CompileOptions {
   DetectorModelOptions model;  ///< path, --family, --imgsz, --batch
   std::string output;          ///< -o
-  std::string target = "cpu";
+  std::string target = "cpu";  ///< "cpu" or "cuda"
+  std::string arch;            ///< --arch for cuda: sm_80, sm_90, ...; empty: sm_90
   std::string cc;   ///< --cc: another C++ compiler (cross compilation); empty: the host's
   std::string isa;  ///< --isa: avx512, avx2, neon, generic; empty: what the compiler targets
   std::string sign_key;  ///< --sign: Ed25519 secret key file
@@ -32,7 +34,13 @@ struct CompileOptions {
 struct CompileReport {
   uint64_t artifact_bytes = 0;
   double seconds = 0;
-  codegen::cpu::CpuBuild build;
+  std::string target;  ///< the manifest's: cpu-avx512, cuda-sm_90, ...
+  std::vector<codegen::cpu::CompiledTask> tasks;
+  int tuned = 0;
+  MemoryPlan plan;
+  uint64_t weights_bytes = 0;
+  uint64_t kernel_bytes = 0;
+  double backend_seconds = 0;  ///< the host compiler's / NVRTC's share of `seconds`
   int records_applicable = 0;  ///< records of the --records file for this machine and ISA
   int records_stale = 0;       ///< records of other tool / format versions (ignored)
 };
@@ -42,6 +50,12 @@ struct CompileReport {
 /// `yoloc tune` takes its tasks from.
 ImportedDetector import_for_cpu(const DetectorModelOptions& options,
                                 const std::vector<std::string>& outputs = {});
+/// The same for target cuda at `precision` (fp32, fp16, bf16).
+ImportedDetector import_for_cuda(const DetectorModelOptions& options, Precision precision,
+                                 const std::vector<std::string>& outputs = {});
+/// fp32 / fp16 / bf16 from a --precision of the cuda target ("auto": fp16); raises a UserError
+/// otherwise.
+Precision cuda_precision(const std::string& name);
 
 /// Compiles the model into an artifact written at options.output (through a temporary file).
 /// Raises a UserError for an output that exists (unless force) or equals the model, an

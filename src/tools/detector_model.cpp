@@ -8,7 +8,7 @@
 #include "artifact/artifact_reader.h"
 #include "detect/family.h"
 #include "runtime/detector_config.h"
-#include "runtime/executor.h"
+#include "runtime/engine.h"
 #include "frontend/onnx/importer.h"
 #include "ops/reference_executor.h"
 #include "passes/pipeline.h"
@@ -148,13 +148,21 @@ DetectorModel load_detector_model(const DetectorModelOptions& o) {
     if (o.imgsz != 0 && (o.imgsz != cfg->input_h || o.imgsz != cfg->input_w))
       user_error("--imgsz {}: the artifact '{}' was compiled for {}x{}; recompile it", o.imgsz,
                  o.path, cfg->input_h, cfg->input_w);
-    const int threads =
-        o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    auto exec = std::make_shared<runtime::Executor>(art, threads);
+    std::shared_ptr<runtime::Engine> engine = runtime::Engine::open(art, {o.threads, o.device});
     m.names = art->manifest().class_names;
-    m.executor = exec;
-    m.detector = std::make_unique<detect::Detector>(
-        [exec](const Tensor& x) { return exec->run({x}); }, *cfg);
+    m.engine = engine;
+    auto network = [engine](const Tensor& x) { return engine->run({x}); };
+    if (engine->detects()) {
+      const detect::DetectorConfig c = *cfg;
+      m.detector = std::make_unique<detect::Detector>(
+          network,
+          [engine, c](const detect::Image& img) {
+            return engine->detect(img, c.conf, c.iou, c.max_det);
+          },
+          c);
+    } else {
+      m.detector = std::make_unique<detect::Detector>(network, *cfg);
+    }
     return m;
   }
   ImportedDetector d = import_detector(o);

@@ -11,7 +11,7 @@
 
 #include "detect/pipeline.h"
 #include "ir/graph.h"
-#include "runtime/executor.h"
+#include "runtime/engine.h"
 
 namespace yoloc::tools {
 
@@ -27,6 +27,7 @@ struct DetectorModelOptions {
   /// quantized layers to float as `compile --target cpu` does.
   std::string precision = "auto";
   int threads = 0;  ///< --threads for artifacts; 0: the machine's hardware threads
+  int device = 0;   ///< --device: the GPU of a CUDA artifact
 };
 
 /// An imported ONNX detector before optimization: the graph with its input dims fixed, the
@@ -39,7 +40,7 @@ struct ImportedDetector {
 
 struct DetectorModel {
   std::shared_ptr<const Graph> graph;                ///< ONNX models: the optimized graph
-  std::shared_ptr<runtime::Executor> executor;       ///< artifacts: what runs the network
+  std::shared_ptr<runtime::Engine> engine;           ///< artifacts: what runs the network
   std::unique_ptr<detect::Detector> detector;
   std::vector<std::string> names;
 };

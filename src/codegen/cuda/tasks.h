@@ -14,6 +14,7 @@
 
 #include "codegen/cpu/schedule.h"
 #include "codegen/cuda/conv_task.h"
+#include "codegen/cuda/generic_template.h"
 #include "ir/graph.h"
 
 namespace yoloc::codegen::cuda {
@@ -56,6 +57,11 @@ struct CudaTask {
   /// The kernels for a valid config, their symbols starting with `prefix` (a C identifier).
   std::function<CudaLowered(const ScheduleConfig&, const std::string& prefix)> lower;
 };
+
+/// How kernels address the stored value v from a pointer to its first element: NHWC and NCHW
+/// values through their channel slice (concat / split views), other ranks dense row-major.
+/// Raises a UserError for a view of another form.
+CudaOperand cuda_operand_of(const Graph& g, const Value* v);
 
 /// The tasks of every kernel group of `g` (optimize()d for target "cuda", static shapes) in the
 /// order they run. Raises a UserError naming the group and its ops when no template takes it.

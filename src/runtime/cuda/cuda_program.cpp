@@ -21,6 +21,74 @@ std::array<unsigned, 3> dims3(const ProgramReader& r, const json& launch, const 
   return d;
 }
 
+json launch_to_json(const DetectKernelLaunch& l) {
+  return {{"symbol", l.symbol},
+          {"grid", l.dims.grid},
+          {"block", l.dims.block},
+          {"shared", l.dims.shared_bytes}};
+}
+
+DetectKernelLaunch launch_from_json(const ProgramReader& r, const json& obj,
+                                    const std::string& path) {
+  DetectKernelLaunch l;
+  l.symbol = r.str(obj, path, "symbol");
+  l.dims.grid = dims3(r, obj, path, "grid", (uint64_t{1} << 31) - 1);
+  l.dims.block = dims3(r, obj, path, "block", 1024);
+  const uint64_t shared = r.uint(obj, path, "shared");
+  if (shared > (uint64_t{1} << 20)) r.fail(path + ".shared", "is out of range");
+  l.dims.shared_bytes = static_cast<unsigned>(shared);
+  return l;
+}
+
+json detect_to_json(const GpuDetectSpec& s, int module) {
+  return {{"module", module},
+          {"family", std::string(detect::family_name(s.family))},
+          {"input_w", s.input_w},
+          {"input_h", s.input_h},
+          {"batch", s.batch},
+          {"max_det_cap", s.max_det_cap},
+          {"workspace_bytes", s.workspace_bytes},
+          {"result_bytes", s.result_bytes},
+          {"result_dets_offset", s.result_dets_offset},
+          {"pre", launch_to_json(s.pre)},
+          {"decode", launch_to_json(s.decode)},
+          {"rank", launch_to_json(s.rank)},
+          {"nms", launch_to_json(s.nms)}};
+}
+
+GpuDetectSpec detect_from_json(const ProgramReader& r, const json& d, size_t modules,
+                               int* module) {
+  const std::string path = "program.detect";
+  const uint64_t m = r.uint(d, path, "module");
+  if (m >= modules) r.fail(path + ".module", "is not a module of the program");
+  *module = static_cast<int>(m);
+  GpuDetectSpec s;
+  try {
+    s.family = detect::parse_family(r.str(d, path, "family"));
+  } catch (const UserError&) {
+    r.fail(path + ".family", "is not a detector family");
+  }
+  const auto small = [&](const char* key) {
+    const uint64_t v = r.uint(d, path, key);
+    if (v < 1 || v > (1u << 16)) r.fail(path + "." + key, "is out of range");
+    return static_cast<int>(v);
+  };
+  s.input_w = small("input_w");
+  s.input_h = small("input_h");
+  s.batch = small("batch");
+  s.max_det_cap = small("max_det_cap");
+  s.workspace_bytes = r.uint(d, path, "workspace_bytes");
+  s.result_bytes = r.uint(d, path, "result_bytes");
+  s.result_dets_offset = r.uint(d, path, "result_dets_offset");
+  if (s.result_dets_offset > s.result_bytes)
+    r.fail(path + ".result_dets_offset", "lies past the result");
+  s.pre = launch_from_json(r, r.at(d, path, "pre"), path + ".pre");
+  s.decode = launch_from_json(r, r.at(d, path, "decode"), path + ".decode");
+  s.rank = launch_from_json(r, r.at(d, path, "rank"), path + ".rank");
+  s.nms = launch_from_json(r, r.at(d, path, "nms"), path + ".nms");
+  return s;
+}
+
 }  // namespace
 
 bool is_cuda_program(const artifact::Manifest& m) {
@@ -75,6 +143,8 @@ CudaProgram parse_cuda_program(const artifact::Manifest& m, const std::string& w
     if (auto it = l.find("task"); it != l.end() && it->is_object()) c.task = *it;
     p.launches.push_back(std::move(c));
   }
+  if (auto it = prog.find("detect"); it != prog.end())
+    p.detect = detect_from_json(r, *it, p.modules.size(), &p.detect_module);
   return p;
 }
 
@@ -96,9 +166,11 @@ nlohmann::json cuda_program_to_json(const CudaProgram& p) {
     if (!c.task.empty()) l["task"] = c.task;
     launches.push_back(std::move(l));
   }
-  return {{"kind", "cuda"},          {"arch", p.arch},     {"modules", p.modules},
-          {"arena_bytes", p.arena_bytes}, {"inputs", inputs}, {"outputs", outputs},
-          {"launches", launches}};
+  json out = {{"kind", "cuda"},          {"arch", p.arch},     {"modules", p.modules},
+              {"arena_bytes", p.arena_bytes}, {"inputs", inputs}, {"outputs", outputs},
+              {"launches", launches}};
+  if (p.detect) out["detect"] = detect_to_json(*p.detect, p.detect_module);
+  return out;
 }
 
 }  // namespace yoloc::runtime::cuda

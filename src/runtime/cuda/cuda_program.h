@@ -16,17 +16,20 @@
 ///                 {"buffer": "weights", "offset": 128, "bytes": 256},
 ///                 {"buffer": "null"}],
 ///        "task": {"group": "Conv+SiLU", ...}}   // optional: for tools
-///     ]
+///     ],
+///     "detect": {"module": 3, "family": "yolov8", ...}  // optional: GPU pre/post-processing
 ///   }
 ///
 /// Every kernel parameter is a device pointer: into the arena, into a blob uploaded to the
 /// device once (the weights), or null. Bindings must lie inside their buffers.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "artifact/manifest.h"
+#include "runtime/cuda/gpu_detect.h"
 #include "runtime/program.h"
 
 namespace yoloc::runtime::cuda {
@@ -51,6 +54,9 @@ struct CudaProgram {
   std::vector<uint64_t> input_offsets;
   std::vector<uint64_t> output_offsets;
   std::vector<CudaLaunch> launches;
+  /// The GPU pre- and post-processing kernels (a detector's), in module detect_module.
+  std::optional<GpuDetectSpec> detect;
+  int detect_module = -1;
 };
 
 /// True when the manifest's program is a CUDA one ("kind": "cuda").

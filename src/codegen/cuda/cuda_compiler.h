@@ -1,0 +1,53 @@
+#pragma once
+/// The CUDA compiler driver: an optimized graph (target "cuda") in, the pieces of a CUDA artifact
+/// out. Every task (tasks.h) is lowered with its config (a tuned one when given, else the
+/// template's default) and compiled by NVRTC into a cubin of its own (in parallel); constants go
+/// into one weights blob the runtime uploads once; the memory plan places every activation in one
+/// device arena, followed by the graph inputs and the scratch the generic kernels share; the
+/// program lists the launches in order with their geometry and pointer bindings. A detector also
+/// gets the GPU pre- and post-processing kernels (detect_kernels.h) in a module of its own.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/cpu/cpu_compiler.h"
+#include "codegen/cuda/detect_kernels.h"
+#include "codegen/cuda/tasks.h"
+#include "codegen/memory_plan.h"
+#include "runtime/cuda/cuda_program.h"
+
+namespace yoloc::codegen::cuda {
+
+/// Blob names of a CUDA artifact.
+inline constexpr const char* kCudaWeightsBlob = "weights";
+/// Module i is the blob "cuda_module_<i>".
+std::string cuda_module_blob(size_t i);
+
+struct CudaCompileOptions {
+  std::string arch = "sm_90";
+  /// Configs by workload key (from tuning records); other tasks take their default.
+  std::map<std::string, ScheduleConfig> configs;
+  /// The detection kernels to add (a detector's family, input and head), or none.
+  std::optional<DetectKernelConfig> detect;
+  int jobs = 0;  ///< parallel NVRTC compilations; 0: the machine's hardware threads
+};
+
+struct CudaBuild {
+  std::string source;                ///< every task's source, for --emit-source
+  std::vector<std::string> modules;  ///< cubins, one per task (then the detection module)
+  std::string weights;
+  runtime::cuda::CudaProgram program;
+  MemoryPlan plan;
+  uint64_t scratch_bytes = 0;
+  std::vector<cpu::CompiledTask> tasks;
+  int tuned = 0;
+  double nvrtc_seconds = 0;  ///< wall time of the NVRTC compilations
+};
+
+/// Compiles `g` (after optimize() for target "cuda", static shapes). Raises a UserError for a
+/// group no template takes, a shape that is not static, or an NVRTC failure (log attached).
+CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options);
+
+}  // namespace yoloc::codegen::cuda

@@ -1,0 +1,148 @@
+#include "codegen/cuda/tasks.h"
+
+#include <fmt/format.h>
+
+#include "codegen/cpu/emit_util.h"
+#include "codegen/cpu/tasks.h"
+#include "codegen/cuda/simt_conv_template.h"
+#include "codegen/cuda/tc_conv_template.h"
+
+namespace yoloc::codegen::cuda {
+namespace {
+
+CudaArg activation(const Value* v, int64_t element_offset, bool output) {
+  CudaArg a;
+  a.kind = CudaArg::Kind::kActivation;
+  a.value = v;
+  a.element_offset = element_offset;
+  a.output = output;
+  return a;
+}
+
+CudaArg constant(const Tensor& t) {
+  CudaArg a;
+  a.kind = CudaArg::Kind::kConstant;
+  a.data.assign(static_cast<const char*>(t.raw()), t.nbytes());
+  return a;
+}
+
+bool nhwc(const Value* v) { return !v || v->layout.layout == Layout::kNHWC; }
+
+template <class T, class Task>
+void set_space(CudaTask& task, const Task& t) {
+  task.space = T::space(t);
+  task.default_config = T::default_config(t);
+  task.valid = [t](const ScheduleConfig& c) { return T::valid(t, c); };
+}
+
+/// A conv group on channels-last activations, for the tensor-core or SIMT template.
+template <class T>
+std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const char* name) {
+  const auto o = cpu::conv_operands(g, grp);
+  if (!o || !nhwc(o->x) || !nhwc(o->y) || !nhwc(o->res)) return std::nullopt;
+  if (o->res && o->res->type.dtype != o->y->type.dtype) return std::nullopt;
+  const auto t = cuda_conv_task_from_group(g, grp, o->x->type.dtype, o->y->type.dtype);
+  if (!t || !T::matches(*t)) return std::nullopt;
+  CudaTask task;
+  task.template_name = name;
+  task.key = t->key();
+  task.flops = t->conv.flops();
+  set_space<T>(task, *t);
+  task.lower = [t = *t, o = *o](const ScheduleConfig& cfg, const std::string& prefix) {
+    CudaLowered l;
+    CudaKernel k = T::emit(t, cfg, prefix);
+    l.source = std::move(k.source);
+    l.launches.push_back(std::move(k));
+    l.args.push_back(activation(o.x, t.in.offset, false));
+    const Tensor w = o.w->data.cast(DType::kFloat32);
+    l.args.push_back(constant(T::pack_weights(t, w.data<float>())));
+    Tensor bias(DType::kFloat32, {t.conv.k});
+    if (o.bias) {
+      bias = o.bias->data.cast(DType::kFloat32);
+    } else {
+      std::fill_n(bias.data<float>(), t.conv.k, 0.f);
+    }
+    l.args.push_back(constant(bias));
+    l.args.push_back(o.res ? activation(o.res, t.res.offset, false) : CudaArg{});
+    l.args.push_back(activation(o.y, t.out.offset, true));
+    return l;
+  };
+  return task;
+}
+
+std::optional<CudaTask> generic_task(const Graph& g, const FusedGroup& grp) {
+  const auto t = generic_task_from_group(
+      g, grp, [&g](const Value* v) { return cuda_operand_of(g, v); });
+  if (!t || !GenericTemplate::matches(*t)) return std::nullopt;
+  CudaTask task;
+  task.template_name = "generic";
+  task.key = t->key();
+  double elements = 0;
+  for (const CudaOperand& o : t->outputs)
+    elements += static_cast<double>(shape_numel(o.value->type.static_shape()));
+  task.flops = elements * static_cast<double>(t->nodes.size());
+  set_space<GenericTemplate>(task, *t);
+  task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& prefix) {
+    GenericKernels k = GenericTemplate::emit(t, cfg, prefix);
+    CudaLowered l;
+    l.source = std::move(k.source);
+    l.launches = std::move(k.launches);
+    l.scratch_bytes = k.scratch_bytes;
+    for (const CudaOperand& o : t.inputs) l.args.push_back(activation(o.value, 0, false));
+    for (const Value* c : t.constants) l.args.push_back(constant(c->data.cast(DType::kFloat32)));
+    for (const CudaOperand& o : t.outputs) l.args.push_back(activation(o.value, 0, true));
+    CudaArg scratch;
+    scratch.kind = CudaArg::Kind::kScratch;
+    l.args.push_back(scratch);
+    return l;
+  };
+  return task;
+}
+
+std::optional<CudaTask> task_of_group(const Graph& g, const FusedGroup& grp) {
+  if (auto t = conv_task<TensorCoreConvTemplate>(g, grp, "tc_conv")) return t;
+  if (auto t = conv_task<SimtConvTemplate>(g, grp, "simt_conv")) return t;
+  return generic_task(g, grp);
+}
+
+}  // namespace
+
+CudaOperand cuda_operand_of(const Graph& g, const Value* v) {
+  CudaOperand op;
+  op.value = v;
+  op.dtype = v->type.dtype;
+  const Shape s = v->type.static_shape();
+  op.strides = cpu::dense_strides(s);
+  if (s.size() != 4) return op;
+  const auto slice = channel_slice_of(g, v);
+  if (!slice)
+    user_error("value '{}' is a view the CUDA target cannot address (a slice of other than the "
+               "channel axis); report the model",
+               v->name);
+  const int64_t hw = s[2] * s[3];
+  if (v->layout.layout == Layout::kNHWC) {
+    op.strides = {hw * slice->stride, 1, s[3] * slice->stride, slice->stride};
+  } else {
+    op.strides = {hw * slice->stride, hw, s[3], 1};
+  }
+  return op;
+}
+
+std::vector<CudaTask> extract_cuda_tasks(const Graph& g) {
+  std::vector<CudaTask> tasks;
+  for (const FusedGroup* grp : g.kernel_groups_in_run_order()) {
+    std::optional<CudaTask> t = task_of_group(g, *grp);
+    if (!t) {
+      std::string ops;
+      for (const Node* n : cpu::group_io(g, *grp).nodes) ops += (ops.empty() ? "" : ", ") + n->op;
+      user_error("no CUDA kernel template takes fused group {} '{}' (ops: {}); report the model",
+                 grp->id, grp->name, ops);
+    }
+    t->group = grp->id;
+    t->group_name = grp->name;
+    tasks.push_back(std::move(*t));
+  }
+  return tasks;
+}
+
+}  // namespace yoloc::codegen::cuda

@@ -1,0 +1,229 @@
+#include "runtime/cuda/cuda_executor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.h"
+#include "runtime/cuda/gpu_detect.h"
+
+namespace yoloc::runtime::cuda {
+namespace {
+
+/// Parses "sm_90" / "sm_90a" into 90; 0 when malformed.
+int arch_number(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0) return 0;
+  int n = 0;
+  for (size_t i = 3; i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])); ++i)
+    n = n * 10 + (arch[i] - '0');
+  return n;
+}
+
+/// A cubin runs on devices of its major version with the same or a later minor version.
+void check_arch(const std::string& arch, const DeviceInfo& d, const std::string& where) {
+  const int a = arch_number(arch);
+  const bool ok = a / 10 == d.cc_major && a % 10 <= d.cc_minor;
+  if (!ok)
+    user_error("artifact '{}' holds kernels for {}, which do not run on GPU {} ({}, {}); "
+               "recompile the model with `yoloc compile --target cuda --arch {}`",
+               where, arch, d.ordinal, d.name, d.arch(), d.arch());
+}
+
+}  // namespace
+
+/// The GPU detection pipeline: its kernels, buffers and the captured graph for one frame
+/// capacity.
+struct CudaExecutor::DetectState {
+  std::unique_ptr<GpuDetect> gpu;
+  std::unique_ptr<Graph> graph;
+  int capacity_w = 0, capacity_h = 0;
+};
+
+CudaExecutor::CudaExecutor(std::shared_ptr<const artifact::Artifact> artifact, int device)
+    : artifact_(std::move(artifact)) {
+  const std::string& where = artifact_->path();
+  program_ = parse_cuda_program(artifact_->manifest(), where);
+  if (device < 0) user_error("--device {}: GPU ordinals start at 0", device);
+  const int count = device_count_or_zero();
+  if (device >= count)
+    user_error("GPU {} does not exist: this machine has {} CUDA device(s){}", device, count,
+               count == 0 ? " (no NVIDIA driver or GPU found)" : "");
+  context_ = std::make_unique<Context>(device);
+  check_arch(program_.arch, context_->info(), where);
+  for (const std::string& name : program_.modules) {
+    const auto bytes = artifact_->blob(name);
+    modules_.push_back(std::make_unique<Module>(
+        std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
+  }
+  const auto w = artifact_->blob("weights");
+  weights_ = DeviceBuffer(w.size());
+  weights_.upload(w.data());
+  arena_ = DeviceBuffer(program_.arena_bytes);
+  arena_.fill_bytes(0);
+  for (const CudaLaunch& l : program_.launches) {
+    Bound b;
+    b.fn = modules_.at(static_cast<size_t>(l.module))->function(l.symbol);
+    if (l.shared_bytes > 48 * 1024) set_max_dynamic_shared(b.fn, static_cast<int>(l.shared_bytes));
+    b.dims = {l.grid, l.block, l.shared_bytes};
+    for (const Binding& a : l.args) {
+      CUdeviceptr p = 0;
+      if (a.buffer == kArena) p = arena_.ptr() + a.offset;
+      if (a.buffer == "weights") p = weights_.ptr() + a.offset;
+      YOLOC_CHECK(a.buffer == kArena || a.buffer == "weights" || a.buffer == kNullBuffer,
+                  "launch {} binds the buffer '{}', which a CUDA program does not have", l.symbol,
+                  a.buffer);
+      b.values.push_back(p);
+    }
+    launches_.push_back(std::move(b));
+  }
+  // The parameter arrays point into `values`, which no longer moves.
+  for (Bound& b : launches_) {
+    for (CUdeviceptr& v : b.values) b.params.push_back(&v);
+  }
+  stream_ = std::make_unique<Stream>();
+  const artifact::Manifest& m = manifest();
+  for (size_t i = 0; i < m.inputs.size(); ++i)
+    host_inputs_.push_back(std::make_unique<HostBuffer>(spec_bytes(m.inputs[i], where)));
+  for (size_t i = 0; i < m.outputs.size(); ++i)
+    host_outputs_.push_back(std::make_unique<HostBuffer>(spec_bytes(m.outputs[i], where)));
+
+  stream_->begin_capture();
+  enqueue_network(*stream_);
+  network_graph_ = std::make_unique<Graph>(stream_->end_capture());
+  stream_->begin_capture();
+  for (size_t i = 0; i < m.inputs.size(); ++i)
+    YOLOC_CU(cuMemcpyHtoDAsync(arena_.ptr() + program_.input_offsets[i], host_inputs_[i]->data(),
+                               host_inputs_[i]->bytes(), stream_->get()));
+  enqueue_network(*stream_);
+  for (size_t i = 0; i < m.outputs.size(); ++i)
+    YOLOC_CU(cuMemcpyDtoHAsync(host_outputs_[i]->data(), arena_.ptr() + program_.output_offsets[i],
+                               host_outputs_[i]->bytes(), stream_->get()));
+  run_graph_ = std::make_unique<Graph>(stream_->end_capture());
+}
+
+CudaExecutor::~CudaExecutor() = default;
+
+void CudaExecutor::enqueue_network(const Stream& s) const {
+  for (const Bound& b : launches_)
+    launch(b.fn, b.dims, const_cast<void**>(b.params.data()), &s);
+}
+
+std::vector<Tensor> CudaExecutor::run(const std::vector<Tensor>& inputs) {
+  const artifact::Manifest& m = manifest();
+  if (inputs.size() != m.inputs.size())
+    user_error("the model takes {} input(s), {} were given", m.inputs.size(), inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const artifact::TensorSpec& spec = m.inputs[i];
+    const Tensor& t = inputs[i];
+    if (dtype_name(t.dtype()) != spec.dtype || t.shape() != spec.shape)
+      user_error("input '{}' must be {} of shape {}; got {} of shape {}", spec.name, spec.dtype,
+                 shape_str(spec.shape), dtype_name(t.dtype()), shape_str(t.shape()));
+    if (t.nbytes() > 0) std::memcpy(host_inputs_[i]->data(), t.raw(), t.nbytes());
+  }
+  context_->make_current();
+  run_graph_->launch(*stream_);
+  stream_->synchronize();
+  std::vector<Tensor> outputs;
+  for (size_t i = 0; i < m.outputs.size(); ++i) {
+    const artifact::TensorSpec& spec = m.outputs[i];
+    Tensor t(dtype_from_name(spec.dtype), spec.shape);
+    if (t.nbytes() > 0) std::memcpy(t.raw(), host_outputs_[i]->data(), t.nbytes());
+    outputs.push_back(std::move(t));
+  }
+  return outputs;
+}
+
+std::vector<double> CudaExecutor::time_network(int warmup, int iters) {
+  context_->make_current();
+  for (int i = 0; i < warmup; ++i) network_graph_->launch(*stream_);
+  stream_->synchronize();
+  std::vector<double> ms;
+  Event start, stop;
+  for (int i = 0; i < iters; ++i) {
+    start.record(*stream_);
+    network_graph_->launch(*stream_);
+    stop.record(*stream_);
+    stop.synchronize();
+    ms.push_back(stop.elapsed_ms_since(start));
+  }
+  return ms;
+}
+
+std::vector<double> CudaExecutor::profile_launches() {
+  context_->make_current();
+  enqueue_network(*stream_);  // warm: first launches load the code
+  stream_->synchronize();
+  std::vector<double> ms;
+  Event start, stop;
+  for (const Bound& b : launches_) {
+    start.record(*stream_);
+    launch(b.fn, b.dims, const_cast<void**>(b.params.data()), stream_.get());
+    stop.record(*stream_);
+    stop.synchronize();
+    ms.push_back(stop.elapsed_ms_since(start));
+  }
+  return ms;
+}
+
+void CudaExecutor::prepare_detect(int width, int height) {
+  if (detect_ && width <= detect_->capacity_w && height <= detect_->capacity_h) return;
+  const artifact::Manifest& m = manifest();
+  if (m.outputs.empty() || m.inputs.size() != 1)
+    user_error("artifact '{}' is not a one-input detector", artifact_->path());
+  auto d = std::make_unique<DetectState>();
+  // Room for the frame and a little more, so a stream of similar frames captures once.
+  d->capacity_w = std::max(width, detect_ ? detect_->capacity_w : 0);
+  d->capacity_h = std::max(height, detect_ ? detect_->capacity_h : 0);
+  detect_.reset();
+  d->gpu = std::make_unique<GpuDetect>(
+      *modules_.at(static_cast<size_t>(program_.detect_module)), *program_.detect,
+      arena_.ptr() + program_.input_offsets[0], arena_.ptr() + program_.output_offsets[0],
+      d->capacity_w, d->capacity_h);
+  stream_->begin_capture();
+  d->gpu->enqueue_preprocess(*stream_);
+  enqueue_network(*stream_);
+  d->gpu->enqueue_postprocess(*stream_);
+  d->graph = std::make_unique<Graph>(stream_->end_capture());
+  detect_ = std::move(d);
+}
+
+std::vector<std::vector<detect::Detection>> CudaExecutor::detect(
+    const std::vector<detect::Image>& images, float conf, float iou, int max_det) {
+  if (!can_detect())
+    user_error("artifact '{}' holds no GPU detection kernels (it was compiled with --outputs); "
+               "run its raw outputs instead",
+               artifact_->path());
+  const int batch = program_.detect->batch;
+  if (images.empty() || static_cast<int>(images.size()) > batch)
+    user_error("{} image(s) given; the artifact detects 1 to {} per run", images.size(), batch);
+  int w = 0, h = 0;
+  for (const detect::Image& img : images) {
+    if (img.empty()) user_error("an image to detect in is empty");
+    w = std::max(w, img.width);
+    h = std::max(h, img.height);
+  }
+  context_->make_current();
+  prepare_detect(w, h);
+  GpuDetect& gpu = *detect_->gpu;
+  gpu.set_thresholds(conf, iou, std::min(max_det, program_.detect->max_det_cap));
+  for (int b = 0; b < batch; ++b) {
+    // Unused batch slots repeat the first image; their detections are dropped.
+    gpu.set_frame(b, images[static_cast<size_t>(b) < images.size() ? static_cast<size_t>(b) : 0]);
+  }
+  detect_->graph->launch(*stream_);
+  stream_->synchronize();
+  std::vector<std::vector<detect::Detection>> out;
+  for (size_t b = 0; b < images.size(); ++b) out.push_back(gpu.detections(static_cast<int>(b)));
+  return out;
+}
+
+uint64_t CudaExecutor::device_bytes() const {
+  uint64_t n = arena_.bytes() + weights_.bytes();
+  if (detect_) {
+    const GpuDetectSpec& s = detect_->gpu->spec();
+    n += s.workspace_bytes + s.result_bytes +
+         static_cast<uint64_t>(s.batch) * detect_->capacity_w * detect_->capacity_h * 3;
+  }
+  return n;
+}
+
+}  // namespace yoloc::runtime::cuda

@@ -1,0 +1,82 @@
+#pragma once
+/// Runs a CUDA artifact's program (cuda_program.h) through the driver API only: loads its
+/// cubins, uploads the weights once, owns one device arena (activations, inputs, scratch) and
+/// pinned host buffers, and replays CUDA graphs captured once:
+///   - the network alone (device memory in, device memory out): network_graph;
+///   - run(): input upload, the network, output download;
+///   - detect(): frame upload, GPU pre-processing, the network, decoding and NMS, download of
+///     the detections (when the artifact holds the detection kernels).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "artifact/artifact_reader.h"
+#include "core/tensor.h"
+#include "detect/decode.h"
+#include "detect/image.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/cuda/cuda_program.h"
+
+namespace yoloc::runtime::cuda {
+
+class CudaExecutor {
+ public:
+  /// Prepares `artifact` on GPU `device`. Raises a UserError when there is no driver or no such
+  /// device, when the artifact's arch does not run on the device (naming both), or for a
+  /// malformed program.
+  CudaExecutor(std::shared_ptr<const artifact::Artifact> artifact, int device);
+  ~CudaExecutor();
+  CudaExecutor(const CudaExecutor&) = delete;
+  CudaExecutor& operator=(const CudaExecutor&) = delete;
+
+  /// Runs the network on host tensors matching the manifest's inputs (a UserError says which
+  /// does not) and returns its outputs. Not reentrant.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+
+  /// Replays the network alone (inputs as they are in device memory) `iters` times after
+  /// `warmup` replays; the GPU time of each replay in milliseconds (CUDA events).
+  std::vector<double> time_network(int warmup, int iters);
+
+  /// True when the artifact holds the GPU pre- and post-processing kernels.
+  bool can_detect() const { return program_.detect.has_value(); }
+  /// Detects objects in up to batch images (one CUDA graph: upload, pre-processing, network,
+  /// decoding, NMS, download); detections per image mapped onto it. Raises a UserError without
+  /// the detection kernels or for more images than the batch.
+  std::vector<std::vector<detect::Detection>> detect(const std::vector<detect::Image>& images,
+                                                     float conf, float iou, int max_det);
+
+  /// Times each launch alone (events around it, not in a graph) over one run of the network:
+  /// milliseconds per launch, program order.
+  std::vector<double> profile_launches();
+
+  const artifact::Manifest& manifest() const { return artifact_->manifest(); }
+  const CudaProgram& program() const { return program_; }
+  const DeviceInfo& device() const { return context_->info(); }
+  /// Bytes of device memory this executor allocated (arena, weights, detection buffers).
+  uint64_t device_bytes() const;
+
+ private:
+  struct Bound {
+    CUfunction fn = nullptr;
+    LaunchDims dims;
+    std::vector<CUdeviceptr> values;
+    std::vector<void*> params;  ///< pointers to values
+  };
+  void enqueue_network(const Stream& s) const;
+  void prepare_detect(int width, int height);
+
+  std::shared_ptr<const artifact::Artifact> artifact_;
+  CudaProgram program_;
+  std::unique_ptr<Context> context_;
+  std::vector<std::unique_ptr<Module>> modules_;
+  DeviceBuffer weights_;
+  DeviceBuffer arena_;
+  std::vector<Bound> launches_;
+  std::unique_ptr<Stream> stream_;
+  std::vector<std::unique_ptr<HostBuffer>> host_inputs_, host_outputs_;
+  std::unique_ptr<Graph> network_graph_, run_graph_;
+  struct DetectState;
+  std::unique_ptr<DetectState> detect_;
+};
+
+}  // namespace yoloc::runtime::cuda
