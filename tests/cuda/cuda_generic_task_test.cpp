@@ -1,6 +1,7 @@
 // The generic CUDA template over the shared models: every fused group (target "cuda", batch 1,
-// precision fp32 and fp16) that neither conv template takes gets a generic task (dense operands: NHWC strides for NHWC
-// values, row-major for the others; fp16 and fp32 storage) whose kernels build with NVRTC for
+// precision fp32 and fp16) that neither conv template takes gets a generic task (dense
+// operands: NHWC strides for NHWC values, row-major for the others; fp16 and fp32 storage)
+// whose kernels build with NVRTC for
 // sm_80 and sm_90. The groups refused are printed with the reason, and may only be those of the
 // ops the template does not implement (yolov10n's TopK / GatherElements selection).
 #include <fmt/format.h>
@@ -124,7 +125,9 @@ INSTANTIATE_TEST_SUITE_P(Shared, GenericModels,
                                            "yolox-nano-facemask.onnx"),
                          [](const auto& info) {
                            std::string s = info.param;
-                           for (char& c : s) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           for (char& c : s) {
+                             c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           }
                            return s;
                          });
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 #include <variant>
 
 #include "codegen/cpu/emit_util.h"
@@ -152,6 +153,10 @@ struct Root {
   const Value* v = nullptr;
   int level = 0;
   int64_t work = 0;  ///< elements, or rows of a Softmax
+  /// An input of a view Concat that leaves the group: written into output `dest` from element
+  /// `base` on (instead of v's own operands).
+  int dest = -1;
+  int64_t base = 0;
 };
 
 // Generates the kernels of a task; fail() records the first unsupported thing.
@@ -272,24 +277,29 @@ class Emitter {
     }
     for (const Node* n : t_.nodes) {
       for (const Value* o : n->outputs) {
-        if (!forced_.count(o) && !output_.count(o)) continue;
         if (forced_.count(o)) {
           scratch_base_[o] = scratch_floats_;
           scratch_floats_ += cpu::ceil_div(shape_numel(o->type.static_shape()), 64) * 64;
         }
-        Root r;
-        r.v = o;
-        r.work = shape_numel(o->type.static_shape());
-        if (n->op == "Softmax") {
-          const auto cols = softmax_cols(*n);
-          if (!cols) return fail(n->label() + ": softmax axis");
-          r.work /= std::max<int64_t>(1, cols->second);
+        if (output_.count(o) && n->op == "Concat" && n->is_view()) {
+          // The concat's buffer is the output: its inputs made here are written into their
+          // slices; those from outside are in place already (their producers wrote them).
+          if (forced_.count(o)) return fail(n->label() + ": view Concat read in the group");
+          const std::vector<int64_t>& st = t_.outputs[output_.at(o)].strides;
+          const auto axis = static_cast<size_t>(norm_axis(n->attrs.get_int("axis", 0), st.size()));
+          if (axis >= st.size()) return fail(n->label() + ": axis");
+          int64_t first = 0;
+          for (const Value* x : n->inputs) {
+            if (producer(x)) {
+              if (!add_root(x, static_cast<int>(output_.at(o)), first * st[axis])) return false;
+            } else if (!input_.count(x)) {
+              return fail(n->label() + ": view Concat of a constant");
+            }
+            first += x->type.static_shape().at(axis);
+          }
+          continue;
         }
-        int level = 0;
-        for (const Value* d : reads_of(o)) level = std::max(level, level_.at(d) + 1);
-        level_[o] = r.level = level;
-        max_level_ = std::max(max_level_, level);
-        roots_.push_back(r);
+        if ((forced_.count(o) || output_.count(o)) && !add_root(o, -1, 0)) return false;
       }
     }
     int64_t work = 0;
@@ -297,6 +307,25 @@ class Emitter {
     largest = std::max({largest, scratch_floats_, 2 * work});
     wide_ = largest >= (int64_t{1} << 30);
     return why_.empty();
+  }
+
+  bool add_root(const Value* v, int dest, int64_t base) {
+    Root r;
+    r.v = v;
+    r.dest = dest;
+    r.base = base;
+    r.work = shape_numel(v->type.static_shape());
+    const Node& n = *producer(v);
+    if (n.op == "Softmax") {
+      const auto cols = softmax_cols(n);
+      if (!cols) return fail(n.label() + ": softmax axis");
+      r.work /= std::max<int64_t>(1, cols->second);
+    }
+    for (const Value* d : reads_of(v)) r.level = std::max(r.level, level_.at(d) + 1);
+    if (dest < 0) level_[v] = r.level;
+    max_level_ = std::max(max_level_, r.level);
+    roots_.push_back(r);
+    return true;
   }
 
   std::vector<const Node*> users(const Value* v) const {
@@ -427,28 +456,40 @@ class Emitter {
     return idx;
   }
 
+  // Where the current root writes v, when it writes it to an operand: the output, its strides
+  // and the first element (output -1 when v goes to scratch only).
+  std::tuple<int, const std::vector<int64_t>*, int64_t> destination(const Value* v) const {
+    if (root_->dest >= 0 && v == root_->v) {
+      return {root_->dest, &t_.outputs[static_cast<size_t>(root_->dest)].strides, root_->base};
+    }
+    const auto it = output_.find(v);
+    if (root_->dest < 0 && it != output_.end()) {
+      return {static_cast<int>(it->second), &t_.outputs[it->second].strides, 0};
+    }
+    return {-1, nullptr, 0};
+  }
+
   // The dims of a root's value from outermost to innermost in what it writes: by decreasing
   // stride of its output operand (ties in logical order), logical order for scratch only.
   std::vector<size_t> walk_order(const Value* v) const {
     const Shape s = v->type.static_shape();
     std::vector<size_t> order(s.size());
     for (size_t d = 0; d < s.size(); ++d) order[d] = d;
-    const auto it = output_.find(v);
-    if (it != output_.end()) {
-      const std::vector<int64_t>& st = t_.outputs[it->second].strides;
+    const auto [k, st, base] = destination(v);
+    if (st) {
       std::stable_sort(order.begin(), order.end(),
-                       [&](size_t a, size_t b) { return st[a] > st[b]; });
+                       [&](size_t a, size_t b) { return (*st)[a] > (*st)[b]; });
     }
     return order;
   }
 
   void store(const Value* v, const Idx& idx, const std::string& val) {
-    const auto it = output_.find(v);
-    if (it != output_.end()) {
-      const CudaOperand& o = t_.outputs[it->second];
-      line(fmt::format("yc_store(out{} + ({}), {});", it->second, offset(idx, o.strides), val));
+    const auto [k, st, base] = destination(v);
+    if (st) {
+      line(fmt::format("yc_store(out{} + ({}{}), {});", k, base ? fmt::format("{} + ", base) : "",
+                       offset(idx, *st), val));
     }
-    if (forced_.count(v)) {
+    if (root_->dest < 0 && forced_.count(v)) {
       line(fmt::format("scratch_f[{} + {}] = {};", scratch_base_.at(v),
                        offset(idx, dense_strides(v->type.static_shape())), val));
     }
@@ -456,7 +497,7 @@ class Emitter {
 
   bool emit_root(const Root& r, int64_t start) {
     memo_.assign(1, {});
-    root_ = r.v;
+    root_ = &r;
     const Node& n = *producer(r.v);
     const std::string e = start == 0 ? "e" : fmt::format("e - {}", start);
     if (n.op == "Softmax") return emit_softmax(n, e);
@@ -540,7 +581,7 @@ class Emitter {
       return let(fmt::format("yc_load(in{} + ({}))", it->second,
                              offset(idx, t_.inputs[it->second].strides)));
     }
-    if (forced_.count(v) && v != root_) {
+    if (forced_.count(v) && v != root_->v) {
       return let(fmt::format("scratch_f[{} + {}]", scratch_base_.at(v),
                              offset(idx, dense_strides(v->type.static_shape()))));
     }
@@ -974,7 +1015,7 @@ class Emitter {
   std::string code_;
   int indent_ = 0;
   int next_ = 0;
-  const Value* root_ = nullptr;
+  const Root* root_ = nullptr;
   std::vector<std::map<std::string, std::string>> memo_;
   std::vector<int> window_opened_;
 };
