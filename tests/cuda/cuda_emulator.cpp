@@ -1,5 +1,9 @@
 #include "cuda_emulator.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "codegen/cpu/host_compiler.h"
 #include "core/error.h"
 
@@ -244,9 +248,32 @@ extern "C" __attribute__((visibility("default"))) const char* yc_emulate(
 }
 )HOST";
 
-std::string build(const std::vector<CudaKernel>& kernels) {
-  std::string source = kHostPrelude;
-  for (const CudaKernel& k : kernels) source += k.source;
+// The sequential runner of generic kernels, and a pointer that converts to any parameter type
+// (the trampolines pass their argument array to kernels of any parameter list).
+constexpr const char* kGenericRunner = R"HOST(
+struct yc_any_ptr {
+  void* p;
+  template <class T>
+  operator T*() const {
+    return static_cast<T*>(p);
+  }
+};
+using yc_trampoline = void (*)(void* const*);
+extern "C" __attribute__((visibility("default"))) const char* yc_emulate_sequential(
+    yc_trampoline fn, unsigned gx, unsigned threads, void* const* args) {
+  yc_error.clear();
+  for (unsigned bx = 0; bx < gx; ++bx) {
+    for (unsigned t = 0; t < threads; ++t) {
+      threadIdx = {t, 0, 0};
+      blockIdx = {bx, 0, 0};
+      fn(args);
+    }
+  }
+  return yc_error.c_str();
+}
+)HOST";
+
+std::string compile(const std::string& source) {
   cpu::HostCompilerOptions opts;
   opts.flags = {"-O1",
                 "-std=c++20",
@@ -258,6 +285,39 @@ std::string build(const std::vector<CudaKernel>& kernels) {
                 "-fno-gnu-unique",
                 "-Wno-unknown-pragmas"};
   return cpu::compile_shared_object(source, opts).bytes;
+}
+
+std::string build(const std::vector<CudaKernel>& kernels) {
+  std::string source = kHostPrelude;
+  for (const CudaKernel& k : kernels) source += k.source;
+  return compile(source);
+}
+
+// One trampoline per launch: yc_call_<symbol>(args) calls the kernel with args[0..n).
+std::string build_generic(const GenericKernels& kernels) {
+  YOLOC_CHECK(kernels.source.find("YC_SYNC();") == std::string::npos,
+              "generic kernels with barriers cannot run sequentially");
+  std::string source = std::string(kHostPrelude) + kGenericRunner + kernels.source;
+  for (const CudaKernel& k : kernels.launches) {
+    YOLOC_CHECK(k.shared_bytes == 0, "generic kernel {} uses shared memory", k.symbol);
+    // The parameter count, from the kernel's definition.
+    const size_t at = source.find(" " + k.symbol + "(");
+    YOLOC_CHECK(at != std::string::npos, "no kernel {} in the source", k.symbol);
+    const size_t end = source.find(')', at);
+    const size_t params =
+        static_cast<size_t>(std::count(source.begin() + static_cast<std::ptrdiff_t>(at),
+                                       source.begin() + static_cast<std::ptrdiff_t>(end), ',')) +
+        1;
+    std::string call;
+    for (size_t i = 0; i < params; ++i) {
+      call += fmt::format("{}yc_any_ptr{{a[{}]}}", i ? ", " : "", i);
+    }
+    source += fmt::format(
+        "extern \"C\" __attribute__((visibility(\"default\"))) void yc_call_{0}(void* const* a) "
+        "{{\n  {0}({1});\n}}\n",
+        k.symbol, call);
+  }
+  return compile(source);
 }
 
 }  // namespace
@@ -277,6 +337,19 @@ std::string EmulatedKernels::launch(const CudaKernel& k, Buffer x, Buffer w, con
   const size_t bytes[] = {x.bytes, w.bytes, res.bytes, y_bytes};
   return emulate(lib_.symbol(k.symbol), k.grid[0], k.grid[1], k.block[0], k.shared_bytes, args,
                  data, bytes, 4);
+}
+
+EmulatedGenericKernels::EmulatedGenericKernels(const GenericKernels& kernels)
+    : lib_(build_generic(kernels)) {}
+
+std::string EmulatedGenericKernels::launch(const CudaKernel& k,
+                                           const std::vector<void*>& args) const {
+  using Emulate = const char* (*)(void*, unsigned, unsigned, void* const*);
+  const auto emulate = reinterpret_cast<Emulate>(lib_.symbol("yc_emulate_sequential"));
+  YOLOC_CHECK(k.grid[1] == 1 && k.grid[2] == 1 && k.block[1] == 1 && k.block[2] == 1,
+              "sequential emulation of a {}x{}x{} grid of {}x{}x{} blocks", k.grid[0], k.grid[1],
+              k.grid[2], k.block[0], k.block[1], k.block[2]);
+  return emulate(lib_.symbol("yc_call_" + k.symbol), k.grid[0], k.block[0], args.data());
 }
 
 }  // namespace yoloc::codegen::cuda::testing

@@ -8,12 +8,16 @@
 /// tile before waiting for it reads the sentinel NaNs shared memory starts with. Misaligned or
 /// out-of-range shared-memory accesses by cp.async / ldmatrix are reported as errors.
 ///
+/// Generic kernels (GenericTemplate), which use no shared memory and no barrier, run in a fast
+/// mode instead: the threads of the grid one after another on the calling thread.
+///
 /// What it cannot show: PTX syntax and register constraints (NVRTC checks those), timing, and
 /// whether the fragment layouts it implements are the hardware's (the GPU tests check that).
 #include <string>
 #include <vector>
 
 #include "codegen/cuda/conv_task.h"
+#include "codegen/cuda/generic_template.h"
 #include "runtime/kernel_library.h"
 
 namespace yoloc::codegen::cuda::testing {
@@ -32,6 +36,20 @@ class EmulatedKernels {
   /// floats). Returns "" or the first error the emulation detected.
   std::string launch(const CudaKernel& k, Buffer x, Buffer w, const float* bias, Buffer res,
                      void* y, size_t y_bytes) const;
+
+ private:
+  runtime::KernelLibrary lib_;
+};
+
+class EmulatedGenericKernels {
+ public:
+  /// Builds the kernels of `kernels` (one source, its launches) into one shared object; several
+  /// tasks' kernels may be joined (sources appended, launches listed).
+  explicit EmulatedGenericKernels(const GenericKernels& kernels);
+
+  /// Runs launch k over its grid, thread after thread, with `args`: the kernel's parameters in
+  /// order (host pointers). Returns "" or what went wrong.
+  std::string launch(const CudaKernel& k, const std::vector<void*>& args) const;
 
  private:
   runtime::KernelLibrary lib_;
