@@ -16,6 +16,7 @@
 #include "artifact/artifact_reader.h"
 #include "detect/image.h"
 #include "runtime/engine.h"
+#include "runtime/executor.h"
 #ifdef YOLOC_HAVE_CUDA
 #include "runtime/cuda/cuda_executor.h"
 #endif
@@ -186,11 +187,6 @@ void run_bench(const BenchOptions& o) {
   }
 #endif
   if (compile_s > 0) j["compile_s"] = compile_s;
-  fmt::print("{}: batch {}, {} threads, {} iterations\n", o.model, batch, threads, o.iters);
-  fmt::print("  median {:.3f} ms  p90 {:.3f} ms  p99 {:.3f} ms  min {:.3f} ms\n", median,
-             quantile(ms, 0.9), quantile(ms, 0.99), ms.front());
-  fmt::print("  {:.1f} images/s, peak RSS {:.1f} MB\n", 1000.0 * static_cast<double>(batch) / median,
-             static_cast<double>(ru.ru_maxrss) / 1024.0);
   if (!o.json.empty()) write_json_file(o.json, j, "--json");
 }
 

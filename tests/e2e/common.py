@@ -22,6 +22,8 @@ def model_args(description=None):
     ap.add_argument("--yoloc", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--target", default="cpu", help="compile target: cpu, or cuda (on a GPU machine)")
+    ap.add_argument("--precision", default="fp32", help="compile precision (cuda: fp32, fp16, bf16)")
     args = ap.parse_args()
     if not os.path.isfile(args.model):
         skip(f"model {args.model} not found")

@@ -187,6 +187,8 @@ std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp, CpuI
 std::optional<ConvOperands> conv_operands(const Graph& g, const FusedGroup& grp) {
   const GroupIO io = group_io(g, grp);
   if (io.outputs.size() != 1) return std::nullopt;
+  if (io.nodes.empty() || io.nodes[0]->op != "Conv" || io.nodes[0]->inputs.size() < 2)
+    return std::nullopt;
   const Node& conv = *io.nodes[0];
   ConvOperands o;
   o.x = conv.input(0);

@@ -115,6 +115,12 @@ CudaOperand cuda_operand_of(const Graph& g, const Value* v) {
   op.strides = cpu::dense_strides(s);
   if (s.size() != 4) return op;
   const auto slice = channel_slice_of(g, v);
+  const Node* p = v->producer;
+  if (!slice && p && p->is_view() && p->op != "Concat" && p->op != "Split" && p->op != "Slice") {
+    // A reshape-like view re-addresses a dense buffer: dense in its own layout.
+    op.strides = dense_operand_strides(v);
+    return op;
+  }
   if (!slice)
     user_error("value '{}' is a view the CUDA target cannot address (a slice of other than the "
                "channel axis); report the model",

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The CUDA checks and benchmarks, run on the GPU machine from the repository root with the
+# bundle scripts/gpu_bundle.sh made here (carried as build/gpu_bundle.tar.xz):
+#
+#   scripts/gpu_checks.sh STEP...     STEP: tests (the GPU unit tests), models (every carried
+#                                     model compiled for cuda vs ONNX Runtime, fp32 and fp16),
+#                                     detect (detections fp32 / fp16 vs ONNX Runtime),
+#                                     bench (yoloc bench of yolov8n and yolox-nano),
+#                                     peer (the PyTorch peer, eager and torch.compile)
+#
+# Everything goes to $OUT (default ./gpu_out): checks.log, and bench/*.json.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+out=${OUT:-$root/gpu_out}
+mkdir -p "$out/bench"
+log=$out/checks.log
+[[ -d build/gpu_bundle ]] || tar -C build -xJf build/gpu_bundle.tar.xz
+B=$root/build/gpu_bundle
+export LD_LIBRARY_PATH=$B/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+for d in /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu; do
+  [[ -e $d/libcuda.so.1 ]] && { export YOLOC_LIBCUDA=$d/libcuda.so.1; break; }
+done
+Y=$B/bin/yoloc
+S=$B/shared
+work=$(mktemp -d)
+status=0
+step() { echo "==== $* ($(date +%T))" | tee -a "$log"; }
+check() {  # runs a command, logs it, remembers a failure
+  "$@" >>"$log" 2>&1
+  local rc=$?
+  [[ $rc -eq 0 ]] || { echo "FAILED ($rc): $*" | tee -a "$log"; status=1; }
+}
+
+for s in "$@"; do
+  case $s in
+    tests)
+      step "GPU unit tests"
+      OUT=$out bash scripts/gpu_smoke.sh build/cuda_gpu >>"$log" 2>&1 || { echo "FAILED: GPU tests" | tee -a "$log"; status=1; }
+      ;;
+    models)
+      for m in yolov8n yolox-nano-facemask yolov5n-fp16-dynbatch yolo11n-dynint8-320; do
+        for p in fp32 fp16; do
+          step "compiled $m $p vs ONNX Runtime"
+          check python3 tests/e2e/check_compiled.py --yoloc "$Y" --model "$S/models/$m.onnx" \
+            --work "$work/$m-$p" --target cuda --precision "$p"
+        done
+      done
+      ;;
+    detect)
+      for m in yolov8n yolox-nano-facemask; do
+        for p in fp32 fp16; do
+          step "detections $m $p"
+          check python3 tests/e2e/check_detections.py --yoloc "$Y" --decoder "$B/bin/yoloc_test_decode_image" \
+            --model "$S/models/$m.onnx" --images "$S"/data/images/{bus,zidane}.jpg \
+            --work "$work/det-$m-$p" --compile --target cuda --precision "$p"
+        done
+      done
+      ;;
+    bench)
+      for spec in yolov8n:1 yolov8n:8 yolov8n:32 yolov8n:128 yolox-nano-facemask:1 yolox-nano-facemask:128; do
+        m=${spec%%:*}; b=${spec##*:}
+        fam=(); [[ $m == yolox* ]] && fam=(--family yolox)
+        step "bench $m fp16 batch $b"
+        check "$Y" compile "$S/models/$m.onnx" --target cuda --precision fp16 --batch "$b" "${fam[@]}" \
+          -o "$work/$m-b$b.ycm" --force
+        check "$Y" bench "$work/$m-b$b.ycm" --iters 200 --warmup 20 --image "$S/data/images/bus.jpg" \
+          --json "$out/bench/yoloc-$m-b$b.json"
+        tail -6 "$log"
+      done
+      ;;
+    peer)
+      step "PyTorch peer"
+      check python3 "$S/peers/torch_peer.py" "$S/models/yolov8n.onnx" --hw 640 --batches 1,8,32,128 \
+        --modes eager,compile --json "$out/bench/torch-yolov8n.json"
+      check python3 "$S/peers/torch_peer.py" "$S/models/yolox-nano-facemask.onnx" --hw 416 \
+        --batches 1,128 --modes compile --json "$out/bench/torch-yolox.json"
+      ;;
+    *) echo "unknown step $s"; exit 2 ;;
+  esac
+done
+step "done, status $status"
+exit $status
