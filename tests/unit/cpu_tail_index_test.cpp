@@ -194,7 +194,7 @@ TEST(CpuTailIndex, EndToEndHead) {
   Value* out = op1(g, "Concat", {box, score, cls_f}, attrs({{"axis", -1}}));
   g.outputs = {out, top[1], which};
   check_graph(g, {{"boxes", random_tensor({1, anchors, 4}, 3, 0.f, 640.f)},
-                  {"scores", tied({1, anchors, classes}, 4, false)}});
+                  {"scores", tied({1, anchors, classes}, 4, true)}});
 }
 
 // int64 arithmetic with negative operands (truncating Div, Mod with the divisor's sign), Casts

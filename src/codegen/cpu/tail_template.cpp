@@ -487,8 +487,47 @@ class Emitter {
     const std::string init = is_int64(y) ? fmt::format("std::numeric_limits<int64_t>::{}()",
                                                        is_max ? "lowest" : "max")
                                          : (is_max ? "-INFINITY" : "INFINITY");
+    const std::string fold = fmt::format("{{0}} = {{1}} {} {{0}} || {{1}} != {{1}} ? {{1}} : {{0}}",
+                                         is_max ? ">" : "<");
     define(y);
     const Shape ys = shape(y);
+    // Reduced dims that are the innermost ones (a row per output element): the row folds into 8
+    // accumulators, which vectorises (the fold's result does not depend on the order, but for
+    // the sign of a zero extremum).
+    const auto first = std::find(mask.begin(), mask.end(), true);
+    if (first != mask.end() && std::all_of(first, mask.end(), [](bool b) { return b; })) {
+      const auto row = static_cast<size_t>(first - mask.begin());
+      const auto [outer, r0, r1] = around(xs, row);
+      const int64_t len = r0 * r1;
+      const auto f = [&](const char* a, const char* v) {
+        return fmt::format(fmt::runtime(fold), a, v);
+      };
+      code_ += fmt::format(R"(  for (int64_t o = 0; o < {O}; ++o) {{
+    const auto* xp = {X} + o * {R};
+    {T} acc[8];
+    for (int j = 0; j < 8; ++j) acc[j] = {INIT};
+    int64_t r = 0;
+    for (; r + 8 <= {R}; r += 8)
+      for (int j = 0; j < 8; ++j) {{
+        const {T} v = xp[r + j];
+        {F_LANE};
+      }}
+    for (; r < {R}; ++r) {{
+      const {T} v = xp[r];
+      {F_TAIL};
+    }}
+    for (int j = 1; j < 8; ++j) {{
+      const {T} v = acc[j];
+      {F_TAIL};
+    }}
+    {Y}[o] = acc[0];
+  }}
+)",
+                           fmt::arg("O", outer), fmt::arg("R", len), fmt::arg("X", rd(x)),
+                           fmt::arg("Y", wr(y)), fmt::arg("T", ctype(y)), fmt::arg("INIT", init),
+                           fmt::arg("F_LANE", f("acc[j]", "v")), fmt::arg("F_TAIL", f("acc[0]", "v")));
+      return true;
+    }
     code_ += emit_loop_nest(ys, {}, {{wr(y), 0, dense_strides(ys)}}, "", {init}, "0",
                             std::to_string(loop_items(ys)), unroll_);
     code_ += emit_loop_nest(
