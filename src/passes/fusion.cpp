@@ -45,14 +45,17 @@ class Partitioner {
   /// convolution after the softmax).
   void detect_tail() {
     std::set<Node*> tail;
+    // An output nothing reads is fine when another one is used (TopK's values when only its
+    // indices are read): the tail computes it for nobody.
     auto feeds_only_tail = [&](const Node* n) {
+      bool used = false;
       for (const Value* o : n->outputs) {
+        used = used || g_.is_output(o) || !users(o).empty();
         if (g_.is_output(o)) continue;
         for (Node* u : users(o))
           if (!tail.count(u)) return false;
-        if (users(o).empty()) return false;
       }
-      return true;
+      return used;
     };
     // An anchor belongs to the tail when it reads decoded head data (a softmax, reshape or
     // concat of the head) rather than a feature map (the epilogue of another anchor).

@@ -131,10 +131,7 @@ def relative_error(y, r):
 
 # Shared models the CPU target cannot compile yet, with the reason. Their compile must fail with a
 # one-line user error naming the missing kernel (checked), and the test is reported as skipped.
-CPU_UNSUPPORTED = {
-    "yolov10n-dynint8-e2e.onnx": "its end-to-end head (TopK, GatherElements, int64 index "
-                                 "arithmetic) has no CPU kernel yet",
-}
+CPU_UNSUPPORTED = {}
 
 
 def check_known_unsupported(yoloc, model, work):

@@ -13,8 +13,10 @@ namespace yoloc::codegen::cpu {
 
 const char* const kScalarPrelude = R"(#ifndef YOLOC_CPU_SCALAR_PRELUDE
 #define YOLOC_CPU_SCALAR_PRELUDE
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -50,6 +52,39 @@ static inline float yc_silu(float x) { return x / (1.f + yc_exp(-x)); }
 // it skips a NaN `b`, unlike it, it keeps a NaN `a`.
 static inline float yc_max(float a, float b) { return b > a ? b : a; }
 static inline float yc_relu1(float x) { return x > 0.f ? x : 0.f; }
+// int64 arithmetic as the reference executor does it, without C++'s undefined cases: sums and
+// products wrap, division truncates (x / 0 = 0 and INT64_MIN / -1 wraps instead of trapping;
+// ONNX leaves them undefined), Mod takes the divisor's sign, float -> int64 truncates and
+// saturates (NaN -> 0).
+static inline int64_t yc_iadd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+static inline int64_t yc_isub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+static inline int64_t yc_imul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+static inline int64_t yc_idiv(int64_t a, int64_t b) {
+  return b == 0 ? 0 : b == -1 ? yc_isub(0, a) : a / b;
+}
+static inline int64_t yc_imod(int64_t a, int64_t b) {
+  if (b == 0 || b == -1) return 0;
+  const int64_t r = a % b;
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+// An index into a dim of n (n > 0): negative ones count from the end; out-of-range ones, which
+// the reference executor rejects, are clamped so that a kernel never reads outside its data.
+static inline int64_t yc_index(int64_t i, int64_t n) {
+  i = i < 0 ? i + n : i;
+  return i < 0 ? 0 : i >= n ? n - 1 : i;
+}
+static inline int64_t yc_f2i64(float x) {
+  if (x != x) return 0;
+  if (x <= -9223372036854775808.f) return std::numeric_limits<int64_t>::min();
+  if (x >= 9223372036854775808.f) return std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(x);
+}
 // IEEE half <-> float for float16 buffers (raw 16-bit storage), branch-light so loops
 // vectorise. Half to float is exact: the bits shifted into a float's place, rescaled by 2^112
 // (subnormal halves land on float subnormals, which the product normalises exactly).
@@ -200,9 +235,39 @@ bool dense_output(const Graph& g, const Value* v) {
   return true;
 }
 
+namespace {
+
+/// The int64 forms of elementwise_expr (every operand and the result int64).
+std::optional<std::string> int64_expr(const Node& n, const std::vector<std::string>& a) {
+  for (const Value* in : n.inputs) {
+    if (!in || in->type.dtype != DType::kInt64) return std::nullopt;
+  }
+  const std::string& op = n.op;
+  if (a.size() == 1) {
+    if (op == "Identity") return a[0];
+    if (op == "Neg") return fmt::format("yc_isub(0, {})", a[0]);
+    if (op == "Abs") return fmt::format("({0} < 0 ? yc_isub(0, {0}) : {0})", a[0]);
+    if (op == "Relu") return fmt::format("({0} > 0 ? {0} : int64_t{{0}})", a[0]);
+    return std::nullopt;
+  }
+  if (a.size() != 2) return std::nullopt;
+  if (op == "Max") return fmt::format("({0} < {1} ? {1} : {0})", a[0], a[1]);
+  if (op == "Min") return fmt::format("({1} < {0} ? {1} : {0})", a[0], a[1]);
+  static const std::map<std::string, const char*> kCalls = {
+      {"Add", "yc_iadd"}, {"Sub", "yc_isub"}, {"Mul", "yc_imul"},
+      {"Div", "yc_idiv"}, {"Mod", "yc_imod"}};
+  const auto it = kCalls.find(op);
+  if (it == kCalls.end() || (op == "Mod" && n.attrs.get_int("fmod", 0) != 0)) return std::nullopt;
+  return fmt::format("{}({}, {})", it->second, a[0], a[1]);
+}
+
+}  // namespace
+
 std::optional<std::string> elementwise_expr(const Node& n, const std::vector<std::string>& a) {
   const std::string& op = n.op;
   const auto f = [](float v) { return fmt::format("{:.9g}f", v); };
+  const DType out = n.outputs.at(0)->type.dtype;
+  if (op != "Cast" && out == DType::kInt64) return int64_expr(n, a);
   if (a.size() == 1 && op != "Cast") {
     if (op == "Relu") return fmt::format("std::fmax({}, 0.f)", a[0]);
     if (op == "Sigmoid") return fmt::format("yc_sigmoid({})", a[0]);
@@ -234,7 +299,12 @@ std::optional<std::string> elementwise_expr(const Node& n, const std::vector<std
     const DType from = n.input(0) ? n.input(0)->type.dtype : DType::kUndefined;
     const DType to = n.outputs.at(0)->type.dtype;
     const auto is_float_type = [](DType t) { return t == DType::kFloat32 || t == DType::kFloat16; };
-    if (a.size() != 1 || !is_float_type(from) || !is_float_type(to)) return std::nullopt;
+    if (a.size() != 1) return std::nullopt;
+    if (from == DType::kInt64 && (to == DType::kInt64 || to == DType::kFloat32)) {
+      return to == DType::kInt64 ? a[0] : fmt::format("static_cast<float>({})", a[0]);
+    }
+    if (from == DType::kFloat32 && to == DType::kInt64) return fmt::format("yc_f2i64({})", a[0]);
+    if (!is_float_type(from) || !is_float_type(to)) return std::nullopt;
     return to == DType::kFloat16 && from != to ? fmt::format("yc_h2f(yc_f2h({}))", a[0]) : a[0];
   }
   if (op == "Clip") {
@@ -290,12 +360,12 @@ std::string emit_loop_nest(const Shape& dims, const std::vector<LoopOperand>& re
   for (size_t k = 0; k < reads.size(); ++k) {
     LoopOperand o = reads[k];
     if (o.half) o.ptr = fmt::format("reinterpret_cast<const uint16_t*>({})", o.ptr);
-    s += base(o, fmt::format("const {}* r{}", o.half ? "uint16_t" : "float", k));
+    s += base(o, fmt::format("const auto* r{}", k));
   }
   for (size_t k = 0; k < writes.size(); ++k) {
     LoopOperand o = writes[k];
     if (o.half) o.ptr = fmt::format("reinterpret_cast<uint16_t*>({})", o.ptr);
-    s += base(o, fmt::format("{}* w{}", o.half ? "uint16_t" : "float", k));
+    s += base(o, fmt::format("auto* w{}", k));
   }
   s += fmt::format("    for (int64_t j = 0; j < {}; ++j) {{\n#pragma GCC unroll {}\n", d[r - 2],
                    unroll);
@@ -305,7 +375,7 @@ std::string emit_loop_nest(const Shape& dims, const std::vector<LoopOperand>& re
   };
   for (size_t k = 0; k < reads.size(); ++k) {
     const std::string load = fmt::format("r{}[{}]", k, at(reads[k]));
-    s += fmt::format("        const float x{} = {};\n", k,
+    s += fmt::format("        const {} x{} = {};\n", reads[k].half ? "float" : "auto", k,
                      reads[k].half ? fmt::format("yc_h2f({})", load) : load);
   }
   s += body;

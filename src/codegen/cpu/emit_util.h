@@ -53,10 +53,14 @@ bool dense_output(const Graph& g, const Value* v);
 /// The C++ float expression of elementwise node n applied to `args` (one expression per input,
 /// in input order), or nullopt when the op (or its attributes) is not supported. Needs the
 /// functions of kScalarPrelude. A Cast between float32 and float16 is taken (values are float
-/// in the kernel: a Cast to float16 rounds; LoopOperand::half stores it).
+/// in the kernel: a Cast to float16 rounds; LoopOperand::half stores it). int64 nodes (every
+/// operand int64; Casts between int64 and float32) get integer expressions (yc_idiv, yc_imod:
+/// the reference executor's truncating division and divisor-signed remainder): only the tail
+/// template keeps int64 values.
 std::optional<std::string> elementwise_expr(const Node& n, const std::vector<std::string>& args);
 
-/// Includes and scalar helpers (yc_sigmoid, yc_silu, yc_relu1, yc_h2f, yc_f2h) every IR-driven kernel starts with.
+/// Includes and scalar helpers (yc_sigmoid, yc_silu, yc_relu1, yc_h2f, yc_f2h, the int64 ones)
+/// every IR-driven kernel starts with.
 extern const char* const kScalarPrelude;
 
 /// An array a loop nest reads or writes: `ptr` + base + sum(index_d * strides[d]).
@@ -69,7 +73,8 @@ struct LoopOperand {
 
 /// A loop nest over `dims`: the leading dims (all but the last two) are the work items from
 /// `begin` to `end` (C++ expressions), the last two are plain loops (the innermost unrolled by
-/// `unroll`). In the innermost body, `const float xK = <reads[K]>;` for each read, then `body`
+/// `unroll`). In the innermost body, `const auto xK = <reads[K]>;` for each read (typed by the
+/// operand's pointer: float, int64_t; float16 storage is converted to float), then `body`
 /// (statements that may use xK and must define the names in `values`), then
 /// `<writes[K]> = values[K];`.
 std::string emit_loop_nest(const Shape& dims, const std::vector<LoopOperand>& reads,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "ir/op_registry.h"
 
@@ -21,6 +22,32 @@ int64_t norm_axis(int64_t axis, size_t rank) {
   return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
 }
 
+bool is_int64(const Value* v) { return v && v->type.dtype == DType::kInt64; }
+
+/// The static shape of a value the tail holds: float32, float16 (raw storage) or int64.
+std::optional<Shape> static_tail_shape(const Value* v) {
+  if (is_int64(v) && v->type.has_rank && v->type.is_static()) return v->type.static_shape();
+  return static_float_shape(v);
+}
+
+/// The C++ element type of a value's buffer (float16 storage hides behind float pointers).
+const char* ctype(const Value* v) { return is_int64(v) ? "int64_t" : "float"; }
+
+/// The integer elements of a constant input, read at compile time; nullopt when unknown.
+std::optional<std::vector<int64_t>> known_ints(const Value* v) {
+  if (!v || !v->known()) return std::nullopt;
+  return v->known()->to_int64s();
+}
+
+/// How many leading inputs of n are data the kernel reads (the rest, such as shapes, slice
+/// bounds, K or axes, are integer constants read at compile time).
+size_t data_inputs(const Node& n) {
+  if (n.def->has(kTraitElementwise) || n.op == "Concat") return n.inputs.size();
+  if (n.op == "Conv") return 3;
+  if (n.op == "MatMul" || n.op == "Gather" || n.op == "GatherElements") return 2;
+  return 1;
+}
+
 // Emits the tail's code node by node; nullopt as soon as something is unsupported.
 class Emitter {
  public:
@@ -33,7 +60,9 @@ class Emitter {
     for (const Node* n : t_.io.nodes) {
       for (const Value* o : n->outputs) {
         // Only a Cast makes float16 (other ops would skip the rounding of their results).
-        if (!(n->op == "Cast" ? static_float_shape(o) : static_f32_shape(o))) return std::nullopt;
+        if (!(n->op == "Cast" || is_int64(o) ? static_tail_shape(o) : static_f32_shape(o))) {
+          return std::nullopt;
+        }
       }
       if (!emit_node(*n)) return std::nullopt;
     }
@@ -54,6 +83,13 @@ class Emitter {
   bool bind_input(const Value* v, size_t k) {
     const Shape s = shape(v);
     if (is_half(v) && v->layout.layout != Layout::kNCHW) return false;
+    if (is_int64(v)) {
+      if (v->layout.layout != Layout::kNCHW) return false;
+      code_ += fmt::format("  const int64_t* {} = reinterpret_cast<const int64_t*>(in[{}]);\n",
+                           rd(v), k);
+      bound_.insert(v);
+      return true;
+    }
     if (v->is_constant() || v->layout.layout == Layout::kNCHW) {
       code_ += fmt::format("  const float* {} = in[{}];\n", rd(v), k);
       bound_.insert(v);
@@ -77,6 +113,18 @@ class Emitter {
     return true;
   }
 
+  // An int64 constant the kernel reads as data (a divisor, gather indices): baked into the code.
+  bool bind_baked(const Value* v) {
+    const auto ints = known_ints(v);
+    if (!is_int64(v) || !ints || ints->empty() || ints->size() > kMaxBaked) return false;
+    std::string list;
+    for (int64_t i : *ints) list += fmt::format("{}{}", list.empty() ? "" : ", ", i);
+    code_ += fmt::format("  static const int64_t {}[] = {{{}}};\n", rd(v), list);
+    bound_.insert(v);
+    return true;
+  }
+  static constexpr size_t kMaxBaked = 1 << 16;
+
   // NCHWc output k from v's plain buffer, once everything is computed: the inverse of the
   // re-layout of bind_input.
   void store_blocked(const Value* v, size_t k) {
@@ -97,15 +145,19 @@ class Emitter {
     if (it != t_.io.outputs.end() && v->layout.layout == Layout::kNCHWc) {
       blocked_outputs_.emplace_back(v, static_cast<size_t>(it - t_.io.outputs.begin()));
     }
+    const std::string type = ctype(v);
     if (it != t_.io.outputs.end() && v->layout.layout != Layout::kNCHWc) {
-      code_ += fmt::format("  float* {} = out[{}];\n", wr(v), it - t_.io.outputs.begin());
+      code_ += fmt::format("  {0}* {1} = reinterpret_cast<{0}*>(out[{2}]);\n", type, wr(v),
+                           it - t_.io.outputs.begin());
     } else {
+      // Scratch is counted in floats: an int64 element takes two.
+      const int64_t floats = shape_numel(shape(v)) * (is_int64(v) ? 2 : 1);
       code_ += fmt::format("  static thread_local float* buf{0} = nullptr;\n"
                            "  static thread_local long buf{0}_n = 0;\n"
-                           "  float* {2} = yc_scratch<{1}>(buf{0}, buf{0}_n);\n",
-                           v->id, shape_numel(shape(v)), wr(v));
+                           "  {3}* {2} = reinterpret_cast<{3}*>(yc_scratch<{1}>(buf{0}, buf{0}_n));\n",
+                           v->id, floats, wr(v), type);
     }
-    code_ += fmt::format("  const float* {} = {};\n", rd(v), wr(v));
+    code_ += fmt::format("  const {}* {} = {};\n", type, rd(v), wr(v));
     bound_.insert(v);
   }
 
@@ -115,18 +167,18 @@ class Emitter {
   }
 
   bool emit_node(const Node& n) {
-    if (n.outputs.size() != 1 && n.op != "Split") return false;
+    if (n.outputs.size() != 1 && n.op != "Split" && n.op != "TopK") return false;
     const Value* y = n.outputs[0];
-    // Data operands must be float32 arrays the kernel holds; integer constants (shapes, slice
-    // bounds) are read at compile time by the emitters that take them.
-    const size_t data_inputs = n.def->has(kTraitElementwise) || n.op == "Concat" ? n.inputs.size()
-                               : n.op == "Conv"                                  ? 3
-                               : n.op == "MatMul"                                ? 2
-                                                                                 : 1;
-    for (size_t i = 0; i < std::min(data_inputs, n.inputs.size()); ++i) {
-      if (n.input(i) && !bound_.count(n.input(i))) return false;
+    // Data operands are arrays the kernel holds (float32, float16 storage, int64; small int64
+    // constants are baked in); other integer constants (shapes, slice bounds) are read at
+    // compile time by the emitters that take them.
+    const bool float_only = n.op == "Softmax" || n.op == "Conv" || n.op == "MatMul";
+    for (size_t i = 0; i < std::min(data_inputs(n), n.inputs.size()); ++i) {
+      const Value* in = n.input(i);
+      if (in && !bound_.count(in) && !(in->is_constant() && bind_baked(in))) return false;
       // float16 buffers (raw 16-bit storage) are read and written by elementwise loops only.
-      if (is_half(n.input(i)) && !n.def->has(kTraitElementwise)) return false;
+      if (is_half(in) && !n.def->has(kTraitElementwise)) return false;
+      if (is_int64(in) && float_only) return false;
     }
     if (is_half(y) && !n.def->has(kTraitElementwise)) return false;
     code_ += fmt::format("  // {}\n", n.label());
@@ -134,7 +186,7 @@ class Emitter {
       const bool leaves =
           std::find(t_.io.outputs.begin(), t_.io.outputs.end(), y) != t_.io.outputs.end();
       if (!leaves) {
-        code_ += fmt::format("  const float* {} = {};\n", rd(y), rd(n.input(0)));
+        code_ += fmt::format("  const {}* {} = {};\n", ctype(y), rd(y), rd(n.input(0)));
         bound_.insert(y);
         return true;
       }
@@ -151,6 +203,12 @@ class Emitter {
     if (n.op == "Softmax") return softmax(n);
     if (n.op == "Conv") return conv(n);
     if (n.op == "MatMul") return matmul(n);
+    if (n.op == "ReduceMax" || n.op == "ReduceMin") return reduce_extremum(n);
+    if (n.op == "ArgMax" || n.op == "ArgMin") return arg_extremum(n);
+    if (n.op == "TopK") return topk(n);
+    if (n.op == "Gather") return gather(n);
+    if (n.op == "GatherElements") return gather_elements(n);
+    if (n.op == "Tile") return tile(n);
     return false;
   }
 
@@ -164,7 +222,7 @@ class Emitter {
         args.emplace_back();
         continue;
       }
-      if (!static_float_shape(in)) return false;
+      if (!static_tail_shape(in)) return false;
       const auto st = broadcast_strides(shape(in), s);
       if (!st) return false;
       args.push_back(fmt::format("x{}", reads.size()));
@@ -174,7 +232,7 @@ class Emitter {
     if (!e) return false;
     define(y);
     code_ += emit_loop_nest(s, reads, {{wr(y), 0, dense_strides(s), is_half(y)}},
-                            fmt::format("        const float y = {};\n", *e), {"y"}, "0",
+                            fmt::format("        const {} y = {};\n", ctype(y), *e), {"y"}, "0",
                             std::to_string(loop_items(s)), unroll_);
     return true;
   }
@@ -399,6 +457,244 @@ class Emitter {
     return true;
   }
 
+  /// ReduceMax / ReduceMin over constant axes: the output starts at -inf / +inf (the int64
+  /// extremes) and every input element folds into its output element, a NaN propagating as in
+  /// the reference executor.
+  bool reduce_extremum(const Node& n) {
+    const Value *x = n.input(0), *y = n.outputs[0];
+    const Shape xs = shape(x);
+    std::vector<int64_t> axes;
+    if (n.inputs.size() > 1 && n.input(1)) {
+      const auto a = known_ints(n.input(1));
+      if (!a) return false;
+      axes = *a;
+    }
+    std::vector<bool> mask(xs.size(), axes.empty() && !n.attrs.get_int("noop_with_empty_axes", 0));
+    for (int64_t a : axes) {
+      const int64_t d = norm_axis(a, xs.size());
+      if (d < 0 || d >= static_cast<int64_t>(xs.size())) return false;
+      mask[static_cast<size_t>(d)] = true;
+    }
+    // y's strides over x's dims: 0 along the reduced ones.
+    std::vector<int64_t> yst(xs.size(), 0);
+    int64_t step = 1;
+    for (size_t d = xs.size(); d-- > 0;) {
+      if (mask[d]) continue;
+      yst[d] = step;
+      step *= xs[d];
+    }
+    const bool is_max = n.op == "ReduceMax";
+    const std::string init = is_int64(y) ? fmt::format("std::numeric_limits<int64_t>::{}()",
+                                                       is_max ? "lowest" : "max")
+                                         : (is_max ? "-INFINITY" : "INFINITY");
+    const std::string fold = fmt::format("{{0}} = {{1}} {} {{0}} || {{1}} != {{1}} ? {{1}} : {{0}}",
+                                         is_max ? ">" : "<");
+    define(y);
+    const Shape ys = shape(y);
+    // Reduced dims that are the innermost ones (a row per output element): the row folds into 8
+    // accumulators, which vectorises (the fold's result does not depend on the order, but for
+    // the sign of a zero extremum).
+    const auto first = std::find(mask.begin(), mask.end(), true);
+    if (first != mask.end() && std::all_of(first, mask.end(), [](bool b) { return b; })) {
+      const auto row = static_cast<size_t>(first - mask.begin());
+      const auto [outer, r0, r1] = around(xs, row);
+      const int64_t len = r0 * r1;
+      const auto f = [&](const char* a, const char* v) {
+        return fmt::format(fmt::runtime(fold), a, v);
+      };
+      code_ += fmt::format(R"(  for (int64_t o = 0; o < {O}; ++o) {{
+    const auto* xp = {X} + o * {R};
+    {T} acc[8];
+    for (int j = 0; j < 8; ++j) acc[j] = {INIT};
+    int64_t r = 0;
+    for (; r + 8 <= {R}; r += 8)
+      for (int j = 0; j < 8; ++j) {{
+        const {T} v = xp[r + j];
+        {F_LANE};
+      }}
+    for (; r < {R}; ++r) {{
+      const {T} v = xp[r];
+      {F_TAIL};
+    }}
+    for (int j = 1; j < 8; ++j) {{
+      const {T} v = acc[j];
+      {F_TAIL};
+    }}
+    {Y}[o] = acc[0];
+  }}
+)",
+                           fmt::arg("O", outer), fmt::arg("R", len), fmt::arg("X", rd(x)),
+                           fmt::arg("Y", wr(y)), fmt::arg("T", ctype(y)), fmt::arg("INIT", init),
+                           fmt::arg("F_LANE", f("acc[j]", "v")), fmt::arg("F_TAIL", f("acc[0]", "v")));
+      return true;
+    }
+    code_ += emit_loop_nest(ys, {}, {{wr(y), 0, dense_strides(ys)}}, "", {init}, "0",
+                            std::to_string(loop_items(ys)), unroll_);
+    code_ += emit_loop_nest(
+        xs, {{rd(x), 0, dense_strides(xs)}, {rd(y), 0, yst}}, {{wr(y), 0, yst}},
+        fmt::format("        const auto y = x0 {} x1 || x0 != x0 ? x0 : x1;\n", is_max ? ">" : "<"),
+        {"y"}, "0", std::to_string(loop_items(xs)), unroll_);
+    return true;
+  }
+
+  /// ArgMax / ArgMin along one axis: the first extremum (the last with select_last_index), the
+  /// comparisons being the reference executor's.
+  bool arg_extremum(const Node& n) {
+    const Value *x = n.input(0), *y = n.outputs[0];
+    const Shape xs = shape(x);
+    if (xs.empty() || !is_int64(y)) return false;
+    const int64_t axis = norm_axis(n.attrs.get_int("axis", 0), xs.size());
+    if (axis < 0 || axis >= static_cast<int64_t>(xs.size()) || xs[static_cast<size_t>(axis)] == 0)
+      return false;
+    const auto [outer, len, inner] = around(xs, static_cast<size_t>(axis));
+    define(y);
+    code_ += fmt::format(R"(  for (int64_t o = 0; o < {O}; ++o)
+    for (int64_t i = 0; i < {I}; ++i) {{
+      const auto* row = {X} + o * {L} * {I} + i;
+      int64_t best = 0;
+      for (int64_t k = 1; k < {L}; ++k) {{
+        const auto v = row[k * {I}], b = row[best * {I}];
+        if ({BETTER} || ({LAST} && !(v < b) && !(b < v))) best = k;
+      }}
+      {Y}[o * {I} + i] = best;
+    }}
+)",
+                         fmt::arg("O", outer), fmt::arg("I", inner), fmt::arg("L", len),
+                         fmt::arg("X", rd(x)), fmt::arg("Y", wr(y)),
+                         fmt::arg("BETTER", n.op == "ArgMax" ? "b < v" : "v < b"),
+                         fmt::arg("LAST", n.attrs.get_int("select_last_index", 0) ? "true" : "false"));
+    return true;
+  }
+
+  /// TopK with a constant K: the reference executor's order (NaN largest, then values, ties to
+  /// the lower index), always sorted, by a partial sort of the indices of each row.
+  bool topk(const Node& n) {
+    const Value *x = n.input(0), *vals = n.outputs[0], *idx = n.outputs[1];
+    const auto k = known_ints(n.input(1));
+    const Shape xs = shape(x);
+    const int64_t axis = norm_axis(n.attrs.get_int("axis", -1), xs.size());
+    if (!k || k->size() != 1 || !is_int64(idx) || axis < 0 ||
+        axis >= static_cast<int64_t>(xs.size())) {
+      return false;
+    }
+    const auto [outer, dim, inner] = around(xs, static_cast<size_t>(axis));
+    if ((*k)[0] < 0 || (*k)[0] > dim) return false;
+    const bool largest = n.attrs.get_int("largest", 1) != 0;
+    define(vals);
+    define(idx);
+    code_ += fmt::format(R"(  {{
+    static thread_local float* ord{ID} = nullptr;
+    static thread_local long ord{ID}_n = 0;
+    int64_t* ord = reinterpret_cast<int64_t*>(yc_scratch<{D2}>(ord{ID}, ord{ID}_n));
+    for (int64_t o = 0; o < {O}; ++o)
+      for (int64_t i = 0; i < {I}; ++i) {{
+        const auto* xp = {X} + o * {D} * {I} + i;
+        const auto before = [xp](int64_t a, int64_t b) {{
+          const auto va = xp[a * {I}], vb = xp[b * {I}];
+          const bool na = va != va, nb = vb != vb;
+          if (na != nb) return {LARGEST} ? na : nb;
+          if (!na && va != vb) return {LARGEST} ? va > vb : va < vb;
+          return a < b;
+        }};
+        for (int64_t j = 0; j < {D}; ++j) ord[j] = j;
+        std::partial_sort(ord, ord + {K}, ord + {D}, before);
+        for (int64_t j = 0; j < {K}; ++j) {{
+          {V}[o * {K} * {I} + j * {I} + i] = xp[ord[j] * {I}];
+          {IX}[o * {K} * {I} + j * {I} + i] = ord[j];
+        }}
+      }}
+  }}
+)",
+                         fmt::arg("ID", vals->id), fmt::arg("D2", std::max<int64_t>(2 * dim, 2)),
+                         fmt::arg("O", outer), fmt::arg("I", inner), fmt::arg("D", dim),
+                         fmt::arg("K", (*k)[0]), fmt::arg("X", rd(x)), fmt::arg("V", wr(vals)),
+                         fmt::arg("IX", wr(idx)), fmt::arg("LARGEST", largest ? "true" : "false"));
+    return true;
+  }
+
+  /// Gather along an axis: whole inner rows copied from the indexed positions.
+  bool gather(const Node& n) {
+    const Value *x = n.input(0), *ix = n.input(1), *y = n.outputs[0];
+    const Shape xs = shape(x);
+    if (!is_int64(ix) || xs.empty()) return false;
+    const int64_t axis = norm_axis(n.attrs.get_int("axis", 0), xs.size());
+    if (axis < 0 || axis >= static_cast<int64_t>(xs.size())) return false;
+    const auto [outer, dim, inner] = around(xs, static_cast<size_t>(axis));
+    const int64_t count = shape_numel(shape(ix));
+    if (dim == 0 && count > 0) return false;
+    define(y);
+    code_ += fmt::format(R"(  for (int64_t o = 0; o < {O}; ++o)
+    for (int64_t p = 0; p < {P}; ++p) {{
+      const auto* src = {X} + (o * {D} + yc_index({IX}[p], {D})) * {I};
+      auto* dst = {Y} + (o * {P} + p) * {I};
+      for (int64_t i = 0; i < {I}; ++i) dst[i] = src[i];
+    }}
+)",
+                         fmt::arg("O", outer), fmt::arg("P", count), fmt::arg("D", dim),
+                         fmt::arg("I", inner), fmt::arg("X", rd(x)), fmt::arg("IX", rd(ix)),
+                         fmt::arg("Y", wr(y)));
+    return true;
+  }
+
+  /// GatherElements: each output element's position in data is its own but along the axis,
+  /// where its index says.
+  bool gather_elements(const Node& n) {
+    const Value *x = n.input(0), *ix = n.input(1), *y = n.outputs[0];
+    const Shape xs = shape(x), is = shape(ix);
+    if (!is_int64(ix) || xs.empty() || is.size() != xs.size()) return false;
+    const int64_t axis = norm_axis(n.attrs.get_int("axis", 0), xs.size());
+    if (axis < 0 || axis >= static_cast<int64_t>(xs.size())) return false;
+    const auto a = static_cast<size_t>(axis);
+    for (size_t d = 0; d < xs.size(); ++d) {
+      if (d != a && is[d] > xs[d]) return false;
+    }
+    if (xs[a] == 0 && shape_numel(is) > 0) return false;
+    const std::vector<int64_t> xst = dense_strides(xs);
+    std::string offset;
+    for (size_t d = xs.size(); d-- > 0;) {
+      offset += d == a ? fmt::format("      rest /= {};\n", is[d])
+                       : fmt::format("      off += rest % {} * {};\n      rest /= {};\n", is[d],
+                                     xst[d], is[d]);
+    }
+    define(y);
+    code_ += fmt::format(R"(  for (int64_t f = 0; f < {N}; ++f) {{
+    int64_t rest = f, off = yc_index({IX}[f], {D}) * {S};
+{OFF}    {Y}[f] = {X}[off];
+  }}
+)",
+                         fmt::arg("N", shape_numel(is)), fmt::arg("IX", rd(ix)),
+                         fmt::arg("D", xs[a]), fmt::arg("S", xst[a]), fmt::arg("OFF", offset),
+                         fmt::arg("Y", wr(y)), fmt::arg("X", rd(x)));
+    return true;
+  }
+
+  /// Tile with constant repeats: a copy over (repeat, dim) pairs of loops.
+  bool tile(const Node& n) {
+    const Value *x = n.input(0), *y = n.outputs[0];
+    const Shape xs = shape(x), ys = shape(y);
+    const auto reps = known_ints(n.input(1));
+    if (!reps || reps->size() != xs.size() || ys.size() != xs.size()) return false;
+    const std::vector<int64_t> xst = dense_strides(xs), yst = dense_strides(ys);
+    Shape dims;
+    std::vector<int64_t> from, to;
+    for (size_t d = 0; d < xs.size(); ++d) {
+      dims.insert(dims.end(), {(*reps)[d], xs[d]});
+      from.insert(from.end(), {0, xst[d]});
+      to.insert(to.end(), {xs[d] * yst[d], yst[d]});
+    }
+    define(y);
+    if (shape_numel(ys) > 0) copy(dims, {rd(x), 0, from}, {wr(y), 0, to});
+    return true;
+  }
+
+  /// The extents before, at and after an axis.
+  static std::tuple<int64_t, int64_t, int64_t> around(const Shape& s, size_t axis) {
+    int64_t outer = 1, inner = 1;
+    for (size_t i = 0; i < axis; ++i) outer *= s[i];
+    for (size_t i = axis + 1; i < s.size(); ++i) inner *= s[i];
+    return {outer, s[axis], inner};
+  }
+
   const TailTask& t_;
   int64_t unroll_;
   std::string code_;
@@ -448,6 +744,25 @@ bool images_independent(const TailTask& t, int64_t n) {
       if (perm.empty() || perm[0] != 0) return false;
     }
     if (node->op == "MatMul" && rank < 3) return false;
+    // Ops along an axis of their data input (whose rank the output's may not be). Gather's
+    // indices, read whole by every image, must be shared by all of them.
+    const size_t in_rank = node->input(0) ? node->input(0)->type.dims.size() : 0;
+    const auto data_axis0 = [&](int64_t dflt) {
+      return norm_axis(node->attrs.get_int("axis", dflt), in_rank) == 0;
+    };
+    if ((node->op == "TopK" && data_axis0(-1)) ||
+        ((node->op == "ArgMax" || node->op == "ArgMin" || node->op == "GatherElements") &&
+         data_axis0(0)) ||
+        (node->op == "Gather" && (data_axis0(0) || !node->input(1)->is_constant()))) {
+      return false;
+    }
+    if (node->op == "ReduceMax" || node->op == "ReduceMin" || node->op == "Tile") {
+      const auto ints = known_ints(node->inputs.size() > 1 ? node->input(1) : nullptr);
+      if (!ints || ints->empty()) return false;
+      if (node->op == "Tile" && (*ints)[0] != 1) return false;
+      for (int64_t a : *ints)
+        if (node->op != "Tile" && norm_axis(a, in_rank) == 0) return false;
+    }
     if (node->op == "Slice") {
       const Value* axes = node->inputs.size() > 3 ? node->input(3) : nullptr;
       if (!axes || !axes->known()) return false;
@@ -466,7 +781,7 @@ std::optional<TailTask> tail_task_from_group(const Graph& g, const FusedGroup& g
   if (t.io.nodes.empty() || t.io.outputs.empty()) return std::nullopt;
   for (const Value* in : t.io.inputs) {
     if (!in->is_constant()) {
-      if (!static_float_shape(in)) return std::nullopt;
+      if (!static_tail_shape(in)) return std::nullopt;
       t.args.push_back(in);
     } else if (in->type.dtype == DType::kFloat32) {
       t.args.push_back(in);
