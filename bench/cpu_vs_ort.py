@@ -23,8 +23,10 @@ import tempfile
 import time
 
 import numpy as np
-import onnx
 import onnxruntime as ort
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from onnx_twin import dynamic_batch_twin  # noqa: E402
 
 MODELS = [("yolov8n.onnx", []), ("yolox-nano-facemask.onnx", ["--family", "yolox"])]
 
@@ -44,39 +46,6 @@ def cpu_info():
     except OSError:
         pass
     return info
-
-
-def dynamic_batch_twin(path, out_dir):
-    """The model with a symbolic batch (see the module doc), or the model itself if its batch
-    is dynamic already."""
-    m = onnx.load(path)
-    dim0 = m.graph.input[0].type.tensor_type.shape.dim[0]
-    if not dim0.HasField("dim_value"):
-        return path
-    dim0.ClearField("dim_value")
-    dim0.dim_param = "batch"
-    for o in m.graph.output:
-        d = o.type.tensor_type.shape.dim
-        if d and d[0].HasField("dim_value"):
-            d[0].ClearField("dim_value")
-            d[0].dim_param = "batch"
-    shapes = {n.input[1] for n in m.graph.node if n.op_type == "Reshape" and len(n.input) > 1}
-    for init in m.graph.initializer:
-        if init.name in shapes:
-            arr = onnx.numpy_helper.to_array(init).copy()
-            if arr.ndim == 1 and arr.size and arr[0] == 1:
-                arr[0] = 0
-                init.CopyFrom(onnx.numpy_helper.from_array(arr, init.name))
-    for n in m.graph.node:  # Constant-node shapes
-        if n.op_type == "Constant" and n.output[0] in shapes:
-            t = onnx.numpy_helper.to_array(n.attribute[0].t).copy()
-            if t.ndim == 1 and t.size and t[0] == 1:
-                t[0] = 0
-                n.attribute[0].t.CopyFrom(onnx.numpy_helper.from_array(t))
-    del m.graph.value_info[:]
-    out = os.path.join(out_dir, os.path.basename(path).replace(".onnx", "-dynbatch.onnx"))
-    onnx.save(m, out)
-    return out
 
 
 def ort_session(path, threads):
@@ -172,7 +141,7 @@ def main():
               "machine": {"cpu": cpu_info(), "kernel": platform.release(),
                           "load_average_at_end": load},
               "versions": {"yoloc": yoloc_version.strip(), "onnxruntime": ort.__version__,
-                           "onnx": onnx.__version__, "numpy": np.__version__,
+                           "onnx": __import__("onnx").__version__, "numpy": np.__version__,
                            "python": platform.python_version()},
               "method": "per model and batch: rounds x (ORT iters, then yoloc bench iters), "
                         "medians of the round medians; same intra-op threads",

@@ -28,6 +28,7 @@ done
 cp "$shared"/models/{yolov8n,yolox-nano-facemask,yolov5n-fp16-dynbatch,yolo11n-dynint8-320}.onnx \
   "$out/shared/models/"
 cp "$shared"/data/images/*.jpg "$out/shared/data/images/"
+cp -r "$shared"/data/coco-eval "$out/shared/data/"
 cp "$shared"/peers/*.py "$out/shared/peers/"
 # The GPU tests' data (tests/cuda/cuda_detect_gpu_test.cpp): images and real head outputs.
 if [[ ! -f "$build/cuda_gpu/data/yolox_zidane_head.npy" ]]; then

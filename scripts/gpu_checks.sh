@@ -5,8 +5,11 @@
 #   scripts/gpu_checks.sh STEP...     STEP: tests (the GPU unit tests), models (every carried
 #                                     model compiled for cuda vs ONNX Runtime, fp32 and fp16),
 #                                     detect (detections fp32 / fp16 vs ONNX Runtime),
-#                                     bench (yoloc bench of yolov8n and yolox-nano),
-#                                     peer (the PyTorch peer, eager and torch.compile)
+#                                     bench (yoloc bench of yolov8n and yolox-nano, batch 1),
+#                                     profile (per-kernel times), eval (mAP fp32 vs fp16),
+#                                     versus (bench/gpu_vs_torch.py: yoloc and the PyTorch peer at
+#                                     batch 1..128; RECORDS=FILE applies tuning records,
+#                                     NO_PEER=1 skips the peer)
 #
 # Everything goes to $OUT (default ./gpu_out): checks.log, and bench/*.json.
 set -uo pipefail
@@ -58,7 +61,7 @@ for s in "$@"; do
       done
       ;;
     bench)
-      for spec in yolov8n:1 yolov8n:8 yolov8n:32 yolov8n:128 yolox-nano-facemask:1 yolox-nano-facemask:128; do
+      for spec in yolov8n:1 yolox-nano-facemask:1; do
         m=${spec%%:*}; b=${spec##*:}
         fam=(); [[ $m == yolox* ]] && fam=(--family yolox)
         step "bench $m fp16 batch $b"
@@ -69,12 +72,28 @@ for s in "$@"; do
         tail -6 "$log"
       done
       ;;
-    peer)
-      step "PyTorch peer"
-      check python3 "$S/peers/torch_peer.py" "$S/models/yolov8n.onnx" --hw 640 --batches 1,8,32,128 \
-        --modes eager,compile --json "$out/bench/torch-yolov8n.json"
-      check python3 "$S/peers/torch_peer.py" "$S/models/yolox-nano-facemask.onnx" --hw 416 \
-        --batches 1,128 --modes compile --json "$out/bench/torch-yolox.json"
+    profile)
+      for m in yolov8n yolox-nano-facemask; do
+        fam=(); [[ $m == yolox* ]] && fam=(--family yolox)
+        step "profile $m fp16"
+        check "$Y" compile "$S/models/$m.onnx" --target cuda --precision fp16 "${fam[@]}" \
+          -o "$work/$m-prof.ycm" --force
+        check "$Y" profile "$work/$m-prof.ycm" --iters 20 --top 40 --json "$out/bench/profile-$m.json"
+      done
+      ;;
+    eval)
+      for p in fp32 fp16; do
+        step "eval yolov8n $p on coco-eval"
+        check "$Y" compile "$S/models/yolov8n.onnx" --target cuda --precision "$p" -o "$work/eval-$p.ycm" --force
+        check "$Y" eval "$work/eval-$p.ycm" --data "$S/data/coco-eval" --json "$out/bench/eval-yolov8n-$p.json"
+        tail -3 "$log"
+      done
+      ;;
+    versus)  # yoloc and the PyTorch peer in one run: bench/gpu_vs_torch.py
+      step "yoloc vs PyTorch (eager, torch.compile)"
+      check python3 bench/gpu_vs_torch.py --yoloc "$Y" --models "$S/models" --peers "$S/peers" \
+        --image "$S/data/images/bus.jpg" --json "$out/bench/h200.json" ${RECORDS:+--records "$RECORDS"} \
+        ${NO_PEER:+--no-peer}
       ;;
     *) echo "unknown step $s"; exit 2 ;;
   esac

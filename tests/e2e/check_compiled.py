@@ -79,6 +79,11 @@ def main():
             what = "reference executor, fp32 rewrite" if quantized else "ONNX Runtime"
             print(f"batch {batch} {name}: max relative error {err:.3g} vs {what} "
                   f"({'ok' if ok else 'FAIL'})")
+            if not ok:
+                d = np.abs(got[name].astype(np.float64) - r.astype(np.float64))
+                worst = np.unravel_index(int(np.nanargmax(d)), d.shape)
+                print(f"  worst element {tuple(int(i) for i in worst)}: {got[name][worst]} vs "
+                      f"{r[worst]}; {100 * frac:.3f} % of elements off by > 1e-4")
             failed |= not ok
             if quantized:
                 qerr, qfrac = common.relative_error(got[name], ort[name])

@@ -177,7 +177,7 @@ void CudaExecutor::prepare_detect(int width, int height) {
   d->gpu = std::make_unique<GpuDetect>(
       *modules_.at(static_cast<size_t>(program_.detect_module)), *program_.detect,
       arena_.ptr() + program_.input_offsets[0], arena_.ptr() + program_.output_offsets[0],
-      d->capacity_w, d->capacity_h);
+      d->capacity_w, d->capacity_h, FrameSource::kZeroCopy);
   stream_->begin_capture();
   d->gpu->enqueue_preprocess(*stream_);
   enqueue_network(*stream_);
@@ -186,13 +186,28 @@ void CudaExecutor::prepare_detect(int width, int height) {
   detect_ = std::move(d);
 }
 
-std::vector<std::vector<detect::Detection>> CudaExecutor::detect(
-    const std::vector<detect::Image>& images, float conf, float iou, int max_det) {
+int CudaExecutor::detect_batch() const {
   if (!can_detect())
     user_error("artifact '{}' holds no GPU detection kernels (it was compiled with --outputs); "
                "run its raw outputs instead",
                artifact_->path());
-  const int batch = program_.detect->batch;
+  return program_.detect->batch;
+}
+
+std::vector<std::vector<detect::Detection>> CudaExecutor::run_detect(size_t images, float conf,
+                                                                    float iou, int max_det) {
+  GpuDetect& gpu = *detect_->gpu;
+  gpu.set_thresholds(conf, iou, std::min(max_det, program_.detect->max_det_cap));
+  detect_->graph->launch(*stream_);
+  stream_->synchronize();
+  std::vector<std::vector<detect::Detection>> out;
+  for (size_t b = 0; b < images; ++b) out.push_back(gpu.detections(static_cast<int>(b)));
+  return out;
+}
+
+std::vector<std::vector<detect::Detection>> CudaExecutor::detect(
+    const std::vector<detect::Image>& images, float conf, float iou, int max_det) {
+  const int batch = detect_batch();
   if (images.empty() || static_cast<int>(images.size()) > batch)
     user_error("{} image(s) given; the artifact detects 1 to {} per run", images.size(), batch);
   int w = 0, h = 0;
@@ -203,17 +218,39 @@ std::vector<std::vector<detect::Detection>> CudaExecutor::detect(
   }
   context_->make_current();
   prepare_detect(w, h);
-  GpuDetect& gpu = *detect_->gpu;
-  gpu.set_thresholds(conf, iou, std::min(max_det, program_.detect->max_det_cap));
   for (int b = 0; b < batch; ++b) {
     // Unused batch slots repeat the first image; their detections are dropped.
-    gpu.set_frame(b, images[static_cast<size_t>(b) < images.size() ? static_cast<size_t>(b) : 0]);
+    detect_->gpu->set_frame(
+        b, images[static_cast<size_t>(b) < images.size() ? static_cast<size_t>(b) : 0]);
   }
-  detect_->graph->launch(*stream_);
-  stream_->synchronize();
-  std::vector<std::vector<detect::Detection>> out;
-  for (size_t b = 0; b < images.size(); ++b) out.push_back(gpu.detections(static_cast<int>(b)));
-  return out;
+  return run_detect(images.size(), conf, iou, max_det);
+}
+
+uint8_t* CudaExecutor::frame_buffer(int b, int width, int height, size_t* pitch) {
+  const int batch = detect_batch();
+  if (b < 0 || b >= batch) user_error("frame {} does not exist: the batch is {}", b, batch);
+  if (width < 1 || height < 1) user_error("a frame of {}x{} pixels is empty", width, height);
+  context_->make_current();
+  prepare_detect(width, height);
+  *pitch = detect_->gpu->frame_pitch();
+  return detect_->gpu->frame_staging(b);
+}
+
+std::vector<std::vector<detect::Detection>> CudaExecutor::detect_written(
+    const std::vector<std::pair<int, int>>& sizes, float conf, float iou, int max_det) {
+  const int batch = detect_batch();
+  if (sizes.empty() || static_cast<int>(sizes.size()) > batch || !detect_)
+    user_error("{} frame(s) given; write 1 to {} frames with frame_buffer() first", sizes.size(),
+               batch);
+  for (int b = 0; b < batch; ++b) {
+    const auto [w, h] = sizes[static_cast<size_t>(b) < sizes.size() ? static_cast<size_t>(b) : 0];
+    if (w > detect_->capacity_w || h > detect_->capacity_h)
+      user_error("frame {} of {}x{} is larger than the frame buffer ({}x{})", b, w, h,
+                 detect_->capacity_w, detect_->capacity_h);
+    detect_->gpu->set_frame_size(b, w, h);
+  }
+  context_->make_current();
+  return run_detect(sizes.size(), conf, iou, max_det);
 }
 
 uint64_t CudaExecutor::device_bytes() const {

@@ -45,6 +45,14 @@ class CudaExecutor {
   std::vector<std::vector<detect::Detection>> detect(const std::vector<detect::Image>& images,
                                                      float conf, float iou, int max_det);
 
+  /// Pinned host memory to write batch item b's frame of width x height BGR pixels into (rows
+  /// of *pitch bytes), so that a decoder or camera fills it and detect_written() copies
+  /// nothing on the host. Valid until a call with a larger frame.
+  uint8_t* frame_buffer(int b, int width, int height, size_t* pitch);
+  /// detect() of the frames written into frame_buffer(): sizes[b] = {width, height}.
+  std::vector<std::vector<detect::Detection>> detect_written(
+      const std::vector<std::pair<int, int>>& sizes, float conf, float iou, int max_det);
+
   /// Times each launch alone (events around it, not in a graph) over one run of the network:
   /// milliseconds per launch, program order.
   std::vector<double> profile_launches();
@@ -64,6 +72,9 @@ class CudaExecutor {
   };
   void enqueue_network(const Stream& s) const;
   void prepare_detect(int width, int height);
+  int detect_batch() const;
+  std::vector<std::vector<detect::Detection>> run_detect(size_t images, float conf, float iou,
+                                                         int max_det);
 
   std::shared_ptr<const artifact::Artifact> artifact_;
   CudaProgram program_;

@@ -139,10 +139,13 @@ void GpuDetect::set_frame(int b, const detect::Image& img) {
 
 void GpuDetect::enqueue_preprocess(const Stream& stream) const {
   const DriverApi& api = driver();
+  // The frames' geometry (the thresholds go up with the post-processing).
+  const size_t skip = sizeof(YcDetectParams);
   check(&api,
-        api.cuMemcpyHtoDAsync(params_dev_.ptr(), params_host_.data(), params_host_.bytes(),
-                              stream.get()),
-        "cuMemcpyHtoDAsync(detection params)");
+        api.cuMemcpyHtoDAsync(params_dev_.ptr() + skip,
+                              static_cast<const uint8_t*>(params_host_.data()) + skip,
+                              params_host_.bytes() - skip, stream.get()),
+        "cuMemcpyHtoDAsync(image params)");
   CUdeviceptr frames = 0;
   if (source_ == FrameSource::kDeviceCopy) {
     check(&api,
@@ -161,6 +164,11 @@ void GpuDetect::enqueue_preprocess(const Stream& stream) const {
 }
 
 void GpuDetect::enqueue_postprocess(const Stream& stream) const {
+  const DriverApi& api = driver();
+  check(&api,
+        api.cuMemcpyHtoDAsync(params_dev_.ptr(), params_host_.data(), sizeof(YcDetectParams),
+                              stream.get()),
+        "cuMemcpyHtoDAsync(detection params)");
   CUdeviceptr head = head_, params = params_dev_.ptr(), ws = workspace_.ptr(),
               result = result_dev_.ptr();
   void* decode_args[] = {&head, &params, &ws};
@@ -169,7 +177,6 @@ void GpuDetect::enqueue_postprocess(const Stream& stream) const {
   launch(rank_fn_, spec_.rank.dims, rank_args, &stream);
   void* nms_args[] = {&params, &ws, &result};
   launch(nms_fn_, spec_.nms.dims, nms_args, &stream);
-  const DriverApi& api = driver();
   check(&api,
         api.cuMemcpyDtoHAsync(result_host_.data(), result, result_host_.bytes(), stream.get()),
         "cuMemcpyDtoHAsync(detections)");

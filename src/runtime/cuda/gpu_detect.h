@@ -3,9 +3,9 @@
 /// codegen/cuda/detect_kernels emits (compiled into a Module at compile time) around the network,
 /// so that one CUDA graph captures the whole inference:
 ///
-///   params upload (pinned -> device), [frame upload], pre-processing kernel   enqueue_preprocess
+///   frame geometry upload, [frame upload], pre-processing kernel           enqueue_preprocess
 ///   ... the network's kernels (the executor's) ...
-///   decode, rank (sort), NMS kernels, result download (device -> pinned)     enqueue_postprocess
+///   thresholds upload, decode, rank (sort), NMS, result download (pinned)  enqueue_postprocess
 ///
 /// The enqueue functions neither allocate nor synchronise, so they can be captured once and
 /// replayed for every frame: what changes between frames (the frame's pixels and size, the
@@ -97,10 +97,11 @@ class GpuDetect {
   size_t frame_pitch() const { return static_cast<size_t>(capacity_w_) * 3; }
   void set_frame_size(int b, int img_w, int img_h);
 
-  /// Enqueues the params upload, the frame upload (FrameSource::kDeviceCopy) and the
+  /// Enqueues the frame geometry upload, the frame upload (FrameSource::kDeviceCopy) and the
   /// pre-processing kernel on `stream`. Capturable: no allocation, no synchronisation.
   void enqueue_preprocess(const Stream& stream) const;
-  /// Enqueues decoding, sorting, NMS and the download of the result into pinned memory.
+  /// Enqueues the thresholds upload, decoding, sorting, NMS and the download of the result
+  /// into pinned memory.
   /// Capturable.
   void enqueue_postprocess(const Stream& stream) const;
 
