@@ -23,9 +23,9 @@ bool tile_fits(CpuIsa isa, int64_t ocb, int64_t owb) {
 
 // The vector operations the kernels are written in, per ISA, each set in its own namespace (a
 // kernel names it with a using-directive): yc_vec (16 floats = one NCHW16c block), yc_load /
-// yc_store (unaligned), yc_set1 (broadcast), yc_fma (a * b + c), yc_add, and the epilogue
-// activations yc_none / yc_relu / yc_silu, with exp by Cephes' polynomial (relative error ~1e-7
-// on [-88, 88]).
+// yc_store (unaligned), yc_set1 (broadcast), yc_zero, yc_fma (a * b + c), yc_add, and the
+// epilogue activations yc_none / yc_relu / yc_silu, with exp by Cephes' polynomial (relative
+// error ~1e-7 on [-88, 88]).
 //
 // AVX-512: intrinsics, one zmm register per vector.
 constexpr const char* kAvx512Prelude = R"(#ifndef YOLOC_CPU_CONV_AVX512
@@ -41,6 +41,7 @@ static inline __attribute__((always_inline)) void yc_store(float* p, __m512 v) {
   _mm512_storeu_ps(p, v);
 }
 static inline __attribute__((always_inline)) __m512 yc_set1(float x) { return _mm512_set1_ps(x); }
+static inline __attribute__((always_inline)) __m512 yc_zero() { return _mm512_setzero_ps(); }
 static inline __attribute__((always_inline)) __m512 yc_fma(__m512 a, __m512 b, __m512 c) {
   return _mm512_fmadd_ps(a, b, c);
 }
@@ -113,6 +114,7 @@ static inline __attribute__((always_inline)) yc_vec yc_set1(float x) {
   for (int i = 0; i < P; ++i) v.p[i] = b;
   return v;
 }
+static inline __attribute__((always_inline)) yc_vec yc_zero() { return yc_set1(0.f); }
 static inline __attribute__((always_inline)) yc_vec yc_fma(const yc_vec& a, const yc_vec& b,
                                                            const yc_vec& c) {
   yc_vec r;
@@ -163,7 +165,8 @@ static inline __attribute__((always_inline)) yc_vec yc_none(const yc_vec& x) { r
 #endif
 )";
 
-// The prelude of t's ISA and the namespace of its vector operations.
+}  // namespace
+
 std::pair<std::string, std::string> vector_prelude(CpuIsa isa) {
   if (isa == CpuIsa::kAvx512) return {kAvx512Prelude, "yc_avx512"};
   const int vf = isa_info(isa).vector_floats;
@@ -174,6 +177,8 @@ std::pair<std::string, std::string> vector_prelude(CpuIsa isa) {
   replace_all(s, "@BCAST@", bcast);
   return {s, "yc_vector" + std::to_string(vf)};
 }
+
+namespace {
 
 // One kernel; @NAME@ placeholders are replaced by the task's and config's constants. A tile
 // accumulates input channel blocks [cb0, cb0 + ICT) over the bias (first cache tile) or the

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/cpu/isa.h"
@@ -91,6 +92,11 @@ class ConvTemplate {
   static std::vector<float> pack_weights(const ConvTask& t, const ScheduleConfig& cfg,
                                          const float* oihw);
 };
+
+/// The vector operations the conv kernels are written in for isa (source text: yc_vec, one
+/// 16-float block, with yc_load / yc_store / yc_set1 / yc_zero / yc_fma / yc_add and the
+/// activations yc_none / yc_relu / yc_silu) and the namespace they live in.
+std::pair<std::string, std::string> vector_prelude(CpuIsa isa);
 
 /// NCHW -> NCHW16c (channels zero-padded to a multiple of 16).
 std::vector<float> to_nchw16c(const float* x, int64_t n, int64_t c, int64_t h, int64_t w);
