@@ -199,23 +199,6 @@ constexpr int64_t OUT_N = PLAIN_OUT ? K * OH * OW : KB * OH * OW * 16;
 // Input pixel and channel strides: NCHW16c, or plain NCHW when C < 16 (one partial block).
 constexpr int64_t XS = CB == 1 && CI < 16 ? 1 : 16, CS = XS == 1 ? H * W : 1;
 constexpr int64_t IN_N = XS == 1 ? CI * H * W : CB * H * W * 16;
-// A space-to-depth input (S2D parts) is read in its image [CI / S2D][2H][2W]: channel ci is
-// image channel ci % C0 of part q = ci / C0, at row 2 * ih + dy and column 2 * iw + dx, where
-// QUAD[q] = dy * 2 + dx. RS / PS: the input's row and pixel strides.
-constexpr int64_t S2D = @S2D@, QUAD[] = {@QUAD@}, C0 = S2D ? CI / S2D : 1;
-constexpr int64_t RS = S2D ? 4 * W : W * XS, PS = S2D ? 2 : XS;
-struct ChannelOffsets {
-  int64_t v[CI];
-};
-static constexpr ChannelOffsets s2d_offsets() {
-  ChannelOffsets t{};
-  for (int64_t ci = 0; ci < CI && S2D; ++ci) {
-    const int64_t q = QUAD[ci / C0];
-    t.v[ci] = (ci % C0) * 4 * H * W + (q / 2) * 2 * W + q % 2;
-  }
-  return t;
-}
-static constexpr ChannelOffsets COFF = s2d_offsets();
 constexpr int64_t G = KB / OCB, TAIL = OW % OWB == 0 ? 1 : OW % OWB;
 constexpr int64_t WG = CB * KH * KW * CI * OCB * 16;
 
@@ -240,7 +223,7 @@ static inline __attribute__((always_inline)) void tile(
     for (int64_t r = 0; r < KH; ++r) {
       const int64_t ih = oh * SH - PH + r * DH;
       if (ih < 0 || ih >= H) continue;
-      const float* row = in + cb * H * W * XS + ih * RS;
+      const float* row = in + (cb * H + ih) * W * XS;
       for (int64_t s = 0; s < KW; ++s) {
         const float* wp = wg + ((cb * KH + r) * KW + s) * CI * OCB * 16;
         const int64_t iw0 = ow0 * SW - PW + s * DW;
@@ -257,7 +240,7 @@ static inline __attribute__((always_inline)) void tile(
 #pragma GCC unroll 32
           for (int j = 0; j < NW; ++j) {
             if (kEdge && (j < jlo || j >= jhi)) continue;
-            const yc_vec xv = yc_set1(row[(iw0 + j * SW) * PS + (S2D ? COFF.v[ci] : ci * CS)]);
+            const yc_vec xv = yc_set1(row[(iw0 + j * SW) * XS + ci * CS]);
 #pragma GCC unroll 16
             for (int o = 0; o < OCB; ++o) acc[o][j] = yc_fma(wv[o], xv, acc[o][j]);
           }
@@ -329,10 +312,10 @@ const char* act_name(Activation a) {
 }  // namespace
 
 std::string ConvTask::key() const {
-  return fmt::format("conv2d_nchw16c_f32 n{} c{} h{} w{} k{} {}x{} s{}x{} p{}x{} d{}x{} {}{}{}{} {}",
+  return fmt::format("conv2d_nchw16c_f32 n{} c{} h{} w{} k{} {}x{} s{}x{} p{}x{} d{}x{} {}{}{} {}",
                      n, c, h, w, k, kh, kw, sh, sw, ph, pw, dh, dw, act_name(act),
                      residual ? " add" : "", groups == 1 ? "" : fmt::format(" g{}", groups),
-                     s2d.empty() ? "" : fmt::format(" s2d{}", fmt::join(s2d, "")), isa_name(isa));
+                     isa_name(isa));
 }
 
 ConvTask ConvTask::make(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t kernel,
@@ -400,13 +383,8 @@ bool ConvTemplate::matches(const ConvTask& t) {
   const bool sizes = t.n > 0 && t.c > 0 && t.h > 0 && t.w > 0 && t.oh > 0 && t.ow > 0 &&
                      t.kh > 0 && t.kw > 0 && t.sh > 0 && t.sw > 0 && t.dh > 0 && t.dw > 0 &&
                      t.ph >= 0 && t.pw >= 0;
-  const auto s2d_fits = [&t] {
-    const int64_t p = static_cast<int64_t>(t.s2d.size());
-    return t.c < kBlock && t.c % p == 0 &&
-           std::all_of(t.s2d.begin(), t.s2d.end(), [](int64_t q) { return q >= 0 && q < 4; });
-  };
   return sizes && t.groups == 1 && t.k > 0 && (t.k % kBlock == 0 || t.k < kBlock) &&
-         (t.c % kBlock == 0 || t.c < kBlock) && (t.s2d.empty() || s2d_fits());
+         (t.c % kBlock == 0 || t.c < kBlock);
 }
 
 ScheduleSpace ConvTemplate::space(const ConvTask& t) {
@@ -465,8 +443,7 @@ ScheduleConfig ConvTemplate::default_config(const ConvTask& t) {
   }
   best.set("ict", t.k < kBlock ? in_blocks(t) : ict);
   best.set("order", 0);
-  // A space-to-depth input unrolls its channels fully: each one's image offset a constant.
-  best.set("unroll", !t.s2d.empty() ? 16 : in_lanes(t) >= 4 ? 4 : 1);
+  best.set("unroll", in_lanes(t) >= 4 ? 4 : 1);
   YOLOC_CHECK(valid(t, best), "default conv config {} invalid for {}", best.str(), t.key());
   return best;
 }
@@ -489,8 +466,7 @@ CpuKernel ConvTemplate::emit(const ConvTask& t, const ScheduleConfig& cfg,
       {"@ICT@", num(cfg.get("ict"))}, {"@ORDER@", num(cfg.get("order"))},
       {"@UNROLL@", num(cfg.get("unroll"))},
       {"@ACT@", std::string("yc_") + act_name(t.act)}, {"@RES@", t.residual ? "true" : "false"},
-      {"@VNS@", prelude.second}, {"@S2D@", num(static_cast<int64_t>(t.s2d.size()))},
-      {"@QUAD@", t.s2d.empty() ? "0" : fmt::format("{}", fmt::join(t.s2d, ", "))}};
+      {"@VNS@", prelude.second}};
   for (const auto& [from, to] : subs) replace_all(body, from, to);
   CpuKernel k;
   k.symbol = symbol;

@@ -39,15 +39,9 @@ struct ConvTask {
   bool residual = false;  ///< adds a tensor of the output's shape after the activation
   int64_t groups = 1;     ///< Conv's `group` (channels split into this many independent convs)
   CpuIsa isa = detect_host_isa();  ///< what the kernel is generated for
-  /// Empty, or the input is a space-to-depth view of an image [N][C / P][2H][2W] (the Focus
-  /// slices of YOLOv5 / YOLOX folded into the conv): P = s2d.size() parts of C / P channels,
-  /// part q holding the image's rows dy and columns dx modulo 2, where s2d[q] = dy * 2 + dx.
-  /// The kernel reads the image; C < 16 (plain input) only.
-  std::vector<int64_t> s2d;
 
   /// Canonical workload key, e.g.
-  /// "conv2d_nchw16c_f32 n1 c64 h80 w80 k64 3x3 s1x1 p1x1 d1x1 silu add avx512" (" s2d0213"
-  /// before the ISA for a space-to-depth input).
+  /// "conv2d_nchw16c_f32 n1 c64 h80 w80 k64 3x3 s1x1 p1x1 d1x1 silu add avx512".
   std::string key() const;
   /// Multiply-adds times two.
   double flops() const { return 2.0 * n * k * oh * ow * c * kh * kw; }

@@ -129,7 +129,7 @@ extern "C" void @SYM@(const float* in, const float* w, const float* bias, const 
 bool DwConvTemplate::matches(const ConvTask& t) {
   return t.n > 0 && t.c > 0 && t.h > 0 && t.w > 0 && t.oh > 0 && t.ow > 0 && t.kh > 0 && t.kw > 0 &&
          t.sh > 0 && t.sw > 0 && t.dh > 0 && t.dw > 0 && t.ph >= 0 && t.pw >= 0 &&
-         t.groups == t.c && t.k == t.c && t.s2d.empty();
+         t.groups == t.c && t.k == t.c;
 }
 
 int64_t DwConvTemplate::lanes(const ConvTask& t) { return t.c % kBlock == 0 ? kBlock : 1; }

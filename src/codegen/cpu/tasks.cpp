@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "codegen/cpu/dwconv_template.h"
 #include "codegen/cpu/elementwise_template.h"
@@ -146,81 +145,10 @@ bool conv_layouts_fit(const ConvTask& t, const ConvOperands& o, bool depthwise) 
   return fits(o.x, in_blocked) && fits(o.y, out_blocked) && fits(o.res, out_blocked);
 }
 
-/// A conv input made by the Focus slices (YOLOv5 / YOLOX): a channel Concat of parts, each a
-/// Slice of a Slice (or one Slice over both axes) of one image taking every other row from dy
-/// and every other column from dx. The image and each part's dy * 2 + dx (ConvTask::s2d).
-struct SpaceToDepth {
-  const Value* image = nullptr;
-  std::vector<int64_t> parts;
-};
-
-std::optional<std::vector<int64_t>> constant_ints(const Value* v) {
-  if (!v) return std::vector<int64_t>{};
-  if (!v->known()) return std::nullopt;
-  std::vector<int64_t> out;
-  for (double d : v->known()->to_doubles()) out.push_back(static_cast<int64_t>(d));
-  return out;
-}
-
-std::optional<SpaceToDepth> space_to_depth_input(const Value* x) {
-  const Node* cat = x->producer;
-  const auto shape4 = [](const Value* v) -> std::optional<Shape> {
-    const auto s = static_f32_shape(v);
-    if (!s || s->size() != 4 || !is_plain(v)) return std::nullopt;
-    return s;
-  };
-  const auto xs = shape4(x);
-  if (!xs || !cat || cat->op != "Concat" || cat->attrs.get_int("axis", 0) % 4 != 1) {
-    return std::nullopt;
-  }
-  SpaceToDepth out;
-  for (const Value* part : cat->inputs) {
-    const auto ps = shape4(part);
-    if (!ps || (*ps)[0] != (*xs)[0] || (*ps)[2] != (*xs)[2] || (*ps)[3] != (*xs)[3])
-      return std::nullopt;
-    int64_t start[4] = {-1, -1, -1, -1};
-    const Value* v = part;
-    for (int depth = 0; depth < 2 && v->producer && v->producer->op == "Slice"; ++depth) {
-      const Node& sl = *v->producer;
-      const auto starts = constant_ints(sl.input(1)), axes = constant_ints(sl.input(3)),
-                 steps = constant_ints(sl.input(4));
-      if (!starts || !axes || !steps || axes->size() != starts->size() ||
-          steps->size() != starts->size())
-        return std::nullopt;
-      for (size_t i = 0; i < starts->size(); ++i) {
-        const int64_t a = ((*axes)[i] % 4 + 4) % 4;
-        if (a < 2 || start[a] >= 0 || (*steps)[i] != 2 || (*starts)[i] < 0 || (*starts)[i] > 1)
-          return std::nullopt;
-        start[a] = (*starts)[i];
-      }
-      v = sl.input(0);
-    }
-    // Both axes sliced by 2 from 0 or 1, and the part as large as that leaves: to the end.
-    const auto is = shape4(v);
-    if (start[2] < 0 || start[3] < 0 || !is || (*is)[0] != (*ps)[0] || (*is)[1] != (*ps)[1] ||
-        (*is)[2] != 2 * (*ps)[2] || (*is)[3] != 2 * (*ps)[3] || (out.image && v != out.image))
-      return std::nullopt;
-    out.image = v;
-    out.parts.push_back(start[2] * 2 + start[3]);
-  }
-  if (out.parts.empty()) return std::nullopt;
-  return out;
-}
-
 std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp, CpuIsa isa) {
   if (auto t = conv_task_from_group(g, grp)) {
     t->isa = isa;
-    auto o = conv_operands(g, grp);
-    if (o) {
-      if (const auto s2d = space_to_depth_input(o->x)) {
-        ConvTask folded = *t;
-        folded.s2d = s2d->parts;
-        if (ConvTemplate::matches(folded) && conv_layouts_fit(folded, *o, false)) {
-          *t = folded;
-          o->x = s2d->image;
-        }
-      }
-    }
+    const auto o = conv_operands(g, grp);
     if (o && ConvTemplate::matches(*t) && conv_layouts_fit(*t, *o, false))
       return conv_like_task<ConvTemplate>(*t, *o, "conv");
     if (o && DwConvTemplate::matches(*t) && conv_layouts_fit(*t, *o, true))
@@ -298,7 +226,6 @@ std::vector<CpuTask> extract_cpu_tasks(const Graph& g, CpuIsa isa) {
     order.erase(std::remove(order.begin(), order.end(), n->group), order.end());
     order.push_back(n->group);
   }
-  std::vector<std::pair<const FusedGroup*, CpuTask>> made;
   for (int id : order) {
     const FusedGroup& grp = *by_id.at(id);
     if (!grp.is_kernel()) continue;
@@ -314,47 +241,7 @@ std::vector<CpuTask> extract_cpu_tasks(const Graph& g, CpuIsa isa) {
     }
     t->group = grp.id;
     t->group_name = grp.name;
-    made.emplace_back(&grp, std::move(*t));
-  }
-  // A conv that reads the Focus slices' image itself leaves the slices' kernels without
-  // readers: only the groups whose outputs something reads run (graph outputs, kernel inputs
-  // and, through view nodes, the values views are made of).
-  const auto is_folded = [](const CpuTask& t) { return t.key.find(" s2d") != std::string::npos; };
-  if (std::none_of(made.begin(), made.end(), [&](const auto& m) { return is_folded(m.second); })) {
-    for (auto& m : made) tasks.push_back(std::move(m.second));
-    return tasks;
-  }
-  std::set<const Value*> read(g.outputs.begin(), g.outputs.end());
-  for (bool grew = true; grew;) {
-    const size_t before = read.size();
-    for (const Node* n : g.nodes()) {
-      const bool viewed = std::any_of(n->outputs.begin(), n->outputs.end(),
-                                      [&](const Value* v) { return read.count(v) > 0; });
-      if (n->is_view() && viewed) read.insert(n->inputs.begin(), n->inputs.end());
-    }
-    for (const auto& [grp, t] : made) {
-      const GroupIO io = group_io(g, *grp);
-      if (!std::any_of(io.outputs.begin(), io.outputs.end(),
-                       [&](const Value* v) { return read.count(v) > 0; }))
-        continue;
-      const ConvOperands* folded = nullptr;
-      std::optional<ConvOperands> o;
-      if (is_folded(t) && (o = conv_operands(g, *grp))) folded = &*o;
-      for (const Value* v : io.inputs) {
-        if (folded && v == folded->x) {
-          read.insert(space_to_depth_input(v)->image);
-        } else {
-          read.insert(v);
-        }
-      }
-    }
-    grew = read.size() != before;
-  }
-  for (auto& [grp, t] : made) {
-    const GroupIO io = group_io(g, *grp);
-    if (std::any_of(io.outputs.begin(), io.outputs.end(),
-                    [&](const Value* v) { return read.count(v) > 0; }))
-      tasks.push_back(std::move(t));
+    tasks.push_back(std::move(*t));
   }
   return tasks;
 }
