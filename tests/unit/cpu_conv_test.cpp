@@ -99,7 +99,11 @@ void check_tasks(const std::vector<ConvTask>& tasks, int threads,
 
     const auto xin = t.c < kBlock ? std::vector<float>(x.data<float>(), x.data<float>() + x.numel())
                                    : to_nchw16c(x.data<float>(), t.n, t.c, t.h, t.w);
-    const auto xres = to_nchw16c(res.data<float>(), t.n, t.k, t.oh, t.ow);
+    // Below 16 output channels the output and residual are plain NCHW.
+    const bool plain_out = t.k < kBlock;
+    const float* r = res.data<float>();
+    const auto xres = plain_out ? std::vector<float>(r, r + res.numel())
+                                : to_nchw16c(r, t.n, t.k, t.oh, t.ow);
     const auto packed = ConvTemplate::pack_weights(t, c.cfg, w.data<float>());
     std::vector<float> out(xres.size(), std::nanf(""));
     using Fn = void (*)(const float*, const float*, const float*, const float*, float*, int64_t,
@@ -109,7 +113,7 @@ void check_tasks(const std::vector<ConvTask>& tasks, int threads,
     pool.parallel_for(k.work_items, [&](int64_t b0, int64_t e0) {
       fn(xin.data(), packed.data(), b.data<float>(), xres.data(), out.data(), b0, e0);
     });
-    const auto got = from_nchw16c(out.data(), t.n, t.k, t.oh, t.ow);
+    const auto got = plain_out ? out : from_nchw16c(out.data(), t.n, t.k, t.oh, t.ow);
     ASSERT_EQ(static_cast<int64_t>(got.size()), want.numel());
     int bad = 0;
     for (size_t i = 0; i < got.size(); ++i) {
@@ -135,6 +139,15 @@ TEST(CpuConv, Spatial3x3) {
                ConvTask::make(1, 32, 13, 10, 64, 3, 2, 1, Activation::kSilu),
                ConvTask::make(1, 32, 6, 30, 32, 3, 1, 1, Activation::kNone),
                ConvTask::make(1, 64, 9, 9, 16, 3, 2, 0, Activation::kRelu)},
+              2);
+}
+
+// The detector heads' box (4) and objectness (1) convs: one zero-padded block, K lanes stored.
+TEST(CpuConv, FewOutputChannelsPlainOutput) {
+  check_tasks({ConvTask::make(1, 64, 9, 11, 4, 1, 1, 0),
+               ConvTask::make(2, 32, 7, 6, 1, 1, 1, 0, Activation::kSilu, true),
+               ConvTask::make(1, 16, 10, 9, 5, 3, 2, 1, Activation::kRelu),
+               ConvTask::make(1, 3, 9, 9, 8, 3, 1, 1, Activation::kNone, true)},
               2);
 }
 
@@ -225,6 +238,13 @@ TEST(CpuConv, SpaceAndValidity) {
       t, ScheduleConfig({{"ocb", 5}, {"owb", 4}, {"ict", 3}, {"order", 0}, {"unroll", 1}})));
   EXPECT_FALSE(ConvTemplate::matches(ConvTask::make(1, 24, 8, 8, 16, 1, 1, 0)));
   EXPECT_FALSE(ConvTemplate::matches(ConvTask::make(1, 32, 8, 8, 24, 1, 1, 0)));
+  // K < 16: a plain output holds no partial sums, so the cache tile takes every input block.
+  const ConvTask few = ConvTask::make(1, 64, 8, 8, 4, 1, 1, 0);
+  EXPECT_TRUE(ConvTemplate::matches(few));
+  EXPECT_TRUE(ConvTemplate::valid(
+      few, ScheduleConfig({{"ocb", 1}, {"owb", 8}, {"ict", 4}, {"order", 0}, {"unroll", 1}})));
+  EXPECT_FALSE(ConvTemplate::valid(
+      few, ScheduleConfig({{"ocb", 1}, {"owb", 8}, {"ict", 2}, {"order", 0}, {"unroll", 1}})));
   int64_t valid = 0;
   for (int64_t i = 0; i < s.size(); ++i) valid += ConvTemplate::valid(t, ScheduleConfig::at(s, i));
   EXPECT_GT(valid, 50);

@@ -13,6 +13,7 @@ constexpr int64_t kL1WeightBytes = 32 * 1024;
 
 int64_t in_blocks(const ConvTask& t) { return ceil_div(t.c, kBlock); }
 int64_t in_lanes(const ConvTask& t) { return std::min(t.c, kBlock); }
+int64_t out_blocks(const ConvTask& t) { return ceil_div(t.k, kBlock); }
 
 // True when a register tile of ocb x owb accumulators, ocb weight vectors and one broadcast
 // input fits the ISA's vector registers (each 16-float vector taking 1 zmm, 2 ymm or 4 q).
@@ -23,9 +24,9 @@ bool tile_fits(CpuIsa isa, int64_t ocb, int64_t owb) {
 
 // The vector operations the kernels are written in, per ISA, each set in its own namespace (a
 // kernel names it with a using-directive): yc_vec (16 floats = one NCHW16c block), yc_load /
-// yc_store (unaligned), yc_set1 (broadcast), yc_fma (a * b + c), yc_add, and the epilogue
-// activations yc_none / yc_relu / yc_silu, with exp by Cephes' polynomial (relative error ~1e-7
-// on [-88, 88]).
+// yc_store (unaligned), yc_set1 (broadcast), yc_zero, yc_fma (a * b + c), yc_add, and the
+// epilogue activations yc_none / yc_relu / yc_silu, with exp by Cephes' polynomial (relative
+// error ~1e-7 on [-88, 88]).
 //
 // AVX-512: intrinsics, one zmm register per vector.
 constexpr const char* kAvx512Prelude = R"(#ifndef YOLOC_CPU_CONV_AVX512
@@ -41,6 +42,7 @@ static inline __attribute__((always_inline)) void yc_store(float* p, __m512 v) {
   _mm512_storeu_ps(p, v);
 }
 static inline __attribute__((always_inline)) __m512 yc_set1(float x) { return _mm512_set1_ps(x); }
+static inline __attribute__((always_inline)) __m512 yc_zero() { return _mm512_setzero_ps(); }
 static inline __attribute__((always_inline)) __m512 yc_fma(__m512 a, __m512 b, __m512 c) {
   return _mm512_fmadd_ps(a, b, c);
 }
@@ -113,6 +115,7 @@ static inline __attribute__((always_inline)) yc_vec yc_set1(float x) {
   for (int i = 0; i < P; ++i) v.p[i] = b;
   return v;
 }
+static inline __attribute__((always_inline)) yc_vec yc_zero() { return yc_set1(0.f); }
 static inline __attribute__((always_inline)) yc_vec yc_fma(const yc_vec& a, const yc_vec& b,
                                                            const yc_vec& c) {
   yc_vec r;
@@ -163,7 +166,8 @@ static inline __attribute__((always_inline)) yc_vec yc_none(const yc_vec& x) { r
 #endif
 )";
 
-// The prelude of t's ISA and the namespace of its vector operations.
+}  // namespace
+
 std::pair<std::string, std::string> vector_prelude(CpuIsa isa) {
   if (isa == CpuIsa::kAvx512) return {kAvx512Prelude, "yc_avx512"};
   const int vf = isa_info(isa).vector_floats;
@@ -174,6 +178,8 @@ std::pair<std::string, std::string> vector_prelude(CpuIsa isa) {
   replace_all(s, "@BCAST@", bcast);
   return {s, "yc_vector" + std::to_string(vf)};
 }
+
+namespace {
 
 // One kernel; @NAME@ placeholders are replaced by the task's and config's constants. A tile
 // accumulates input channel blocks [cb0, cb0 + ICT) over the bias (first cache tile) or the
@@ -186,6 +192,10 @@ using namespace @VNS@;
 constexpr int64_t CB = @CB@, CI = @CI@, H = @H@, W = @W@, KB = @KB@, OH = @OH@, OW = @OW@;
 constexpr int64_t KH = @KH@, KW = @KW@, SH = @SH@, SW = @SW@, PH = @PH@, PW = @PW@;
 constexpr int64_t DH = @DH@, DW = @DW@, OCB = @OCB@, OWB = @OWB@, ICT = @ICT@, N = @N@;
+// K < 16 output channels: one block of which lanes [0, K) are stored, to plain NCHW.
+constexpr int64_t K = @K@;
+constexpr bool PLAIN_OUT = K < 16;
+constexpr int64_t OUT_N = PLAIN_OUT ? K * OH * OW : KB * OH * OW * 16;
 // Input pixel and channel strides: NCHW16c, or plain NCHW when C < 16 (one partial block).
 constexpr int64_t XS = CB == 1 && CI < 16 ? 1 : 16, CS = XS == 1 ? H * W : 1;
 constexpr int64_t IN_N = XS == 1 ? CI * H * W : CB * H * W * 16;
@@ -204,8 +214,8 @@ static inline __attribute__((always_inline)) void tile(
     const int64_t ob = ((g * OCB + o) * OH + oh) * OW + ow0;
 #pragma GCC unroll 32
     for (int j = 0; j < NW; ++j) {
-      acc[o][j] = cb0 == 0 ? yc_load(bias + (g * OCB + o) * 16)
-                           : yc_load(out + (ob + j) * 16);
+      acc[o][j] = PLAIN_OUT || cb0 == 0 ? yc_load(bias + (g * OCB + o) * 16)
+                                        : yc_load(out + (ob + j) * 16);
     }
   }
   const int64_t cb1 = cb0 + ICT < CB ? cb0 + ICT : CB;
@@ -244,6 +254,15 @@ static inline __attribute__((always_inline)) void tile(
 #pragma GCC unroll 32
     for (int j = 0; j < NW; ++j) {
       yc_vec v = acc[o][j];
+      if constexpr (PLAIN_OUT) {  // ICT == CB: this is the last cache tile
+        float lanes[16];
+        yc_store(lanes, @ACT@(v));
+        const int64_t p = oh * OW + ow0 + j;
+#pragma GCC unroll 16
+        for (int64_t k = 0; k < K; ++k)
+          out[k * OH * OW + p] = @RES@ ? lanes[k] + res[k * OH * OW + p] : lanes[k];
+        continue;
+      }
       if (cb1 == CB) {
         v = @ACT@(v);
         if (@RES@) v = yc_add(v, yc_load(res + (ob + j) * 16));
@@ -262,8 +281,8 @@ extern "C" void @SYM@(const float* in, const float* w, const float* bias, const 
     const int64_t g = @ORDER@ == 0 ? rem / OH : rem % G;
     const int64_t oh = @ORDER@ == 0 ? rem % OH : rem / G;
     const float* xin = in + n * IN_N;
-    const float* xres = @RES@ ? res + n * KB * OH * OW * 16 : nullptr;
-    float* xout = out + n * KB * OH * OW * 16;
+    const float* xres = @RES@ ? res + n * OUT_N : nullptr;
+    float* xout = out + n * OUT_N;
     // The cache tile over input channels is outside the column tiles, so its slice of the
     // weights stays in L1 across the row.
     for (int64_t cb0 = 0; cb0 < CB; cb0 += ICT) {
@@ -367,7 +386,7 @@ bool ConvTemplate::matches(const ConvTask& t) {
   const bool sizes = t.n > 0 && t.c > 0 && t.h > 0 && t.w > 0 && t.oh > 0 && t.ow > 0 &&
                      t.kh > 0 && t.kw > 0 && t.sh > 0 && t.sw > 0 && t.dh > 0 && t.dw > 0 &&
                      t.ph >= 0 && t.pw >= 0;
-  return sizes && t.groups == 1 && t.k > 0 && t.k % kBlock == 0 &&
+  return sizes && t.groups == 1 && t.k > 0 && (t.k % kBlock == 0 || t.k < kBlock) &&
          (t.c % kBlock == 0 || t.c < kBlock);
 }
 
@@ -387,12 +406,14 @@ ScheduleSpace ConvTemplate::space(const ConvTask& t) {
 bool ConvTemplate::valid(const ConvTask& t, const ScheduleConfig& cfg) {
   if (!matches(t) || !cfg.in_space(space(t))) return false;
   const int64_t ocb = cfg.get("ocb"), owb = cfg.get("owb");
-  return (t.k / kBlock) % ocb == 0 && tile_fits(t.isa, ocb, owb) && owb <= t.ow;
+  // A plain output (K < 16) cannot hold partial sums: one cache tile over all input channels.
+  const bool ict_ok = t.k >= kBlock || cfg.get("ict") == in_blocks(t);
+  return out_blocks(t) % ocb == 0 && tile_fits(t.isa, ocb, owb) && owb <= t.ow && ict_ok;
 }
 
 ScheduleConfig ConvTemplate::default_config(const ConvTask& t) {
   YOLOC_CHECK(matches(t), "conv template does not match {}", t.key());
-  const int64_t kb = t.k / kBlock;
+  const int64_t kb = out_blocks(t);
   // The widest tile that fits the registers and wastes few columns: prefer 2 or 4 channel
   // blocks (weights reused over columns, inputs over channels), then the column count that
   // covers OW with the least remainder.
@@ -423,7 +444,7 @@ ScheduleConfig ConvTemplate::default_config(const ConvTask& t) {
   for (int64_t v : sp.find("ict")->domain) {
     if (v * per_block <= kL1WeightBytes) ict = v;
   }
-  best.set("ict", ict);
+  best.set("ict", t.k < kBlock ? in_blocks(t) : ict);
   best.set("order", 0);
   best.set("unroll", in_lanes(t) >= 4 ? 4 : 1);
   YOLOC_CHECK(valid(t, best), "default conv config {} invalid for {}", best.str(), t.key());
@@ -439,7 +460,8 @@ CpuKernel ConvTemplate::emit(const ConvTask& t, const ScheduleConfig& cfg,
   const auto num = [](int64_t v) { return std::to_string(v); };
   const std::pair<const char*, std::string> subs[] = {
       {"@SYM@", symbol}, {"@CB@", num(in_blocks(t))}, {"@CI@", num(in_lanes(t))},
-      {"@H@", num(t.h)}, {"@W@", num(t.w)}, {"@KB@", num(t.k / kBlock)},
+      {"@H@", num(t.h)}, {"@W@", num(t.w)}, {"@KB@", num(out_blocks(t))},
+      {"@K@", num(t.k)},
       {"@OH@", num(t.oh)}, {"@OW@", num(t.ow)}, {"@KH@", num(t.kh)}, {"@KW@", num(t.kw)},
       {"@SH@", num(t.sh)}, {"@SW@", num(t.sw)}, {"@PH@", num(t.ph)}, {"@PW@", num(t.pw)},
       {"@DH@", num(t.dh)}, {"@DW@", num(t.dw)}, {"@N@", num(t.n)},
@@ -452,14 +474,14 @@ CpuKernel ConvTemplate::emit(const ConvTask& t, const ScheduleConfig& cfg,
   CpuKernel k;
   k.symbol = symbol;
   k.source = prelude.first + "// " + t.key() + " | " + cfg.str() + body;
-  k.work_items = t.n * (t.k / kBlock / cfg.get("ocb")) * t.oh;
+  k.work_items = t.n * (out_blocks(t) / cfg.get("ocb")) * t.oh;
   return k;
 }
 
 std::vector<float> ConvTemplate::pack_weights(const ConvTask& t, const ScheduleConfig& cfg,
                                               const float* oihw) {
   const int64_t ocb = cfg.get("ocb"), cb_n = in_blocks(t), ci_n = in_lanes(t);
-  const int64_t groups = t.k / kBlock / ocb;
+  const int64_t groups = out_blocks(t) / ocb;
   std::vector<float> out(static_cast<size_t>(groups * cb_n * t.kh * t.kw * ci_n * ocb * kBlock), 0.f);
   size_t i = 0;
   for (int64_t g = 0; g < groups; ++g)
@@ -470,7 +492,7 @@ std::vector<float> ConvTemplate::pack_weights(const ConvTask& t, const ScheduleC
             for (int64_t o = 0; o < ocb; ++o)
               for (int64_t lane = 0; lane < kBlock; ++lane, ++i) {
                 const int64_t k = (g * ocb + o) * kBlock + lane, c = cb * kBlock + ci;
-                if (c < t.c) out[i] = oihw[((k * t.c + c) * t.kh + r) * t.kw + s];
+                if (c < t.c && k < t.k) out[i] = oihw[((k * t.c + c) * t.kh + r) * t.kw + s];
               }
   return out;
 }

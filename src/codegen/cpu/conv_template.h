@@ -7,15 +7,18 @@
 ///
 /// Tensors as the generated kernel sees them (batch N, channel blocks of 16, zero padded):
 ///   input    [N][C/16][H][W][16], or plain NCHW [N][C][H][W] when C < 16
-///   output   [N][K/16][OH][OW][16]     (the residual has the same layout)
-///   weights  what pack_weights makes: [K/16/OCB][ceil(C/16)][KH][KW][min(C,16)][OCB][16]
-///   bias     [K] (zeros when the node has none)
+///   output   [N][K/16][OH][OW][16], or plain NCHW [N][K][OH][OW] when K < 16 (the residual
+///            has the output's layout)
+///   weights  what pack_weights makes: [ceil(K/16)/OCB][ceil(C/16)][KH][KW][min(C,16)][OCB][16]
+///   bias     [ceil(K/16) * 16] (zeros when the node has none and past K)
 /// The first conv of a YOLO (3 input channels) is served by the same kernel reading the model's
 /// NCHW input directly (a blocked copy would be 16/3 times larger); its inner channel loop runs
-/// over the 3 real channels only.
+/// over the 3 real channels only. A conv to fewer than 16 channels (the box and objectness
+/// heads of a detector) computes one zero-padded block and stores its first K lanes.
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/cpu/isa.h"
@@ -74,11 +77,12 @@ struct CpuKernel {
 class ConvTemplate {
  public:
   /// True when the kernel can compute the task: groups 1, C a multiple of 16 or below 16, K a
-  /// multiple of 16.
+  /// multiple of 16 or below 16.
   static bool matches(const ConvTask& t);
   /// The knobs and their domains for t.
   static ScheduleSpace space(const ConvTask& t);
-  /// True when cfg is a point of space(t) that the kernel can run: ocb divides K/16, the tile
+  /// True when cfg is a point of space(t) that the kernel can run: ocb divides ceil(K/16), ict
+  /// covers all input channel blocks when K < 16, the tile
   /// (ocb x owb accumulators, ocb weights, one input) fits t.isa's vector registers (32 zmm;
   /// 16 ymm or 32 q at 2 or 4 per 16-float vector), owb <= OW.
   static bool valid(const ConvTask& t, const ScheduleConfig& cfg);
@@ -91,6 +95,11 @@ class ConvTemplate {
   static std::vector<float> pack_weights(const ConvTask& t, const ScheduleConfig& cfg,
                                          const float* oihw);
 };
+
+/// The vector operations the conv kernels are written in for isa (source text: yc_vec, one
+/// 16-float block, with yc_load / yc_store / yc_set1 / yc_zero / yc_fma / yc_add and the
+/// activations yc_none / yc_relu / yc_silu) and the namespace they live in.
+std::pair<std::string, std::string> vector_prelude(CpuIsa isa);
 
 /// NCHW -> NCHW16c (channels zero-padded to a multiple of 16).
 std::vector<float> to_nchw16c(const float* x, int64_t n, int64_t c, int64_t h, int64_t w);

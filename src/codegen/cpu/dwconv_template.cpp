@@ -2,15 +2,90 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codegen/cpu/emit_util.h"
 
 namespace yoloc::codegen::cpu {
 namespace {
 
-// A tile holds OWB columns x L lanes of accumulators; the lane loops vectorise.
-constexpr const char* kKernel = R"(
+// NCHW16c: one work item is an output row of one channel block, cut into tiles of NW columns
+// held in registers. Per kernel row, a tile loads each input column it needs once (the NIN
+// columns its NW outputs' taps span) and every tap is one FMA on a register. Tiles whose taps
+// all lie inside the row (kEdge false) load without tests; the others load zeros for columns
+// outside the row (what the padding holds).
+constexpr const char* kBlockedKernel = R"(
 namespace @SYM@_ns {
-constexpr int64_t L = @L@, CB = @CB@, H = @H@, W = @W@, OH = @OH@, OW = @OW@;
+using namespace @VNS@;
+constexpr int64_t CB = @CB@, H = @H@, W = @W@, OH = @OH@, OW = @OW@;
+constexpr int64_t KH = @KH@, KW = @KW@, SH = @SH@, SW = @SW@, PH = @PH@, PW = @PW@;
+constexpr int64_t DH = @DH@, DW = @DW@, OWB = @OWB@;
+constexpr int64_t TAIL = OW % OWB == 0 ? OWB : OW % OWB;
+
+template <int NW, bool kEdge>
+static inline __attribute__((always_inline)) void tile(
+    const float* __restrict x, const float* __restrict w, const float* __restrict bias,
+    const float* __restrict res, float* __restrict out, int64_t oh, int64_t ow0) {
+  constexpr int NIN = (NW - 1) * SW + (KW - 1) * DW + 1;
+  yc_vec acc[NW];
+  const yc_vec b = yc_load(bias);
+#pragma GCC unroll 32
+  for (int j = 0; j < NW; ++j) acc[j] = b;
+  const int64_t iw0 = ow0 * SW - PW;
+  for (int64_t r = 0; r < KH; ++r) {
+    const int64_t ih = oh * SH - PH + r * DH;
+    if (ih < 0 || ih >= H) continue;
+    const float* row = x + ih * W * 16;
+    yc_vec xin[NIN];
+#pragma GCC unroll 64
+    for (int i = 0; i < NIN; ++i) {
+      const int64_t iw = iw0 + i;
+      xin[i] = !kEdge || (iw >= 0 && iw < W) ? yc_load(row + iw * 16) : yc_zero();
+    }
+#pragma GCC unroll 16
+    for (int s = 0; s < KW; ++s) {
+      const yc_vec wv = yc_load(w + (r * KW + s) * 16);
+#pragma GCC unroll 32
+      for (int j = 0; j < NW; ++j) acc[j] = yc_fma(wv, xin[j * SW + s * DW], acc[j]);
+    }
+  }
+  const int64_t ob = (oh * OW + ow0) * 16;
+#pragma GCC unroll 32
+  for (int j = 0; j < NW; ++j) {
+    yc_vec v = @ACT@(acc[j]);
+    if (@RES@) v = yc_add(v, yc_load(res + ob + j * 16));
+    yc_store(out + ob + j * 16, v);
+  }
+}
+}  // namespace @SYM@_ns
+
+extern "C" void @SYM@(const float* in, const float* w, const float* bias, const float* res,
+                      float* out, int64_t begin, int64_t end) {
+  using namespace @SYM@_ns;
+  for (int64_t it = begin; it < end; ++it) {
+    const int64_t oh = it % OH, nc = it / OH, cb = nc % CB;
+    const float* x = in + nc * H * W * 16;
+    const float* wp = w + cb * KH * KW * 16;
+    const float* bp = bias + cb * 16;
+    const float* rp = @RES@ ? res + nc * OH * OW * 16 : nullptr;
+    float* op = out + nc * OH * OW * 16;
+    int64_t ow0 = 0;
+    for (; ow0 + OWB <= OW; ow0 += OWB) {
+      if (ow0 * SW - PW < 0 || (ow0 + OWB - 1) * SW - PW + (KW - 1) * DW >= W) {
+        tile<OWB, true>(x, wp, bp, rp, op, oh, ow0);
+      } else {
+        tile<OWB, false>(x, wp, bp, rp, op, oh, ow0);
+      }
+    }
+    if constexpr (OW % OWB != 0) tile<TAIL, true>(x, wp, bp, rp, op, oh, ow0);
+  }
+}
+)";
+
+// Plain NCHW (C not a multiple of 16): one lane, each output column tested against the row.
+constexpr const char* kPlainKernel = R"(
+namespace @SYM@_ns {
+constexpr int64_t CB = @CB@, H = @H@, W = @W@, OH = @OH@, OW = @OW@;
 constexpr int64_t KH = @KH@, KW = @KW@, SH = @SH@, SW = @SW@, PH = @PH@, PW = @PW@;
 constexpr int64_t DH = @DH@, DW = @DW@, OWB = @OWB@;
 }  // namespace @SYM@_ns
@@ -20,34 +95,29 @@ extern "C" void @SYM@(const float* in, const float* w, const float* bias, const 
   using namespace @SYM@_ns;
   for (int64_t it = begin; it < end; ++it) {
     const int64_t oh = it % OH, cb = (it / OH) % CB, n = it / (OH * CB);
-    const float* x = in + (n * CB + cb) * H * W * L;
-    const float* wp = w + cb * KH * KW * L;
-    const int64_t ob = ((n * CB + cb) * OH + oh) * OW * L;
+    const float* x = in + (n * CB + cb) * H * W;
+    const float* wp = w + cb * KH * KW;
+    const int64_t ob = ((n * CB + cb) * OH + oh) * OW;
     for (int64_t ow0 = 0; ow0 < OW; ow0 += OWB) {
       const int64_t nw = OW - ow0 < OWB ? OW - ow0 : OWB;
-      float acc[OWB][L];
-      for (int64_t j = 0; j < OWB; ++j)
-        for (int64_t l = 0; l < L; ++l) acc[j][l] = bias[cb * L + l];
+      float acc[OWB];
+      for (int64_t j = 0; j < OWB; ++j) acc[j] = bias[cb];
       for (int64_t r = 0; r < KH; ++r) {
         const int64_t ih = oh * SH - PH + r * DH;
         if (ih < 0 || ih >= H) continue;
         for (int64_t s = 0; s < KW; ++s) {
-          const float* wv = wp + (r * KW + s) * L;
 #pragma GCC unroll 16
           for (int64_t j = 0; j < OWB; ++j) {
             const int64_t iw = (ow0 + j) * SW - PW + s * DW;
             if (j >= nw || iw < 0 || iw >= W) continue;
-            const float* xv = x + (ih * W + iw) * L;
-            for (int64_t l = 0; l < L; ++l) acc[j][l] += wv[l] * xv[l];
+            acc[j] += wp[r * KW + s] * x[ih * W + iw];
           }
         }
       }
       for (int64_t j = 0; j < nw; ++j) {
-        for (int64_t l = 0; l < L; ++l) {
-          float v = @ACT@(acc[j][l]);
-          if (@RES@) v += res[ob + (ow0 + j) * L + l];
-          out[ob + (ow0 + j) * L + l] = v;
-        }
+        float v = @ACT@(acc[j]);
+        if (@RES@) v += res[ob + ow0 + j];
+        out[ob + ow0 + j] = v;
       }
     }
   }
@@ -66,7 +136,8 @@ int64_t DwConvTemplate::lanes(const ConvTask& t) { return t.c % kBlock == 0 ? kB
 
 ScheduleSpace DwConvTemplate::space(const ConvTask&) {
   ScheduleSpace s;
-  s.knobs.push_back({"owb", "output columns per register tile", {1, 2, 4, 8, 10, 14, 16}});
+  s.knobs.push_back({"owb", "output columns per register tile",
+                     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}});
   return s;
 }
 
@@ -76,16 +147,16 @@ bool DwConvTemplate::valid(const ConvTask& t, const ScheduleConfig& cfg) {
 
 ScheduleConfig DwConvTemplate::default_config(const ConvTask& t) {
   YOLOC_CHECK(matches(t), "depthwise template does not match {}", t.key());
-  // The widest tile that divides OW (no ragged tail), at most 8 and with its accumulators and
-  // the weight and input vectors in the ISA's registers (an NCHW16c column takes 1 zmm, 2 ymm
-  // or 4 q).
-  const int64_t per = lanes(t) == kBlock ? registers_per_block(t.isa) : 1;
-  int64_t best = 1;
-  for (int64_t v : {2, 4, 8}) {
-    const bool fits = (v + 2) * per <= isa_info(t.isa).vector_registers;
-    if (fits && v <= t.ow && (t.ow % v == 0 || best == 1)) best = v;
+  if (lanes(t) != kBlock) return ScheduleConfig({{"owb", std::min<int64_t>(t.ow, 8)}});
+  // The widest tile whose accumulators, input columns and a weight fit the ISA's registers,
+  // then the same number of tiles evened out (4 x 13 rather than 3 x 14 + 10).
+  const int64_t per = registers_per_block(t.isa), regs = isa_info(t.isa).vector_registers;
+  int64_t widest = 1;
+  for (int64_t v = 1; v <= 16 && v <= t.ow; ++v) {
+    const int64_t in_cols = (v - 1) * t.sw + (t.kw - 1) * t.dw + 1;
+    if ((v + in_cols + 1) * per <= regs) widest = v;
   }
-  return ScheduleConfig({{"owb", best}});
+  return ScheduleConfig({{"owb", ceil_div(t.ow, ceil_div(t.ow, widest))}});
 }
 
 CpuKernel DwConvTemplate::emit(const ConvTask& t, const ScheduleConfig& cfg,
@@ -93,11 +164,13 @@ CpuKernel DwConvTemplate::emit(const ConvTask& t, const ScheduleConfig& cfg,
   YOLOC_CHECK(valid(t, cfg), "depthwise config {} invalid for {}", cfg.str(), t.key());
   YOLOC_CHECK(is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
   const int64_t l = lanes(t);
-  std::string body = kKernel;
+  const auto prelude = vector_prelude(t.isa);
+  std::string body = l == kBlock ? kBlockedKernel : kPlainKernel;
   const auto num = [](int64_t v) { return std::to_string(v); };
+  // The blocked kernel's activations are the vector ones, the plain kernel's the scalar ones.
   const char* act = t.act == Activation::kSilu   ? "yc_silu"
-                    : t.act == Activation::kRelu ? "yc_relu1"
-                                                 : "";
+                    : t.act == Activation::kRelu ? (l == kBlock ? "yc_relu" : "yc_relu1")
+                                                 : (l == kBlock ? "yc_none" : "");
   const std::pair<const char*, std::string> subs[] = {
       {"@SYM@", symbol},      {"@L@", num(l)},
       {"@CB@", num(t.c / l)}, {"@H@", num(t.h)},
@@ -107,11 +180,13 @@ CpuKernel DwConvTemplate::emit(const ConvTask& t, const ScheduleConfig& cfg,
       {"@SW@", num(t.sw)},    {"@PH@", num(t.ph)},
       {"@PW@", num(t.pw)},    {"@DH@", num(t.dh)},
       {"@DW@", num(t.dw)},    {"@OWB@", num(cfg.get("owb"))},
-      {"@ACT@", act},         {"@RES@", t.residual ? "true" : "false"}};
+      {"@ACT@", act},         {"@RES@", t.residual ? "true" : "false"},
+      {"@VNS@", prelude.second}};
   for (const auto& [from, to] : subs) replace_all(body, from, to);
   CpuKernel k;
   k.symbol = symbol;
-  k.source = std::string(kScalarPrelude) + "// " + t.key() + " | " + cfg.str() + body;
+  k.source = (l == kBlock ? prelude.first : std::string(kScalarPrelude)) + "// " + t.key() +
+             " | " + cfg.str() + body;
   k.work_items = t.n * (t.c / l) * t.oh;
   return k;
 }

@@ -16,8 +16,10 @@
 namespace yoloc::codegen::cpu {
 
 /// The depthwise template. Knob "owb": output columns per register tile. Work items are output
-/// rows of one channel block. The kernel is plain C++ the compiler vectorises over the lanes, the
-/// same for every ISA; the task's ISA only bounds the default tile by its registers.
+/// rows of one channel block. NCHW16c kernels are written in the conv template's vector
+/// operations for the task's ISA (vector_prelude); a tile keeps its accumulators and the input
+/// columns of one kernel row in registers, so each tap is one FMA. Plain NCHW kernels are scalar
+/// C++.
 class DwConvTemplate {
  public:
   /// True for depthwise tasks (groups == C == K) of positive sizes.

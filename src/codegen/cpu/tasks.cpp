@@ -104,10 +104,10 @@ bool is_blocked(const Value* v) {
 bool is_plain(const Value* v) { return v->layout.layout == Layout::kNCHW; }
 
 /// Whether the values are stored as the conv kernels read and write them: the dense conv takes
-/// NCHW16c (plain NCHW below 16 channels) and makes NCHW16c; the depthwise conv keeps NCHW16c
-/// when the channels are a multiple of 16, else plain NCHW.
+/// NCHW16c (plain NCHW below 16 channels) and makes NCHW16c (plain NCHW below 16 channels); the
+/// depthwise conv keeps NCHW16c when the channels are a multiple of 16, else plain NCHW.
 bool conv_layouts_fit(const ConvTask& t, const ConvOperands& o, bool depthwise) {
-  const bool out_blocked = !depthwise || DwConvTemplate::lanes(t) == kBlock;
+  const bool out_blocked = depthwise ? DwConvTemplate::lanes(t) == kBlock : t.k % kBlock == 0;
   const bool in_blocked = depthwise ? out_blocked : t.c % kBlock == 0;
   const auto fits = [](const Value* v, bool blocked) {
     return !v || (blocked ? is_blocked(v) : is_plain(v));
