@@ -46,7 +46,11 @@ void run(Template tmpl, const std::vector<CudaConvTask>& tasks) {
     const Tensor packed = c.tmpl == Template::kTensorCore
                               ? TensorCoreConvTemplate::pack_weights(t, o.w.data<float>())
                               : SimtConvTemplate::pack_weights(t, o.w.data<float>());
-    const std::vector<uint8_t> x = to_nhwc_buffer(o.x, t.dtype, t.in, 0x7f);
+    // The image input: dense NCHW float32 (already rounded to dtype, as the gather rounds).
+    const std::vector<uint8_t> x =
+        t.in_nchw_f32 ? std::vector<uint8_t>(static_cast<const uint8_t*>(o.x.raw()),
+                                             static_cast<const uint8_t*>(o.x.raw()) + o.x.nbytes())
+                      : to_nhwc_buffer(o.x, t.dtype, t.in, 0x7f);
     const std::vector<uint8_t> res = to_nhwc_buffer(o.res, t.out_dtype, t.res, 0x7f);
     std::vector<uint8_t> y(static_cast<size_t>(t.conv.n * t.conv.oh * t.conv.ow * t.out.stride) *
                                dtype_size(t.out_dtype),
@@ -89,6 +93,17 @@ TEST(CudaConvEmulated, TensorCoreFp16) { run(Template::kTensorCore, tasks(DType:
 TEST(CudaConvEmulated, TensorCoreBf16) {
   const std::vector<CudaConvTask> all = tasks(DType::kBFloat16);
   run(Template::kTensorCore, {all[0], all[1], all[5]});
+}
+
+// The first conv reading the NCHW float32 image (batch 2), fp16 and bf16.
+TEST(CudaConvEmulated, TensorCoreImageInput) {
+  for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
+    CudaConvTask t =
+        CudaConvTask::dense(ConvTask::make(2, 3, 11, 13, 16, 3, 2, 1, Activation::kSilu), dt, dt);
+    t.in_nchw_f32 = true;
+    EXPECT_FALSE(SimtConvTemplate::matches(t));
+    run(Template::kTensorCore, {t});
+  }
 }
 
 TEST(CudaConvEmulated, SimtFp32) { run(Template::kSimt, tasks(DType::kFloat32)); }

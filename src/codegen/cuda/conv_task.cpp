@@ -151,6 +151,7 @@ std::string CudaConvTask::key() const {
       t.groups == 1 ? "" : fmt::format(" g{}", t.groups), in.stride, in.offset, out.stride,
       out.offset);
   if (t.residual) k += fmt::format(" res{}+{}", res.stride, res.offset);
+  if (in_nchw_f32) k += " in-nchw-f32";
   return k;
 }
 

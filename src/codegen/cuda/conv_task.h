@@ -40,6 +40,9 @@ struct CudaConvTask {
   DType dtype = DType::kFloat16;      ///< input activations and weights
   DType out_dtype = DType::kFloat16;  ///< output and residual
   ChannelSlice in, out, res;
+  /// The input is a dense NCHW float32 tensor (the network's image input) instead of NHWC
+  /// `dtype`: the tensor-core template converts it while gathering its tiles.
+  bool in_nchw_f32 = false;
 
   /// A task on dense NHWC tensors (slices as wide as the tensors).
   static CudaConvTask dense(const ConvTask& conv, DType dtype, DType out_dtype);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codegen/cpu/emit_util.h"
 #include "codegen/cpu/tasks.h"
 #include "codegen/cuda/simt_conv_template.h"
@@ -39,10 +41,17 @@ void set_space(CudaTask& task, const Task& t) {
 template <class T>
 std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const char* name) {
   const auto o = cpu::conv_operands(g, grp);
-  if (!o || !nhwc(o->x) || !nhwc(o->y) || !nhwc(o->res)) return std::nullopt;
+  if (!o || !nhwc(o->y) || !nhwc(o->res)) return std::nullopt;
   if (o->res && o->res->type.dtype != o->y->type.dtype) return std::nullopt;
-  const auto t = cuda_conv_task_from_group(g, grp, o->x->type.dtype, o->y->type.dtype);
-  if (!t || !T::matches(*t)) return std::nullopt;
+  // The image input (dense NCHW float32) is converted by the tensor-core conv's gather.
+  const bool image_in = !nhwc(o->x) && o->x->type.dtype == DType::kFloat32 &&
+                        std::find(g.inputs.begin(), g.inputs.end(), o->x) != g.inputs.end();
+  if (!nhwc(o->x) && !image_in) return std::nullopt;
+  auto t = cuda_conv_task_from_group(g, grp, image_in ? o->y->type.dtype : o->x->type.dtype,
+                                     o->y->type.dtype);
+  if (!t) return std::nullopt;
+  t->in_nchw_f32 = image_in;
+  if (!T::matches(*t)) return std::nullopt;
   CudaTask task;
   task.template_name = name;
   task.key = t->key();

@@ -40,7 +40,8 @@ constexpr const char* kKernel = R"(enum : int {
   B_ITERS = (B_CHUNKS + THREADS - 1) / THREADS,
   A_STAGE = BM * LDS, B_STAGE = BN * LDS,
   // 16-byte copies need 8 channels of one pixel at a 16-byte aligned address.
-  VEC = C % 8 == 0 && IS % 8 == 0 && IO % 8 == 0,
+  NCHW_IN = @NCHW_IN@,  // x: dense NCHW float32, converted while gathering
+  VEC = !NCHW_IN && C % 8 == 0 && IS % 8 == 0 && IO % 8 == 0,
   OUTSIDE = -(1 << 28)  // input row of a pixel past M: every tap is out of bounds
 };
 
@@ -77,7 +78,13 @@ YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const yc_i64 (&b
           const int ih = ih0[j] + r * DH, iw = iw0[j] + s * DW;
           const bool ok = k < KG && static_cast<unsigned>(ih) < static_cast<unsigned>(H) &&
                           static_cast<unsigned>(iw) < static_cast<unsigned>(W);
-          const yc_u32 v = ok ? x[base[j] + (static_cast<yc_i64>(ih) * W + iw) * IS + c] : 0u;
+          yc_u32 v = 0u;
+          if constexpr (NCHW_IN) {
+            const float* xf = reinterpret_cast<const float*>(x);
+            if (ok) v = @CVT@(xf[base[j] + (static_cast<yc_i64>(c) * H + ih) * W + iw]);
+          } else if (ok) {
+            v = x[base[j] + (static_cast<yc_i64>(ih) * W + iw) * IS + c];
+          }
           pair |= v << (16 * h);
         }
         packed[e / 2] = pair;
@@ -129,7 +136,8 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
     ih0[j] = iw0[j] = OUTSIDE;
     if (chunk < A_CHUNKS && m < M) {
       const int img = m / (OH * OW), p = m % (OH * OW), oh = p / OW, ow = p % OW;
-      base[j] = static_cast<yc_i64>(img) * H * W * IS + IO;
+      base[j] = NCHW_IN ? static_cast<yc_i64>(img) * C * H * W
+                        : static_cast<yc_i64>(img) * H * W * IS + IO;
       ih0[j] = oh * SH - PH;
       iw0[j] = ow * SW - PW;
     }
@@ -291,7 +299,9 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
       {"@WM@", std::to_string(wm)},
       {"@WN@", std::to_string(wn)},
       {"@STAGES@", std::to_string(stages)},
-      {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"}};
+      {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},
+      {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
+      {"@CVT@", t.dtype == DType::kBFloat16 ? "yc_float_to_bf16" : "yc_float_to_half"}};
   for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
   CudaKernel k;
   k.symbol = symbol;
