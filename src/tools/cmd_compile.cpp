@@ -24,15 +24,16 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
              r.seconds, r.backend_seconds);
   fmt::print("  kernels: {} ({}); {} tuned, {} heuristic defaults\n", r.tasks.size(), kinds,
              r.tuned, r.tasks.size() - static_cast<size_t>(r.tuned));
-  if (!o.records.empty()) {
+  const std::string& records = r.records_file.empty() ? o.records : r.records_file;
+  if (!records.empty()) {
     std::set<std::string> workloads, tuned;
     for (const codegen::cpu::CompiledTask& t : r.tasks) {
       workloads.insert(t.key);
       if (t.tuned) tuned.insert(t.key);
     }
-    fmt::print("  records {}: {} for this machine ({} of other versions ignored); {} tasks tuned, "
+    fmt::print("  records {}: {} for this {} ({} of other versions ignored); {} tasks tuned, "
                "{} defaults\n",
-               o.records, r.records_applicable, r.records_stale, tuned.size(),
+               records, r.records_applicable, o.target == "cuda" ? "arch" : "machine", r.records_stale, tuned.size(),
                workloads.size() - tuned.size());
   }
   fmt::print("  arena: {:.2f} MB (naive sum of intermediates {:.2f} MB, {:.1f} %)\n",
@@ -71,7 +72,8 @@ void add_compile(CLI::App& app) {
                  "compile these values as the outputs instead (debugging; no detector then)");
   c->add_option("--records", o->records,
                 "apply the best tuning record of each task from FILE (yoloc tune's records; only "
-                "records of this machine, ISA and tool version are used)");
+                "records of this machine, ISA and tool version are used; cuda: of this --arch, "
+                "default: the shipped records/cuda-<arch>.jsonl if there is one)");
   c->add_flag("--force", o->force, "overwrite the output file if it exists");
   c->callback([o] {
     const CompileReport r = compile_model(*o);

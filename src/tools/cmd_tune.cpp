@@ -1,6 +1,7 @@
 // yoloc tune MODEL --target cpu --records FILE [--trials N] [--time-budget 10m]
 //            [--strategy random|grid|evolutionary] [--threads N] [--batch N] [--devices 0]
 //            [--list-tasks] [--report FILE]
+// yoloc tune MODEL --target cuda [--arch sm_90] [--precision fp16] [--device N] --records FILE ...
 // Finds fast schedule configs for the model's kernels, appending every measurement to the
 // records file (a later run resumes from it); `yoloc compile --records FILE` applies them.
 #include <fmt/format.h>
@@ -16,6 +17,9 @@
 #include "tuner/report.h"
 #include "tuner/search_space.h"
 #include "tuner/tuner.h"
+#ifdef YOLOC_HAVE_CUDA
+#include "tuner/cuda/cuda_tuning.h"
+#endif
 
 namespace yoloc::tools {
 
@@ -30,6 +34,7 @@ struct TuneCliOptions {
   std::string strategy = "evolutionary";
   int threads = 0;
   std::string devices = "0";
+  std::string arch;  ///< cuda: the kernels' arch; empty: sm_90
   std::string isa;  ///< empty: the host's best
   bool list_tasks = false;
   std::string report;
@@ -41,6 +46,7 @@ struct TuneCliOptions {
   bool cache_flush = false;
   bool wall_clock = false;
   int build_jobs = 2;
+  bool build_jobs_given = false;
   int verify_rounds = 3;
   int verify_top = 2;
   InModelOptions in_model;
@@ -111,12 +117,37 @@ void run_tune(const TuneCliOptions& o) {
       user_error("--isa {}: unknown; choose one of {}", o.isa, codegen::cpu::isa_names());
     isa = *parsed;
   }
-  const tuner::TuneTarget target = tuner::resolve_target(o.target, device_id(o.devices), isa);
-  const ImportedDetector d = import_for_cpu(o.model);
-  const std::vector<tuner::TuneTask> tasks = tuner::tuning_tasks(*d.graph, isa);
-  const int threads = o.threads > 0
-                          ? o.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const bool cuda = o.target == "cuda";
+  if (!cuda && !o.arch.empty()) user_error("--arch {}: --arch is for --target cuda", o.arch);
+  if (cuda && !o.isa.empty()) user_error("--isa {}: --isa is for --target cpu", o.isa);
+  if (!cuda && o.model.precision != "auto" && o.model.precision != "fp32")
+    user_error("--precision {}: the cpu target computes in fp32", o.model.precision);
+  const ImportedDetector d =
+      cuda ? import_for_cuda(o.model, cuda_precision(o.model.precision)) : import_for_cpu(o.model);
+  std::vector<tuner::TuneTask> tasks;
+  tuner::TuneTarget target;
+  if (cuda) {
+#ifdef YOLOC_HAVE_CUDA
+    const std::string arch = o.arch.empty() ? "sm_90" : o.arch;
+    tasks = tuner::cuda_tuning_tasks(*d.graph);
+    // --list-tasks needs no GPU; measuring asks the device (in a child process: this one never
+    // initialises CUDA, so that the measurement workers it forks can).
+    if (o.list_tasks) {
+      target.kind = "cuda";
+      target.arch = arch;
+    } else {
+      target = tuner::cuda_target(device_id(o.devices), arch);
+    }
+#else
+    user_error("--target cuda: this yoloc was built without the CUDA toolkit (NVRTC)");
+#endif
+  } else {
+    target = tuner::resolve_target(o.target, device_id(o.devices), isa);
+    tasks = tuner::tuning_tasks(*d.graph, isa);
+  }
+  // A CUDA kernel runs on the whole device: "threads" (records, queries) is 1.
+  const int hardware = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads = cuda ? 1 : o.threads > 0 ? o.threads : hardware;
   const tuner::RecordQuery query{target, o.model.batch, threads};
   const auto report_from_file = [&] {
     const tuner::RecordSet set = tuner::load_records(o.records);
@@ -143,7 +174,8 @@ void run_tune(const TuneCliOptions& o) {
     t.trials = o.trials;
     t.time_budget_s = o.time_budget.empty() ? 0 : parse_duration(o.time_budget);
     // The in-model re-measurement compiles the model a few times: its share of the budget.
-    const bool in_model = o.in_model.rounds > 0 && o.in_model.top > 0;
+    // (The CPU target's only: CUDA kernels are timed alone.)
+    const bool in_model = !cuda && o.in_model.rounds > 0 && o.in_model.top > 0;
     t.time_budget_s -= in_model ? std::min(0.15 * t.time_budget_s, 120.0) : 0.0;
     t.strategy = o.strategy;
     t.round_size = o.round_size;
@@ -156,15 +188,29 @@ void run_tune(const TuneCliOptions& o) {
     t.measure.min_repeat_s = o.min_repeat_ms / 1e3;
     t.measure.timeout_s = o.timeout_s;
     t.measure.cache_flush = o.cache_flush;
-    t.measure.cpu_clock = !o.wall_clock;
+    t.measure.cpu_clock = !o.wall_clock && !cuda;
     t.measure.build_jobs = o.build_jobs;
     t.measure.cc = codegen::cpu::host_compiler_options_for("c++", isa);  // as compile builds
     if (const char* inject = std::getenv("YOLOC_TUNE_INJECT")) t.measure.inject = inject;
-    const auto measurer = tuner::make_cpu_measurer(t.measure);
+    std::unique_ptr<tuner::Measurer> measurer;
+    if (cuda) {
+#ifdef YOLOC_HAVE_CUDA
+      // NVRTC compilations at once: all cores unless --build-jobs says otherwise.
+      if (!o.build_jobs_given)
+        t.measure.build_jobs = hardware;
+      measurer = tuner::make_cuda_measurer(t.measure, target.arch, target.device_id);
+#endif
+    } else {
+      measurer = tuner::make_cpu_measurer(t.measure);
+    }
     tuner::ProgressDisplay progress(stderr, !o.quiet);
-    progress.note(fmt::format("tuning {} tasks of {} on {} ({} threads, batch {}, strategy {})",
-                              tasks.size(), o.model.path, target.str(), threads, o.model.batch,
-                              o.strategy));
+    progress.note(fmt::format("tuning {} tasks of {} on {} ({}, batch {}, strategy {})",
+                              tasks.size(), o.model.path, target.str(),
+                              cuda ? fmt::format("device {}, {}", target.device_id,
+                                                 o.model.precision == "auto" ? "fp16"
+                                                                             : o.model.precision)
+                                   : fmt::format("{} threads", threads),
+                              o.model.batch, o.strategy));
     const tuner::TuneSummary s = tuner::tune(tasks, t, *measurer, progress);
     fmt::print(
         "tuned {} tasks in {}: {} trials and {} re-measurements ({} failed), building "
@@ -200,7 +246,10 @@ void add_tune(CLI::App& app) {
   auto* c = app.add_subcommand(
       "tune", "Search fast kernel schedules for a model; compile applies them with --records");
   add_detector_model_options(*c, o->model);
-  c->add_option("--target", o->target, "what to tune for: cpu")->capture_default_str();
+  c->add_option("--target", o->target, "what to tune for: cpu or cuda")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  c->add_option("--arch", o->arch, "cuda: the GPU architecture of the kernels (default sm_90)");
   c->add_option("--records", o->records,
                 "JSON-lines file the measurements are appended to (and resumed from)");
   c->add_option("--trials", o->trials, "measurements in all (this run)")
@@ -215,7 +264,8 @@ void add_tune(CLI::App& app) {
   c->add_option("--batch", o->model.batch, "images per run")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  c->add_option("--devices", o->devices, "device to measure on (cpu: 0)")->capture_default_str();
+  c->add_option("--devices,--device", o->devices, "device to measure on (cpu: 0; cuda: the GPU)")
+      ->capture_default_str();
   c->add_option("--isa", o->isa,
                 "vector ISA of the kernels (as compile --isa): avx512, avx2, generic; default: "
                 "the best this CPU runs");
@@ -243,9 +293,11 @@ void add_tune(CLI::App& app) {
   c->add_flag("--wall-clock", o->wall_clock,
               "time wall clock with one thread too (default there: the thread's CPU time, which "
               "other processes on the machine do not inflate)");
-  c->add_option("--build-jobs", o->build_jobs, "compiler processes at once")
+  c->add_option("--build-jobs", o->build_jobs,
+                "compiler processes at once (cuda: NVRTC threads, default all cores)")
       ->capture_default_str()
-      ->check(CLI::Range(1, 64));
+      ->check(CLI::Range(1, 64))
+      ->each([o](const std::string&) { o->build_jobs_given = true; });
   c->add_option("--verify-rounds", o->verify_rounds,
                 "at the end, re-measure each task's default and best configs side by side this "
                 "many times (0: no)")

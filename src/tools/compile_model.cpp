@@ -82,15 +82,34 @@ CompileReport compile_for_cuda(const CompileOptions& o,
   if (!o.cc.empty() || !o.isa.empty())
     user_error("--cc and --isa choose the CPU target's compiler and ISA; --target cuda takes "
                "--arch");
-  if (!o.records.empty())
-    user_error("--records: tuning records of the CUDA target are not supported yet; compile "
-               "without them");
   const Precision precision = cuda_precision(o.model.precision);
   ImportedDetector d = import_for_cuda(o.model, precision, o.outputs);
   const Graph& g = *d.graph;
   codegen::cuda::CudaCompileOptions cuda;
   cuda.arch = o.arch.empty() ? "sm_90" : o.arch;
   cuda.configs = o.configs;
+  CompileReport report;
+  const std::string records = o.records.empty() ? default_cuda_records(cuda.arch) : o.records;
+  if (!records.empty()) {
+    if (!fs::exists(records)) user_error("--records {}: no such file", records);
+    const tuner::RecordSet set = tuner::load_records(records);
+    // The GPU compile runs on need not be the one that measured: records of the same arch
+    // apply, whatever device model of that arch timed them (the fastest over all of them).
+    tuner::RecordQuery q;
+    q.target.kind = "cuda";
+    q.target.arch = cuda.arch;
+    q.batch = o.model.batch;
+    std::vector<tuner::Record> same_arch;
+    for (const tuner::Record& r : set.records) {
+      if (r.target.kind != "cuda" || r.target.arch != cuda.arch) continue;
+      same_arch.push_back(r);
+      same_arch.back().target = q.target;
+    }
+    report.records_applicable = static_cast<int>(same_arch.size());
+    report.records_stale = set.stale;
+    report.records_file = records;
+    cuda.configs.merge(tuner::best_configs(same_arch, q));
+  }
   if (o.outputs.empty() && g.inputs.size() == 1 && !g.outputs.empty() &&
       g.outputs[0]->type.dims.size() == 3) {
     codegen::cuda::DetectKernelConfig dc;
@@ -114,7 +133,6 @@ CompileReport compile_for_cuda(const CompileOptions& o,
   m.program = runtime::cuda::cuda_program_to_json(b.program);
   artifact::ArtifactWriter w(m);
   w.add_blob(codegen::cuda::kCudaWeightsBlob, "weights", b.weights);
-  CompileReport report;
   for (size_t i = 0; i < b.modules.size(); ++i) {
     w.add_blob(codegen::cuda::cuda_module_blob(i), "cubin", b.modules[i]);
     report.kernel_bytes += b.modules[i].size();
@@ -200,6 +218,23 @@ CompileReport compile_model(const CompileOptions& o) {
 #endif
   }
   user_error("--target {}: choose cpu or cuda", o.target);
+}
+
+std::string default_cuda_records(const std::string& arch) {
+  const std::string name = "cuda-" + arch + ".jsonl";
+  std::vector<fs::path> places;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    places.push_back(exe.parent_path().parent_path() / "share" / "yoloc" / "records" / name);
+    places.push_back(exe.parent_path() / "share" / "yoloc" / "records" / name);
+  }
+#ifdef YOLOC_SOURCE_DIR
+  places.push_back(fs::path(YOLOC_SOURCE_DIR) / "records" / name);
+#endif
+  for (const fs::path& p : places)
+    if (fs::is_regular_file(p, ec)) return p.string();
+  return "";
 }
 
 Precision cuda_precision(const std::string& name) {

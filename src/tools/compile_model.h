@@ -26,7 +26,9 @@ struct CompileOptions {
   /// Tuned configs by workload key; tasks without one take their default.
   std::map<std::string, codegen::ScheduleConfig> configs;
   /// --records: a tuning records file; the best valid record of each workload for this
-  /// machine (and batch) is applied where `configs` has none.
+  /// machine (and batch; cuda: for this arch, on any device) is applied where `configs` has
+  /// none. Empty with --target cuda: the shipped records of the arch, if any
+  /// (default_cuda_records).
   std::string records;
 };
 
@@ -43,6 +45,7 @@ struct CompileReport {
   double backend_seconds = 0;  ///< the host compiler's / NVRTC's share of `seconds`
   int records_applicable = 0;  ///< records of the --records file for this machine and ISA
   int records_stale = 0;       ///< records of other tool / format versions (ignored)
+  std::string records_file;    ///< the records file applied (cuda: maybe the shipped default)
 };
 
 /// The detector imported (options.batch, --imgsz, --family; `outputs` as its outputs when given)
@@ -53,6 +56,11 @@ ImportedDetector import_for_cpu(const DetectorModelOptions& options,
 /// The same for target cuda at `precision` (fp32, fp16, bf16).
 ImportedDetector import_for_cuda(const DetectorModelOptions& options, Precision precision,
                                  const std::vector<std::string>& outputs = {});
+/// The records file shipped for the CUDA target's `arch` ("sm_90"): the first of
+/// <prefix>/share/yoloc/records/cuda-<arch>.jsonl for the yoloc binary in <prefix>/bin,
+/// share/yoloc/records/cuda-<arch>.jsonl beside the binary (a build folder), and
+/// records/cuda-<arch>.jsonl in the source tree yoloc was built from; empty when none exists.
+std::string default_cuda_records(const std::string& arch);
 /// fp32 / fp16 / bf16 from a --precision of the cuda target ("auto": fp16); raises a UserError
 /// otherwise.
 Precision cuda_precision(const std::string& name);

@@ -15,7 +15,8 @@ namespace yoloc::tuner {
 namespace {
 
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
-const char* const kTemplates[] = {"conv", "dwconv", "pool", "resize", "elementwise", "tail"};
+const char* const kTemplates[] = {"conv", "dwconv",  "pool",      "resize", "elementwise",
+                                  "tail", "tc_conv", "simt_conv", "generic"};
 
 /// Shape numbers of a workload key ("... c64 h80 w80 k64 3x3 s1x1 p1x1 d1x1 ..."); the tokens a
 /// key lacks stay NaN.
@@ -62,7 +63,7 @@ void check(int rc, const char* what) {
 
 std::vector<float> cost_features(const TuneTask& task, const codegen::ScheduleConfig& config,
                                  const std::vector<std::string>& knobs) {
-  const codegen::cpu::CpuTask& t = task.task;
+  const TaskInfo& t = task.task;
   std::vector<float> f;
   for (const char* name : kTemplates) f.push_back(t.template_name == name ? 1.f : 0.f);
   const KeyShape s(t.key);

@@ -1,9 +1,6 @@
 #include "tuner/measure.h"
 
 #include <fmt/format.h>
-#include <poll.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,15 +10,13 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
-#include <functional>
-#include <nlohmann/json.hpp>
 #include <random>
-#include <thread>
 
 #include "codegen/cpu/cpu_compiler.h"
 #include "core/error.h"
 #include "runtime/kernel_library.h"
 #include "runtime/thread_pool.h"
+#include "tuner/measure_worker.h"
 #include "yoloc/kernel_abi.h"
 
 namespace yoloc::tuner {
@@ -57,66 +52,6 @@ class Buffer {
   std::unique_ptr<std::byte, Free> data_;
   uint64_t bytes_ = 0;
 };
-
-/// The test hook: configs the worker crashes on, hangs on, or computes wrong outputs for.
-struct Injection {
-  std::string action;         // "crash", "hang", "wrong"
-  std::string template_name;  // empty: any
-  std::map<std::string, int64_t> knobs;
-};
-
-std::vector<Injection> parse_injections(const std::string& spec) {
-  std::vector<Injection> out;
-  size_t pos = 0;
-  while (pos < spec.size()) {
-    size_t end = spec.find(';', pos);
-    if (end == std::string::npos) end = spec.size();
-    const std::string item = spec.substr(pos, end - pos);
-    pos = end + 1;
-    if (item.empty()) continue;
-    const auto colon = item.find(':');
-    Injection inj;
-    const auto at = item.find('@');
-    inj.action = item.substr(0, std::min(colon, at));
-    if (at < colon) inj.template_name = item.substr(at + 1, colon - at - 1);
-    if (colon == std::string::npos ||
-        (inj.action != "crash" && inj.action != "hang" && inj.action != "wrong"))
-      user_error(
-          "YOLOC_TUNE_INJECT '{}': expected ACTION[@TEMPLATE]:KNOB=V,... with ACTION "
-          "crash, hang or wrong",
-          item);
-    std::string knobs = item.substr(colon + 1);
-    size_t p = 0;
-    while (p < knobs.size()) {
-      size_t e = knobs.find(',', p);
-      if (e == std::string::npos) e = knobs.size();
-      const std::string kv = knobs.substr(p, e - p);
-      p = e + 1;
-      const auto eq = kv.find('=');
-      try {
-        if (eq == std::string::npos) throw std::invalid_argument(kv);
-        inj.knobs[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
-      } catch (const std::exception&) {
-        user_error("YOLOC_TUNE_INJECT '{}': '{}' is not KNOB=INTEGER", item, kv);
-      }
-    }
-    out.push_back(std::move(inj));
-  }
-  return out;
-}
-
-std::string injected_action(const std::vector<Injection>& injections, const std::string& tmpl,
-                            const ScheduleConfig& c) {
-  for (const Injection& inj : injections) {
-    bool all = !inj.knobs.empty() && (inj.template_name.empty() || inj.template_name == tmpl);
-    for (const auto& [k, v] : inj.knobs) {
-      const auto it = c.values().find(k);
-      all = all && it != c.values().end() && it->second == v;
-    }
-    if (all) return inj.action;
-  }
-  return "";
-}
 
 /// What a task's candidates share: random inputs and the reference outputs (by argument index).
 struct TaskData {
@@ -173,36 +108,6 @@ std::string object_source(const std::vector<Candidate>& cands, const Object& o, 
   return src;
 }
 
-/// Runs fn(0..n-1) on up to `jobs` threads (fn must not throw).
-void parallel_for_each(size_t n, int jobs, const std::function<void(size_t)>& fn) {
-  std::atomic<size_t> next{0};
-  const auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < n;) fn(i);
-  };
-  std::vector<std::thread> threads;
-  for (int j = 1; j < jobs && static_cast<size_t>(j) < n; ++j) threads.emplace_back(work);
-  work();
-  for (std::thread& t : threads) t.join();
-}
-
-std::string first_lines(const std::string& log, size_t max_chars = 1500) {
-  return log.size() <= max_chars ? log : log.substr(0, max_chars) + "\n...";
-}
-
-/// Writes one JSON line to the parent (the worker's only channel).
-void send(int fd, const nlohmann::json& j) {
-  const std::string line = j.dump() + "\n";
-  size_t off = 0;
-  while (off < line.size()) {
-    const ssize_t w = ::write(fd, line.data() + off, line.size() - off);
-    if (w <= 0) {
-      if (w < 0 && errno == EINTR) continue;
-      _exit(2);
-    }
-    off += static_cast<size_t>(w);
-  }
-}
-
 /// A float that no kernel computes: outputs start as it, so unwritten elements show.
 constexpr uint32_t kSentinelBits = 0x7fc0beefu;
 
@@ -231,13 +136,10 @@ class CpuMeasurer : public Measurer {
   /// Keeps the builds of a task's default and fastest configs, drops the others.
   void keep_fastest(const TuneTask& task, TaskData& data, const std::vector<Candidate>& cands,
                     const std::vector<MeasureResult>& results);
-  /// Forks a worker that runs candidates from `start` on; returns the index to go on from.
-  size_t run_worker(const TuneTask& task, TaskData& data, std::vector<Candidate>& cands,
-                    const std::vector<Object>& objects, size_t start, double best_known_s,
-                    std::vector<MeasureResult>& results, std::vector<bool>& done);
-  [[noreturn]] void worker(int fd, const TuneTask& task, TaskData& data,
-                           const std::vector<Candidate>& cands, const std::vector<Object>& objects,
-                           size_t start, double best_known_s, std::byte* shared_ref);
+  /// Runs the built candidates in forked workers (see run_workers).
+  void run(const TuneTask& task, TaskData& data, const std::vector<Candidate>& cands,
+           const std::vector<Object>& objects, double best_known_s,
+           std::vector<MeasureResult>& results, std::vector<bool>& done);
   MeasureResult run_one(const TuneTask& task, TaskData& data, const Candidate& c,
                         const runtime::KernelLibrary& lib, runtime::ThreadPool& pool,
                         double best_known_s, std::byte* shared_ref, Buffer* flush);
@@ -420,12 +322,23 @@ MeasureResult CpuMeasurer::run_one(const TuneTask& task, TaskData& data, const C
   return r;
 }
 
-void CpuMeasurer::worker(int fd, const TuneTask& task, TaskData& data,
-                         const std::vector<Candidate>& cands, const std::vector<Object>& objects,
-                         size_t start, double best_known_s, std::byte* shared_ref) {
-  try {
-    runtime::ThreadPool pool(std::max(1, opt_.threads));
-    std::unique_ptr<Buffer> flush;
+void CpuMeasurer::run(const TuneTask& task, TaskData& data, const std::vector<Candidate>& cands,
+                      const std::vector<Object>& objects, double best_known_s,
+                      std::vector<MeasureResult>& results, std::vector<bool>& done) {
+  const auto batch = static_cast<uint64_t>(task.task.batch);
+  // The reference's outputs come back through shared memory.
+  uint64_t ref_bytes = 0;
+  for (const KernelArg& a : cands[0].kernel.args)
+    if (a.output) ref_bytes += (a.bytes * batch + 63) / 64 * 64;
+  SharedMemory shared(ref_bytes);
+  // The worker's state: made in the worker (setup), empty in this process.
+  std::unique_ptr<runtime::ThreadPool> pool;
+  std::unique_ptr<Buffer> flush;
+  std::map<int, std::unique_ptr<runtime::KernelLibrary>> libs;
+  WorkerSpec spec;
+  spec.timeout_s = opt_.timeout_s;
+  spec.setup = [&] {
+    pool = std::make_unique<runtime::ThreadPool>(std::max(1, opt_.threads));
     if (opt_.cache_flush) {
       // Twice the core's private cache: in a model run a kernel's weights and inputs come from
       // the shared last-level cache (or memory), not from L1/L2 warmed by its previous run.
@@ -433,159 +346,36 @@ void CpuMeasurer::worker(int fd, const TuneTask& task, TaskData& data,
       flush = std::make_unique<Buffer>(2 * static_cast<uint64_t>(l2 > 0 ? l2 : 2 << 20));
       std::memset(flush->data(), 0, flush->bytes());
     }
-    std::map<int, std::unique_ptr<runtime::KernelLibrary>> libs;
-    for (size_t i = start; i < cands.size(); ++i) {
-      const Candidate& c = cands[i];
-      if (c.object < 0 || !objects[static_cast<size_t>(c.object)].error.empty()) continue;
-      send(fd, {{"begin", i}});
-      nlohmann::json out = {{"result", i}};
-      try {
-        auto& lib = libs[c.object];
-        if (!lib)
-          lib =
-              std::make_unique<runtime::KernelLibrary>(*objects[static_cast<size_t>(c.object)].so);
-        const MeasureResult r =
-            run_one(task, data, c, *lib, pool, best_known_s, shared_ref, flush.get());
-        out["times"] = r.times;
-        out["median"] = r.median;
-        out["error"] = r.error;
-        out["skipped"] = r.skipped;
-      } catch (const std::exception& e) {
-        out["error"] = std::string("failed: ") + e.what();
-      }
-      send(fd, out);
+  };
+  spec.run = [&](size_t i) {
+    const Candidate& c = cands[i];
+    auto& lib = libs[c.object];
+    if (!lib)
+      lib = std::make_unique<runtime::KernelLibrary>(*objects[static_cast<size_t>(c.object)].so);
+    return run_one(task, data, c, *lib, *pool, best_known_s, shared.data(), flush.get());
+  };
+  spec.on_result = [&](size_t i, const MeasureResult& r) {
+    if (!cands[i].reference || !r.error.empty()) return;
+    // Keep the reference for later workers of this task.
+    uint64_t off = 0;
+    for (size_t a = 0; a < cands[i].kernel.args.size(); ++a) {
+      const KernelArg& ka = cands[i].kernel.args[a];
+      if (!ka.output) continue;
+      const uint64_t bytes = ka.bytes * batch;
+      data.reference[a] = Buffer(bytes);
+      std::memcpy(data.reference[a].data(), shared.data() + off, bytes);
+      off += (bytes + 63) / 64 * 64;
     }
-  } catch (...) {
-    _exit(3);
+    data.has_reference = true;
+  };
+  const std::string fatal = run_workers(results, done, spec, [&](size_t i) {
+    return data.has_reference || cands[i].reference;
+  });
+  for (size_t i = 0; i < cands.size() && !fatal.empty(); ++i) {
+    if (done[i]) continue;
+    results[i].error = "the measurement worker failed: " + fatal;
+    done[i] = true;
   }
-  _exit(0);
-}
-
-size_t CpuMeasurer::run_worker(const TuneTask& task, TaskData& data, std::vector<Candidate>& cands,
-                               const std::vector<Object>& objects, size_t start,
-                               double best_known_s, std::vector<MeasureResult>& results,
-                               std::vector<bool>& done) {
-  // The reference's outputs come back through shared memory.
-  uint64_t ref_bytes = 0;
-  for (const KernelArg& a : cands[0].kernel.args)
-    if (a.output) ref_bytes += (a.bytes * static_cast<uint64_t>(task.task.batch) + 63) / 64 * 64;
-  const size_t map_bytes = std::max<uint64_t>(ref_bytes, 64);
-  void* shared =
-      mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (shared == MAP_FAILED) user_error("tuner: cannot map {} bytes of shared memory", map_bytes);
-  int fds[2];
-  if (pipe(fds) != 0) {
-    munmap(shared, map_bytes);
-    user_error("tuner: cannot create a pipe to the measurement worker");
-  }
-  const pid_t pid = fork();
-  if (pid < 0) {
-    const int err = errno;
-    close(fds[0]);
-    close(fds[1]);
-    munmap(shared, map_bytes);
-    user_error("tuner: cannot fork a measurement worker: {}", std::strerror(err));
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    worker(fds[1], task, data, cands, objects, start, best_known_s,
-           static_cast<std::byte*>(shared));
-  }
-  close(fds[1]);
-  const int fd = fds[0];
-  std::string buf;
-  long current = -1;
-  size_t next = cands.size();
-  // The worker has timeout_s for each candidate from its "begin", and as long to start.
-  auto deadline = Clock::now() + std::chrono::duration<double>(opt_.timeout_s);
-  bool killed = false;
-  for (;;) {
-    const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
-    pollfd p{fd, POLLIN, 0};
-    const int rc = left <= 0 ? 0 : poll(&p, 1, static_cast<int>(std::ceil(left * 1000)));
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc == 0) {
-      kill(pid, SIGKILL);
-      killed = true;
-      if (current >= 0 && !done[static_cast<size_t>(current)]) {
-        results[static_cast<size_t>(current)].error =
-            fmt::format("timeout: no result after {} s", opt_.timeout_s);
-        done[static_cast<size_t>(current)] = true;
-        next = static_cast<size_t>(current) + 1;
-      } else {
-        for (size_t i = start; i < cands.size(); ++i) {
-          if (done[i]) continue;
-          results[i].error = "the measurement worker did not start";
-          done[i] = true;
-        }
-      }
-      break;
-    }
-    char chunk[4096];
-    const ssize_t n = read(fd, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // the worker is gone: finished or crashed
-    buf.append(chunk, static_cast<size_t>(n));
-    for (size_t nl; (nl = buf.find('\n')) != std::string::npos;) {
-      const nlohmann::json j = nlohmann::json::parse(buf.substr(0, nl), nullptr, false);
-      buf.erase(0, nl + 1);
-      if (j.is_discarded()) continue;
-      // The worker runs untrusted code: take only well-formed lines about known candidates.
-      const auto index = [&](const char* f) -> long {
-        if (!j.contains(f) || !j[f].is_number_unsigned()) return -1;
-        const auto v = j[f].get<uint64_t>();
-        return v < cands.size() ? static_cast<long>(v) : -1;
-      };
-      if (index("begin") >= 0) {
-        current = index("begin");
-        deadline = Clock::now() + std::chrono::duration<double>(opt_.timeout_s);
-      } else if (index("result") >= 0) {
-        const auto i = static_cast<size_t>(index("result"));
-        MeasureResult& r = results[i];
-        try {
-          r.error = j.value("error", "");
-          r.skipped = j.value("skipped", false);
-          if (r.error.empty()) {
-            r.times = j.value("times", std::vector<double>{});
-            r.median = j.value("median", 0.0);
-          }
-        } catch (const nlohmann::json::exception&) {
-          r = MeasureResult{};
-          r.error = "the worker sent a malformed result";
-        }
-        done[i] = true;
-        if (cands[i].reference && r.error.empty()) {
-          // Keep the reference for later workers of this task.
-          uint64_t off = 0;
-          for (size_t a = 0; a < cands[i].kernel.args.size(); ++a) {
-            const KernelArg& ka = cands[i].kernel.args[a];
-            if (!ka.output) continue;
-            const uint64_t bytes = ka.bytes * static_cast<uint64_t>(task.task.batch);
-            data.reference[a] = Buffer(bytes);
-            std::memcpy(data.reference[a].data(), static_cast<std::byte*>(shared) + off, bytes);
-            off += (bytes + 63) / 64 * 64;
-          }
-          data.has_reference = true;
-        }
-      }
-    }
-  }
-  close(fd);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  munmap(shared, map_bytes);
-  if (!killed && current >= 0 && !done[static_cast<size_t>(current)]) {
-    // The worker died while running `current`.
-    std::string why =
-        WIFSIGNALED(status)
-            ? fmt::format("crashed: signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)))
-            : fmt::format("crashed: the worker exited with status {}", WEXITSTATUS(status));
-    results[static_cast<size_t>(current)].error = why;
-    done[static_cast<size_t>(current)] = true;
-    next = static_cast<size_t>(current) + 1;
-  }
-  return next;
 }
 
 std::vector<MeasureResult> CpuMeasurer::measure(const TuneTask& task,
@@ -593,7 +383,8 @@ std::vector<MeasureResult> CpuMeasurer::measure(const TuneTask& task,
                                                 double best_known_s) {
   std::vector<MeasureResult> results(configs.size());
   if (configs.empty()) return results;
-  const codegen::cpu::CpuTask& t = task.task;
+  YOLOC_CHECK(task.cpu(), "tuner: the CPU measurer got the non-CPU task {}", task.key());
+  const codegen::cpu::CpuTask& t = *task.cpu();
   std::vector<Candidate> cands(configs.size());
   TaskData* data = nullptr;
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -647,12 +438,7 @@ std::vector<MeasureResult> CpuMeasurer::measure(const TuneTask& task,
   for (size_t i = 0; i < cands.size(); ++i) done[i] = !results[i].error.empty();
 
   const auto t0 = Clock::now();
-  for (size_t start = 0; start < cands.size();) {
-    while (start < cands.size() && done[start]) ++start;
-    if (start == cands.size()) break;
-    if (!data->has_reference && !cands[start].reference) break;
-    start = run_worker(task, *data, cands, objects, start, best_known_s, results, done);
-  }
+  run(task, *data, cands, objects, best_known_s, results, done);
   run_s_ += since(t0);
   if (cands[0].reference && !results[0].ok()) {
     data->reference_error = "the default config failed (" + results[0].error + ")";

@@ -4,7 +4,7 @@
 
 namespace yoloc::tuner {
 
-std::optional<std::vector<ScheduleConfig>> enumerate_valid(const codegen::cpu::CpuTask& t,
+std::optional<std::vector<ScheduleConfig>> enumerate_valid(const TaskInfo& t,
                                                            int64_t limit) {
   const int64_t n = t.space.size();
   if (n > limit) return std::nullopt;
@@ -16,7 +16,7 @@ std::optional<std::vector<ScheduleConfig>> enumerate_valid(const codegen::cpu::C
   return out;
 }
 
-std::optional<ScheduleConfig> sample_valid(const codegen::cpu::CpuTask& t, Rng& rng, int tries) {
+std::optional<ScheduleConfig> sample_valid(const TaskInfo& t, Rng& rng, int tries) {
   for (int i = 0; i < tries; ++i) {
     ScheduleConfig c;
     for (const codegen::Knob& k : t.space.knobs) {

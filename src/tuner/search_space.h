@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "codegen/cpu/tasks.h"
+#include "tuner/task_list.h"
 
 namespace yoloc::tuner {
 
@@ -19,12 +19,12 @@ inline constexpr int64_t kEnumerableSpace = 1 << 16;
 
 /// Every valid config of the task, in ScheduleConfig::at order; nullopt when the space has
 /// more than `limit` points.
-std::optional<std::vector<ScheduleConfig>> enumerate_valid(const codegen::cpu::CpuTask& t,
+std::optional<std::vector<ScheduleConfig>> enumerate_valid(const TaskInfo& t,
                                                            int64_t limit = kEnumerableSpace);
 
 /// A uniformly drawn point of the space that the task accepts, or nullopt when `tries` draws
 /// found none.
-std::optional<ScheduleConfig> sample_valid(const codegen::cpu::CpuTask& t, Rng& rng,
+std::optional<ScheduleConfig> sample_valid(const TaskInfo& t, Rng& rng,
                                            int tries = 1000);
 
 /// `c` with one knob (that has another value) moved to another value of its domain: a

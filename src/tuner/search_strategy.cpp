@@ -115,7 +115,7 @@ class EvolutionarySearch : public SearchStrategy {
         if (!s.tried.count(c.str())) out.push_back(c);
       return out;
     }
-    const codegen::cpu::CpuTask& t = s.task->task;
+    const TaskInfo& t = s.task->task;
     std::vector<std::pair<ScheduleConfig, double>> best = s.measured;
     std::sort(best.begin(), best.end(),
               [](const auto& a, const auto& b) { return a.second < b.second; });

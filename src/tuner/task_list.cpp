@@ -1,31 +1,49 @@
 #include "tuner/task_list.h"
 
 #include <algorithm>
-#include <map>
 
 namespace yoloc::tuner {
 
+TaskInfo task_info(const codegen::cpu::CpuTask& t) {
+  return TaskInfo{t.group, t.group_name,     t.template_name, t.key, t.flops,
+                  t.batch, t.space,          t.default_config, t.valid};
+}
+
+TaskInfo task_info(const codegen::cuda::CudaTask& t) {
+  return TaskInfo{t.group, t.group_name,     t.template_name, t.key, t.flops,
+                  1,       t.space,          t.default_config, t.valid};
+}
+
+void merge_task(std::vector<TuneTask>& tasks, TuneTask t) {
+  for (TuneTask& o : tasks) {
+    if (o.key() != t.key()) continue;
+    o.groups.push_back(t.task.group);
+    return;
+  }
+  t.groups = {t.task.group};
+  tasks.push_back(std::move(t));
+}
+
 std::vector<TuneTask> tuning_tasks(const Graph& g, codegen::cpu::CpuIsa isa) {
   std::vector<TuneTask> out;
-  std::map<std::string, size_t> index;
   for (codegen::cpu::CpuTask& t : codegen::cpu::extract_cpu_tasks(g, isa)) {
-    auto it = index.find(t.key);
-    if (it != index.end()) {
-      out[it->second].groups.push_back(t.group);
-      continue;
-    }
     TuneTask tt;
-    tt.groups.push_back(t.group);
+    tt.task = task_info(t);
     for (const codegen::cpu::KernelArg& a : t.lower(t.default_config, "probe").args)
       tt.bytes += a.bytes * static_cast<uint64_t>(t.batch);
-    tt.task = std::move(t);
-    index[tt.task.key] = out.size();
-    out.push_back(std::move(tt));
+    tt.target_task = std::move(t);
+    merge_task(out, std::move(tt));
   }
   return out;
 }
 
 double estimated_seconds(const TuneTask& t) {
+  if (t.cuda()) {
+    // About what the default kernels reach on a data-centre GPU (H100 class), plus a launch.
+    constexpr double kFlopsPerSecond = 50e12, kBytesPerSecond = 2e12, kLaunch = 4e-6;
+    return kLaunch +
+           std::max(t.task.flops / kFlopsPerSecond, static_cast<double>(t.bytes) / kBytesPerSecond);
+  }
   // About what the default kernels reach on one AVX-512 core: 50 GFLOP/s in registers,
   // 10 GB/s from memory.
   constexpr double kFlopsPerSecond = 50e9, kBytesPerSecond = 10e9;

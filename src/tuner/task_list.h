@@ -1,20 +1,58 @@
 #pragma once
-/// The tuning tasks of a model: its kernel groups (codegen/cpu/tasks.h) with identical workloads
-/// merged, since they share a workload key and therefore one schedule and one set of records.
+/// The tuning tasks of a model: its kernel groups (codegen/cpu/tasks.h, codegen/cuda/tasks.h)
+/// with identical workloads merged, since they share a workload key and therefore one schedule
+/// and one set of records.
+///
+/// The search, the cost model, the scheduler and the records see only a task's target-neutral
+/// part (TaskInfo); the measurer of the task's target lowers it through the target's own task.
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "codegen/cpu/tasks.h"
+#include "codegen/cuda/tasks.h"
 #include "ir/graph.h"
 
 namespace yoloc::tuner {
 
+/// What every target's task has: its workload, schedule space and validity.
+struct TaskInfo {
+  int group = -1;             ///< the first group with this workload
+  std::string group_name;     ///< FusedGroup::name, e.g. "Conv+SiLU"
+  std::string template_name;  ///< "conv", "elementwise", ...; "tc_conv", "generic", ... (cuda)
+  std::string key;            ///< workload key
+  double flops = 0;           ///< of one run (all images)
+  int64_t batch = 1;          ///< images the kernel is looped over (cpu); 1 otherwise
+  codegen::ScheduleSpace space;
+  codegen::ScheduleConfig default_config;
+  std::function<bool(const codegen::ScheduleConfig&)> valid;
+};
+
+/// TaskInfo of a CPU task.
+TaskInfo task_info(const codegen::cpu::CpuTask& t);
+/// TaskInfo of a CUDA task.
+TaskInfo task_info(const codegen::cuda::CudaTask& t);
+
+/// A CUDA task with what its measurement needs beyond the task: the elements each kernel
+/// argument addresses (CudaLowered::args order; for an activation its element offset plus the
+/// span its strides reach, 0 for the other kinds), which the graph alone knows.
+struct CudaTuneTask {
+  codegen::cuda::CudaTask task;
+  std::vector<uint64_t> arg_elements;
+};
+
 /// One workload of a model.
 struct TuneTask {
-  codegen::cpu::CpuTask task;  ///< the first group with this workload (they lower identically)
-  std::vector<int> groups;     ///< every group of the model with this workload
-  uint64_t bytes = 0;          ///< bytes the default kernel's arguments touch per run
+  TaskInfo task;  ///< target-neutral; the first group with this workload (they lower identically)
+  std::variant<codegen::cpu::CpuTask, CudaTuneTask> target_task;
+  std::vector<int> groups;  ///< every group of the model with this workload
+  uint64_t bytes = 0;       ///< bytes the default kernel's arguments touch per run
 
+  /// The CPU or CUDA task; nullptr when the task is of the other target.
+  const codegen::cpu::CpuTask* cpu() const {
+    return std::get_if<codegen::cpu::CpuTask>(&target_task);
+  }
+  const CudaTuneTask* cuda() const { return std::get_if<CudaTuneTask>(&target_task); }
   int occurrences() const { return static_cast<int>(groups.size()); }
   const std::string& key() const { return task.key; }
   /// FLOPs of one run of the model spent in this workload.
@@ -26,8 +64,13 @@ struct TuneTask {
 std::vector<TuneTask> tuning_tasks(const Graph& g,
                                    codegen::cpu::CpuIsa isa = codegen::cpu::detect_host_isa());
 
+/// Appends `t` (its group: t.task.group) to `tasks`, or only its group to the task of `tasks`
+/// with the same workload key.
+void merge_task(std::vector<TuneTask>& tasks, TuneTask t);
+
 /// A guess of one run's seconds before anything is measured (for shares and scheduling): the
-/// larger of its compute time and its memory time at rough rates of one modern core.
+/// larger of its compute time and its memory time at rough rates of one modern core (cpu) or
+/// of a data-centre GPU (cuda, plus a launch).
 double estimated_seconds(const TuneTask& t);
 
 /// A short name of a task for tables: its group name and the start of its key.

@@ -27,17 +27,6 @@ uint64_t add_weights(std::string& blob, const std::string& data) {
   return offset;
 }
 
-/// Elements from the first to the last one a strided operand addresses, plus one.
-uint64_t addressed_elements(const CudaOperand& op) {
-  const Shape s = op.value->type.static_shape();
-  uint64_t last = 0;
-  for (size_t d = 0; d < s.size(); ++d) {
-    if (s[d] == 0) return 0;
-    last += static_cast<uint64_t>((s[d] - 1) * op.strides[d]);
-  }
-  return last + 1;
-}
-
 /// Compiles every source in parallel; raises the first failure (NVRTC's log attached).
 std::vector<std::string> compile_all(const std::vector<std::pair<std::string, std::string>>& srcs,
                                      const std::string& arch, int jobs) {
@@ -69,6 +58,16 @@ std::vector<std::string> compile_all(const std::vector<std::pair<std::string, st
 }
 
 }  // namespace
+
+uint64_t addressed_elements(const CudaOperand& op) {
+  const Shape s = op.value->type.static_shape();
+  uint64_t last = 0;
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (s[d] == 0) return 0;
+    last += static_cast<uint64_t>((s[d] - 1) * op.strides[d]);
+  }
+  return last + 1;
+}
 
 std::string cuda_module_blob(size_t i) { return fmt::format("cuda_module_{}", i); }
 

@@ -46,6 +46,10 @@ struct CudaBuild {
   double nvrtc_seconds = 0;  ///< wall time of the NVRTC compilations
 };
 
+/// Elements from the first to the last one a strided operand addresses, plus one (0 for an empty
+/// value): with the argument's element offset, what its device buffer must hold.
+uint64_t addressed_elements(const CudaOperand& op);
+
 /// Compiles `g` (after optimize() for target "cuda", static shapes). Raises a UserError for a
 /// group no template takes, a shape that is not static, or an NVRTC failure (log attached).
 CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options);

@@ -1,0 +1,34 @@
+#include "codegen/cuda/cuda_compiler.h"
+#include "tuner/cuda/cuda_tuning.h"
+
+namespace yoloc::tuner {
+
+std::vector<TuneTask> cuda_tuning_tasks(const Graph& g) {
+  using codegen::cuda::CudaArg;
+  std::vector<TuneTask> out;
+  for (codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(g)) {
+    TuneTask tt;
+    tt.task = task_info(t);
+    CudaTuneTask ct;
+    // The arguments are the same for every config: the default's tell their sizes.
+    const codegen::cuda::CudaLowered l = t.lower(t.default_config, "probe");
+    for (const CudaArg& a : l.args) {
+      uint64_t elements = 0;
+      if (a.kind == CudaArg::Kind::kActivation) {
+        const uint64_t span =
+            codegen::cuda::addressed_elements(codegen::cuda::cuda_operand_of(g, a.value));
+        elements = static_cast<uint64_t>(a.element_offset) + span;
+        tt.bytes += span * dtype_size(a.value->type.dtype);
+      } else if (a.kind == CudaArg::Kind::kConstant) {
+        tt.bytes += a.data.size();
+      }
+      ct.arg_elements.push_back(elements);
+    }
+    ct.task = std::move(t);
+    tt.target_task = std::move(ct);
+    merge_task(out, std::move(tt));
+  }
+  return out;
+}
+
+}  // namespace yoloc::tuner

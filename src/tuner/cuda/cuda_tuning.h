@@ -1,0 +1,45 @@
+#pragma once
+/// Tuning for the CUDA target (built with it: YOLOC_HAVE_CUDA). The tasks of a graph optimized for
+/// "cuda", the target a device gives, and the CUDA measurer: candidates built by NVRTC in
+/// parallel, then run in a forked worker process that owns the CUDA context (this process never
+/// initialises CUDA: a context does not survive fork), one after the other with a deadline each,
+/// as the CPU measurer does (measure_worker.h). A candidate that crashes the context costs its
+/// own result; the worker is restarted for the rest.
+///
+/// In the worker each kernel argument gets a device buffer of its own: an activation as many
+/// elements as it addresses (its element offset plus its strided span), inputs filled with
+/// random values in [-1, 1] of the value's storage dtype (the same for every candidate of a task),
+/// outputs with all-ones bytes (NaN: unwritten elements show), constants as the compiler stores
+/// them, scratch zeroed. The default config's outputs are the reference; a candidate's outputs
+/// must match them within the dtype's tolerance (fp16: 1e-2 relative and absolute, bf16: 5e-2,
+/// fp32: MeasureOptions::rtol/atol). Then one warm-up run and `repeats` timed repeats, each of
+/// as many back-to-back runs as last min_repeat_s, timed by CUDA events around the batch: the
+/// median repeat is the seconds per run.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tuner/measure.h"
+#include "tuner/target.h"
+#include "tuner/task_list.h"
+
+namespace yoloc::tuner {
+
+/// The workloads of `g` (optimize()d for target "cuda", static shapes) in the order of their
+/// first group. Raises a UserError for a group no CUDA template takes.
+std::vector<TuneTask> cuda_tuning_tasks(const Graph& g);
+
+/// The CUDA target of device `device_id` for kernels built for `arch` ("sm_90"; empty: the
+/// device's own): kind "cuda", the arch, the device's name. The device is asked in a short-lived
+/// child process. Raises a UserError when there is no driver or no such device, or when the
+/// device cannot run `arch`'s cubins.
+TuneTarget cuda_target(int device_id, const std::string& arch);
+
+/// The CUDA measurer: kernels built for `arch`, run on device `device_id`. MeasureOptions used:
+/// repeats, min_repeat_s, timeout_s, build_jobs (NVRTC compilations at once), max_slowdown,
+/// rtol / atol (fp32 outputs), inject. measure() raises a UserError when the worker cannot set up
+/// (no driver, no such device).
+std::unique_ptr<Measurer> make_cuda_measurer(const MeasureOptions& options, const std::string& arch,
+                                             int device_id);
+
+}  // namespace yoloc::tuner

@@ -1,0 +1,173 @@
+// The tuner's CUDA target without a GPU: the tasks of a graph optimized for cuda (target-neutral
+// info plus the CUDA task and its argument sizes), records of a cuda target, and the CUDA
+// measurer's clear error when it cannot get a device (no driver here; no device 999 anywhere).
+#include <gtest/gtest.h>
+
+#include "tuner/records.h"
+#include "tuner/search_space.h"
+#include "tuner_test_util.h"
+#ifdef YOLOC_HAVE_CUDA
+#include "codegen/cuda/cuda_compiler.h"
+#include "tuner/cuda/cuda_tuning.h"
+#endif
+
+namespace yoloc::tuner {
+namespace {
+
+using codegen::ScheduleConfig;
+using testing::TempDir;
+
+TEST(TunerCudaRecords, RoundTripAndSelectionByCudaTarget) {
+  TempDir dir;
+  const std::string path = dir.path("cuda.jsonl");
+  TuneTarget h200{"cuda", "sm_90", "NVIDIA H200", 1};
+  Record slow, fast, other_arch;
+  slow.key = fast.key = other_arch.key = "tc_conv f16 n1 c64 h80 w80 k64 3x3";
+  slow.template_name = fast.template_name = other_arch.template_name = "tc_conv";
+  slow.target = fast.target = h200;
+  other_arch.target = TuneTarget{"cuda", "sm_80", "NVIDIA A100", 0};
+  slow.config = ScheduleConfig({{"bm", 64}, {"bn", 64}});
+  fast.config = ScheduleConfig({{"bm", 128}, {"bn", 64}});
+  other_arch.config = ScheduleConfig({{"bm", 32}, {"bn", 16}});
+  slow.times = {4e-5};
+  slow.median = 4e-5;
+  fast.times = {2e-5};
+  fast.median = 2e-5;
+  other_arch.times = {1e-6};
+  other_arch.median = 1e-6;
+  {
+    RecordWriter w(path);
+    for (const Record* r : {&slow, &fast, &other_arch}) w.write(*r);
+  }
+  const RecordSet set = load_records(path);
+  ASSERT_EQ(set.records.size(), 3u);
+  EXPECT_EQ(set.records[0].target, h200);
+  EXPECT_EQ(set.records[0].target.str(), "cuda/sm_90/NVIDIA H200");
+  EXPECT_EQ(set.records[1].config, fast.config);
+  EXPECT_EQ(set.records[2].target.arch, "sm_80");
+  // Another device id of the same model is the same hardware; another arch is not.
+  const auto best = best_configs(set.records, RecordQuery{TuneTarget{"cuda", "sm_90", "NVIDIA H200", 0}, 1, 0});
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(best.begin()->second, fast.config);
+}
+
+#ifdef YOLOC_HAVE_CUDA
+
+/// Conv 3x3 (3 -> 16) of x[1,3,12,12], Conv 3x3 (16 -> 32), Sigmoid, optimized for cuda in fp16.
+std::unique_ptr<Graph> cuda_graph() {
+  auto g = std::make_unique<Graph>();
+  Value* x = yoloc::testing::input(*g, "x", {1, 3, 12, 12});
+  Value* c = yoloc::testing::conv(*g, yoloc::testing::conv(*g, x, 3, 16, 3, 5), 16, 32, 3, 7);
+  g->outputs = {yoloc::testing::node(*g, "Sigmoid", {c})};
+  PassContext ctx;
+  ctx.target = "cuda";
+  ctx.precision = Precision::kFp16;
+  optimize(*g, ctx);
+  return g;
+}
+
+TEST(TunerCuda, TasksCarryTheirArgumentSizes) {
+  const auto g = cuda_graph();
+  const std::vector<TuneTask> tasks = cuda_tuning_tasks(*g);
+  ASSERT_FALSE(tasks.empty());
+  for (const TuneTask& t : tasks) {
+    ASSERT_NE(t.cuda(), nullptr) << t.key();
+    EXPECT_EQ(t.cpu(), nullptr);
+    EXPECT_EQ(t.task.key, t.cuda()->task.key);
+    EXPECT_EQ(t.task.batch, 1);
+    EXPECT_TRUE(t.task.valid(t.task.default_config)) << t.key();
+    EXPECT_GT(t.bytes, 0u);
+    EXPECT_GT(estimated_seconds(t), 0);
+    const auto lowered = t.cuda()->task.lower(t.task.default_config, "x");
+    ASSERT_EQ(lowered.args.size(), t.cuda()->arg_elements.size());
+    for (size_t i = 0; i < lowered.args.size(); ++i) {
+      const auto& a = lowered.args[i];
+      if (a.kind != codegen::cuda::CudaArg::Kind::kActivation) {
+        EXPECT_EQ(t.cuda()->arg_elements[i], 0u);
+        continue;
+      }
+      // Dense values here: the element count of the value.
+      EXPECT_EQ(t.cuda()->arg_elements[i],
+                static_cast<uint64_t>(shape_numel(a.value->type.static_shape())))
+          << a.value->name;
+    }
+    const auto valid = enumerate_valid(t.task);
+    ASSERT_TRUE(valid.has_value());
+    EXPECT_FALSE(valid->empty());
+  }
+  for (const TuneTask& t : tasks) {
+    const std::string& n = t.task.template_name;
+    EXPECT_TRUE(n == "tc_conv" || n == "simt_conv" || n == "generic") << n;
+  }
+}
+
+TEST(TunerCuda, MeasurerWithoutDeviceIsAClearError) {
+  const auto g = cuda_graph();
+  const std::vector<TuneTask> tasks = cuda_tuning_tasks(*g);
+  ASSERT_FALSE(tasks.empty());
+  MeasureOptions o;
+  o.timeout_s = 60;
+  o.build_jobs = 2;
+  // No device 999 on any machine (and no driver on most build machines): the worker's setup
+  // fails, and measure() says so, after building the candidate with NVRTC.
+  const auto m = make_cuda_measurer(o, "sm_90", 999);
+  const TuneTask& t = tasks.back();
+  try {
+    m->measure(t, {t.task.default_config}, 0);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("CUDA measurement worker on device 999 failed"), std::string::npos)
+        << what;
+    EXPECT_TRUE(what.find("no CUDA driver") != std::string::npos ||
+                what.find("does not exist") != std::string::npos ||
+                what.find("CUDA driver call") != std::string::npos)
+        << what;
+  }
+  EXPECT_GT(m->build_seconds(), 0);
+  // The target query too.
+  try {
+    cuda_target(999, "sm_90");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot use CUDA device 999"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(make_cuda_measurer(o, "compute_90", 0), UserError);
+}
+
+TEST(TunerCuda, CudaMeasurerRefusesCpuTasks) {
+  const auto g = testing::small_tuning_graph();
+  const std::vector<TuneTask> tasks = tuning_tasks(*g);
+  const auto m = make_cuda_measurer(MeasureOptions{}, "sm_90", 0);
+  EXPECT_THROW(m->measure(tasks[0], {tasks[0].task.default_config}, 0), InternalError);
+}
+
+TEST(TunerCuda, CompileAppliesConfigsByKey) {
+  // What compile --records does with the best records: a task's config marks it tuned.
+  const auto g = cuda_graph();
+  const std::vector<TuneTask> tasks = cuda_tuning_tasks(*g);
+  const TuneTask& t = tasks.front();
+  const auto valid = *enumerate_valid(t.task);
+  ScheduleConfig other = valid.front();
+  for (const ScheduleConfig& c : valid)
+    if (!(c == t.task.default_config)) other = c;
+  codegen::cuda::CudaCompileOptions o;
+  o.configs[t.key()] = other;
+  o.jobs = 2;
+  const codegen::cuda::CudaBuild b = codegen::cuda::compile_cuda(*g, o);
+  EXPECT_EQ(b.tuned, 1);
+  bool found = false;
+  for (const auto& l : b.program.launches) {
+    if (l.task.value("key", "") != t.key()) continue;
+    found = true;
+    EXPECT_TRUE(l.task.value("tuned", false));
+    EXPECT_EQ(l.task.value("config", ""), other.str());
+  }
+  EXPECT_TRUE(found);
+}
+
+#endif
+
+}  // namespace
+}  // namespace yoloc::tuner
