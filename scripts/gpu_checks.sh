@@ -11,13 +11,16 @@
 #                                     batch 1..128; RECORDS=FILE applies tuning records,
 #                                     NO_PEER=1 skips the peer)
 #
-# Everything goes to $OUT (default ./gpu_out): checks.log, and bench/*.json.
+# $OUT (default ./gpu_out) receives checks.log and results.tgz (the GPU test logs, bench/*.json,
+# tuning records): the device tool returns at most 8 files.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-out=${OUT:-$root/gpu_out}
+final=${OUT:-$root/gpu_out}
+mkdir -p "$final"
+out=$(mktemp -d)
 mkdir -p "$out/bench"
-log=$out/checks.log
+log=$final/checks.log
 [[ -d build/gpu_bundle ]] || tar -C build -xJf build/gpu_bundle.tar.xz
 B=$root/build/gpu_bundle
 export LD_LIBRARY_PATH=$B/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -39,11 +42,11 @@ for s in "$@"; do
   case $s in
     tests)
       step "GPU unit tests"
-      OUT=$out bash scripts/gpu_smoke.sh build/cuda_gpu >>"$log" 2>&1 || { echo "FAILED: GPU tests" | tee -a "$log"; status=1; }
+      OUT=$out/tests bash scripts/gpu_smoke.sh build/cuda_gpu >>"$log" 2>&1 || { echo "FAILED: GPU tests" | tee -a "$log"; status=1; }
       ;;
     models)
-      for m in yolov8n yolox-nano-facemask yolov5n-fp16-dynbatch yolo11n-dynint8-320; do
-        for p in fp32 fp16; do
+      for m in ${MODELS:-yolov8n yolox-nano-facemask yolov5n-fp16-dynbatch yolo11n-dynint8-320}; do
+        for p in ${PRECISIONS:-fp32 fp16}; do
           step "compiled $m $p vs ONNX Runtime"
           check python3 tests/e2e/check_compiled.py --yoloc "$Y" --model "$S/models/$m.onnx" \
             --work "$work/$m-$p" --target cuda --precision "$p"
@@ -89,6 +92,24 @@ for s in "$@"; do
         tail -3 "$log"
       done
       ;;
+    tune)  # yolov8n fp16 batch 1: 3 minutes, then 3 more resumed; bench of default / 3 / 6 minutes
+      recs=$out/bench/tune-yolov8n-b1.jsonl
+      step "tune yolov8n fp16 batch 1, 3 minutes"
+      check "$Y" tune "$S/models/yolov8n.onnx" --target cuda --precision fp16 --records "$recs" --time-budget 3m
+      cp "$recs" "$out/bench/tune-yolov8n-b1-3m.jsonl"
+      step "tune yolov8n fp16 batch 1, 3 more minutes (resumed)"
+      check "$Y" tune "$S/models/yolov8n.onnx" --target cuda --precision fp16 --records "$recs" --time-budget 3m
+      check "$Y" tune "$S/models/yolov8n.onnx" --target cuda --precision fp16 --records "$recs" \
+        --report "$out/bench/tune-report.json"
+      for r in none 3m 6m; do
+        rec=(); [[ $r == 3m ]] && rec=(--records "$out/bench/tune-yolov8n-b1-3m.jsonl")
+        [[ $r == 6m ]] && rec=(--records "$recs")
+        step "bench yolov8n fp16 batch 1, records $r"
+        check "$Y" compile "$S/models/yolov8n.onnx" --target cuda --precision fp16 "${rec[@]}" -o "$work/t-$r.ycm" --force
+        check "$Y" bench "$work/t-$r.ycm" --iters 300 --warmup 30 --image "$S/data/images/bus.jpg" --json "$out/bench/tuned-$r.json"
+        tail -8 "$log"
+      done
+      ;;
     versus)  # yoloc and the PyTorch peer in one run: bench/gpu_vs_torch.py
       step "yoloc vs PyTorch (eager, torch.compile)"
       check python3 bench/gpu_vs_torch.py --yoloc "$Y" --models "$S/models" --peers "$S/peers" \
@@ -99,4 +120,5 @@ for s in "$@"; do
   esac
 done
 step "done, status $status"
+tar -C "$out" -czf "$final/results.tgz" .
 exit $status
