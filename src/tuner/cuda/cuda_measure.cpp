@@ -314,20 +314,62 @@ std::vector<MeasureResult> CudaMeasurer::measure(const TuneTask& task,
     cands[0].reference = true;
   }
 
-  // NVRTC builds, in parallel (threads joined before the workers fork).
+  // NVRTC builds, in parallel, in a child process: a process that has run NVRTC can no longer
+  // start CUDA in the children it forks (cuInit fails there with CUDA_ERROR_NOT_INITIALIZED, as
+  // seen on an H200 with CUDA 13), and the measurement workers are such children. The child
+  // sends back each candidate's cubin or error, length-prefixed.
   const auto t0 = Clock::now();
-  parallel_for_each(cands.size(), std::max(1, opt_.build_jobs), [&](size_t i) {
-    try {
-      codegen::cuda::NvrtcOptions o;
-      o.arch = arch_;
-      o.toolkit_headers = false;
-      cands[i].cubin =
-          codegen::cuda::nvrtc_compile(cands[i].lowered.source, fmt::format("yc_c{}", i), o).cubin;
-    } catch (const std::exception& e) {
-      results[i].error = "build failed: " + first_lines(e.what());
+  std::string build_error;
+  const auto built = run_isolated(
+      [&] {
+        std::vector<std::string> cubins(cands.size()), errors(cands.size());
+        parallel_for_each(cands.size(), std::max(1, opt_.build_jobs), [&](size_t i) {
+          if (done[i]) return;
+          try {
+            codegen::cuda::NvrtcOptions o;
+            o.arch = arch_;
+            o.toolkit_headers = false;
+            cubins[i] = codegen::cuda::nvrtc_compile(cands[i].lowered.source,
+                                                     fmt::format("yc_c{}", i), o)
+                            .cubin;
+          } catch (const std::exception& e) {
+            errors[i] = first_lines(e.what());
+          }
+        });
+        std::string out;
+        for (size_t i = 0; i < cands.size(); ++i) {
+          const std::string& item = errors[i].empty() ? cubins[i] : errors[i];
+          out += errors[i].empty() ? 'C' : 'E';
+          const uint64_t n = item.size();
+          out.append(reinterpret_cast<const char*>(&n), sizeof n);
+          out += item;
+        }
+        return out;
+      },
+      std::max(60.0, 10.0 * static_cast<double>(cands.size())), build_error);
+  size_t pos = 0;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    uint64_t n = 0;
+    const bool ok = built && pos + 1 + sizeof n <= built->size();
+    if (ok) std::memcpy(&n, built->data() + pos + 1, sizeof n);
+    if (!ok || pos + 1 + sizeof n + n > built->size()) {
+      if (!done[i]) {
+        results[i].error = "build failed: " + (built ? std::string("truncated build output") : build_error);
+        done[i] = true;
+      }
+      continue;
+    }
+    const char kind = (*built)[pos];
+    std::string item = built->substr(pos + 1 + sizeof n, n);
+    pos += 1 + sizeof n + n;
+    if (done[i]) continue;
+    if (kind == 'C') {
+      cands[i].cubin = std::move(item);
+    } else {
+      results[i].error = "build failed: " + item;
       done[i] = true;
     }
-  });
+  }
   build_s_ += since(t0);
 
   // The reference outputs come back through shared memory.
