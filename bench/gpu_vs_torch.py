@@ -53,6 +53,8 @@ def main():
     ap.add_argument("--records")
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--peer-iters", type=int, default=50)
+    ap.add_argument("--peer-modes", default="eager,compile")
     a = ap.parse_args()
     batches = [int(b) for b in a.batches.split(",")]
     work = tempfile.mkdtemp()
@@ -67,21 +69,30 @@ def main():
             compile_out = sh([a.yoloc, "compile", model, "--target", "cuda", "--precision", "fp16",
                               "--batch", str(b), "-o", art, "--force", *fam, *extra])
             out = os.path.join(work, f"{name}-b{b}.json")
-            sh([a.yoloc, "bench", art, "--iters", str(a.iters), "--warmup", "20", "--image",
+            # Large batches copy hundreds of MB per host-tensor run: fewer iterations there.
+            iters = a.iters if b <= 8 else max(20, a.iters * 8 // b)
+            sh([a.yoloc, "bench", art, "--iters", str(iters), "--warmup", "10", "--image",
                 a.image, "--json", out])
             r = json.load(open(out))
             r.update({"model": name, "batch": b, "compile": compile_out.strip().splitlines()})
             print(json.dumps({k: r[k] for k in r if k != "compile"}), flush=True)
             rows.append(r)
+        save(a.json, rows, peer)
         if not a.no_peer:
             pj = os.path.join(work, f"peer-{name}.json")
             sh([sys.executable, os.path.join(a.peers, "torch_peer.py"), twin, "--hw", str(hw),
-                "--batches", a.batches, "--modes", "eager,compile", "--iters", "100",
+                "--batches", a.batches, "--modes", a.peer_modes, "--iters", str(a.peer_iters),
                 "--json", pj])
             for r in json.load(open(pj)):
                 r["model"] = name
                 peer.append(r)
                 print(json.dumps(r), flush=True)
+        save(a.json, rows, peer)
+    save(a.json, rows, peer, final=True)
+
+
+def save(path, rows, peer, final=False):
+    """Writes what was measured so far (a run cut short keeps its rows)."""
     ratios = []
     for r in rows:
         for p in peer:
@@ -105,9 +116,9 @@ def main():
         "gpu": gpu_info(), "torch": torch_version, "torch_cuda": cuda_version,
         "yoloc": rows, "peer": peer, "ratios": ratios,
     }
-    with open(a.json, "w") as f:
+    with open(path, "w") as f:
         json.dump(result, f, indent=1)
-    for q in ratios:
+    for q in ratios if final else []:
         print(f"{q['model']} b{q['batch']} vs torch {q['peer_mode']}: {q['network_speedup_ips']:.2f}x "
               f"images/s, latency ratio {q['network_latency_ratio']:.2f}")
 
