@@ -106,6 +106,16 @@ TEST(CudaConvEmulated, TensorCoreImageInput) {
   }
 }
 
+// YOLOX's head: 1x1 convs to 4, 1 and 2 channels written into the 7-channel concat of a level
+// (odd stride, slices at 0, 4 and 5).
+TEST(CudaConvEmulated, TensorCoreNarrowHeadSlices) {
+  const DType f16 = DType::kFloat16;
+  run(Template::kTensorCore,
+      {sliced(ConvTask::make(1, 64, 6, 5, 4, 1, 1, 0), f16, f16, {64, 0}, {7, 0}, {7, 0}),
+       sliced(ConvTask::make(1, 64, 6, 5, 1, 1, 1, 0), f16, f16, {64, 0}, {7, 4}, {7, 4}),
+       sliced(ConvTask::make(1, 64, 6, 5, 2, 1, 1, 0), f16, f16, {64, 0}, {7, 5}, {7, 5})});
+}
+
 TEST(CudaConvEmulated, SimtFp32) { run(Template::kSimt, tasks(DType::kFloat32)); }
 
 }  // namespace

@@ -9,8 +9,11 @@ batch 2:
   (`yoloc exec --precision fp32`) within 1e-4, and against ONNX Runtime's int8 run within the
   quantization error the references themselves show (reported);
 and prints the compile time and arena figures. fp16 / bf16 CUDA artifacts store activations
-narrow: their error is reported against 2e-2 (bf16 5e-2) relative, the detections (checked by
-check_detections.py) are what must agree.
+narrow: they run on an input in the model's range (0..255 for YOLOX, which takes raw pixels) and
+must stay within 2e-2 relative (bf16 5e-2), or within twice the error ONNX Runtime's own fp16
+conversion of the model makes on the same input when that is larger (some exports amplify
+rounding: YOLOX's box branch on a noise image). The detections (check_detections.py) are what
+must agree.
 
 usage: check_compiled.py --yoloc BIN --model M.onnx --work DIR [--target cuda --precision P]
 """
@@ -36,6 +39,26 @@ def family_options(model):
     return []
 
 
+def ort_fp16_error(model, input_name, x, output, ref):
+    """The max relative error of ONNX Runtime running the model converted to fp16 (inputs and
+    outputs kept float32), against `ref`; 0 when the converter is not available."""
+    try:
+        import onnx
+        from onnxruntime.transformers import float16
+    except ImportError:
+        return 0.0
+    m16 = float16.convert_float_to_float16(onnx.load(model), keep_io_types=True)
+    sess = common.import_onnxruntime().InferenceSession(m16.SerializeToString(),
+                                                       providers=["CPUExecutionProvider"])
+    names = [o.name for o in sess.get_outputs()]
+    got = dict(zip(names, sess.run(None, {input_name: x})))
+    if output not in got:
+        return 0.0
+    err, _ = common.relative_error(got[output].astype(ref.dtype), ref)
+    print(f"  ONNX Runtime's own fp16 conversion: max relative error {err:.3g}")
+    return err
+
+
 def main():
     args = common.model_args()
     if args.target == "cpu":
@@ -59,6 +82,8 @@ def main():
             f"arena {arena.group(1)} MB of naive {arena.group(2)} MB" if arena else p.stdout))
         shape = common.read_artifact(artifact)[0]["inputs"][0]["shape"]
         x = np.random.default_rng(batch).random(shape, dtype=np.float32)
+        if args.precision != "fp32" and "yolox" in os.path.basename(args.model).lower():
+            x *= 255
         if inp.type == "tensor(float16)":
             x = x.astype(np.float16)
         got = common.yoloc_exec(args.yoloc, artifact, {inp.name: x},
@@ -75,10 +100,13 @@ def main():
                 print(f"FAIL: the artifact has no output '{name}' (it has {sorted(got)})")
                 sys.exit(1)
             err, frac = common.relative_error(got[name], r)
-            ok = err <= tol or (r.dtype == np.float16 and err <= 1e-2)
+            allowed = tol
+            if args.precision != "fp32" and not quantized:
+                allowed = max(tol, 2 * ort_fp16_error(args.model, inp.name, x, name, r))
+            ok = err <= allowed or (r.dtype == np.float16 and err <= 1e-2)
             what = "reference executor, fp32 rewrite" if quantized else "ONNX Runtime"
             print(f"batch {batch} {name}: max relative error {err:.3g} vs {what} "
-                  f"({'ok' if ok else 'FAIL'})")
+                  f"({'ok' if ok else 'FAIL'}, allowed {allowed:.3g})")
             if not ok:
                 d = np.abs(got[name].astype(np.float64) - r.astype(np.float64))
                 worst = np.unravel_index(int(np.nanargmax(d)), d.shape)
