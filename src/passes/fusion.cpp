@@ -49,9 +49,10 @@ class Partitioner {
     // indices are read): the tail computes it for nobody.
     auto feeds_only_tail = [&](const Node* n) {
       bool used = false;
+      // A graph output read by a node outside the tail too (an intermediate value made an
+      // output, `compile --outputs`) keeps its producer out: the tail runs last.
       for (const Value* o : n->outputs) {
         used = used || g_.is_output(o) || !users(o).empty();
-        if (g_.is_output(o)) continue;
         for (Node* u : users(o))
           if (!tail.count(u)) return false;
       }

@@ -20,6 +20,36 @@
 using namespace yoloc;
 using namespace yoloc::testing;
 
+// An intermediate value that is also a graph output (compile --outputs) stays with its own
+// kernel: a tail that ran after the conv reading it would leave the conv without its input.
+TEST(Fusion, AnOutputReadByALaterKernelStaysOutOfTheTail) {
+  Graph g;
+  Value* x = input(g, "x", {1, 4, 8, 8});
+  Value* s = node(g, "Sigmoid", {x});
+  Value* c = conv(g, s, 4, 4, 3, 1);
+  Value* r = node(g, "Relu", {c});
+  Value* t = node(g, "Transpose", {r});
+  g.outputs.push_back(s);
+  g.outputs.push_back(t);
+  PassContext ctx;
+  Fusion().run(g, ctx);
+  // In run order, every kernel reads only values made by kernels before it.
+  std::set<const Value*> made(g.inputs.begin(), g.inputs.end());
+  for (const FusedGroup* grp : g.kernel_groups_in_run_order()) {
+    for (const Node* n : g.nodes()) {
+      if (n->group != grp->id) continue;
+      for (const Value* in : n->inputs) {
+        const bool inside = in && in->producer && in->producer->group == grp->id;
+        if (in && !in->is_constant() && !inside)
+          EXPECT_TRUE(made.count(in)) << n->label() << " reads " << in->name << " too early";
+      }
+    }
+    for (const Node* n : g.nodes())
+      if (n->group == grp->id) made.insert(n->outputs.begin(), n->outputs.end());
+  }
+  EXPECT_NE(s->producer->group, t->producer->group);
+}
+
 namespace {
 
 template <typename P>
