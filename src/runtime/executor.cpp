@@ -48,14 +48,9 @@ Executor::Executor(std::shared_ptr<const artifact::Artifact> artifact, int threa
 
 std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {
   const artifact::Manifest& m = manifest();
-  if (inputs.size() != m.inputs.size())
-    user_error("the model takes {} input(s), {} were given", m.inputs.size(), inputs.size());
+  check_run_inputs(m, inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const artifact::TensorSpec& spec = m.inputs[i];
     const Tensor& t = inputs[i];
-    if (dtype_name(t.dtype()) != spec.dtype || t.shape() != spec.shape)
-      user_error("input '{}' must be {} of shape {}; got {} of shape {}", spec.name, spec.dtype,
-                 shape_str(spec.shape), dtype_name(t.dtype()), shape_str(t.shape()));
     if (t.nbytes() > 0) std::memcpy(arena_.get() + program_.input_offsets[i], t.raw(), t.nbytes());
   }
   call_ms_.assign(profiling_ ? calls_.size() : 0, 0.0);

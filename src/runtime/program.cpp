@@ -104,6 +104,18 @@ uint64_t spec_bytes(const artifact::TensorSpec& spec, const std::string& where) 
   return n;
 }
 
+void check_run_inputs(const artifact::Manifest& m, const std::vector<Tensor>& inputs) {
+  if (inputs.size() != m.inputs.size())
+    user_error("the model takes {} input(s), {} were given", m.inputs.size(), inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const artifact::TensorSpec& spec = m.inputs[i];
+    const Tensor& t = inputs[i];
+    if (dtype_name(t.dtype()) != spec.dtype || t.shape() != spec.shape)
+      user_error("input '{}' must be {} of shape {}; got {} of shape {}", spec.name, spec.dtype,
+                 shape_str(spec.shape), dtype_name(t.dtype()), shape_str(t.shape()));
+  }
+}
+
 Program parse_program(const artifact::Manifest& m, const std::string& where) {
   const ProgramReader r{where};
   const json& prog = m.program;

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "artifact/manifest.h"
+#include "core/tensor.h"
 
 namespace yoloc::runtime {
 
@@ -61,6 +62,10 @@ inline constexpr const char* kArena = "arena";
 /// Byte size of a tensor spec (dtype size times the product of the shape); raises a UserError
 /// naming `where` for an unknown dtype or a negative dimension.
 uint64_t spec_bytes(const artifact::TensorSpec& spec, const std::string& where);
+
+/// Raises a UserError unless `inputs` match the manifest's inputs in count, dtype and shape
+/// (naming the first that does not): what every executor checks before a run.
+void check_run_inputs(const artifact::Manifest& m, const std::vector<Tensor>& inputs);
 
 /// Typed access to a program's JSON for the parsers of every target's program; each accessor
 /// raises a UserError naming `where` (the artifact) and the field of the first problem.

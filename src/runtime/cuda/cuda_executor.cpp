@@ -109,14 +109,9 @@ void CudaExecutor::enqueue_network(const Stream& s) const {
 
 std::vector<Tensor> CudaExecutor::run(const std::vector<Tensor>& inputs) {
   const artifact::Manifest& m = manifest();
-  if (inputs.size() != m.inputs.size())
-    user_error("the model takes {} input(s), {} were given", m.inputs.size(), inputs.size());
+  check_run_inputs(m, inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const artifact::TensorSpec& spec = m.inputs[i];
     const Tensor& t = inputs[i];
-    if (dtype_name(t.dtype()) != spec.dtype || t.shape() != spec.shape)
-      user_error("input '{}' must be {} of shape {}; got {} of shape {}", spec.name, spec.dtype,
-                 shape_str(spec.shape), dtype_name(t.dtype()), shape_str(t.shape()));
     if (t.nbytes() > 0) std::memcpy(host_inputs_[i]->data(), t.raw(), t.nbytes());
   }
   context_->make_current();
