@@ -31,6 +31,7 @@ typedef struct yoloc_options {
   float iou;                    ///< NMS IoU threshold; < 0: the artifact's default
   int max_det;                  ///< most detections per image; <= 0: the artifact's default
   const char* public_key_file;  ///< NULL, or the key the artifact must be signed with
+  int device;                   ///< the GPU running a CUDA artifact (0: the first)
 } yoloc_options;
 
 /// One detection, box corners in image pixels.

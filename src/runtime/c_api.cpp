@@ -79,7 +79,7 @@ bool check_outputs(yoloc_detector* d, yoloc_detection** out, size_t* count) {
 extern "C" {
 
 void yoloc_options_init(yoloc_options* o) {
-  if (o) *o = {0, -1.0f, -1.0f, 0, nullptr};
+  if (o) *o = {0, -1.0f, -1.0f, 0, nullptr, 0};
 }
 
 yoloc_status yoloc_detector_load(const char* path, const yoloc_options* options,
@@ -90,10 +90,11 @@ yoloc_status yoloc_detector_load(const char* path, const yoloc_options* options,
     return fail(YOLOC_ERROR_NOT_FOUND, std::string("the artifact '") + path + "' does not exist");
   yoloc::DetectorOptions opts;
   if (options) {
-    if (options->threads < 0 || options->conf > 1 || options->iou > 1)
+    if (options->threads < 0 || options->device < 0 || options->conf > 1 || options->iou > 1)
       return fail(YOLOC_ERROR_INVALID_ARGUMENT,
-                  "options: threads must be >= 0, conf and iou at most 1");
+                  "options: threads and device must be >= 0, conf and iou at most 1");
     opts.threads = options->threads;
+    opts.device = options->device;
     if (options->conf >= 0) opts.conf = options->conf;
     if (options->iou >= 0) opts.iou = options->iou;
     if (options->max_det > 0) opts.max_det = options->max_det;

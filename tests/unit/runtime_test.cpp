@@ -394,6 +394,10 @@ TEST_F(RuntimeTest, CApiLoadErrors) {
   opts.threads = -1;
   EXPECT_EQ(yoloc_detector_load(file.c_str(), &opts, &d), YOLOC_ERROR_INVALID_ARGUMENT);
   opts.threads = 0;
+  opts.device = -1;
+  EXPECT_EQ(yoloc_detector_load(file.c_str(), &opts, &d), YOLOC_ERROR_INVALID_ARGUMENT);
+  EXPECT_HAS(std::string(yoloc_last_error()), "device");
+  opts.device = 0;
   opts.public_key_file = "/nonexistent.pub";  // unsigned artifact, key demanded
   EXPECT_EQ(yoloc_detector_load(file.c_str(), &opts, &d), YOLOC_ERROR_BAD_ARTIFACT);
   EXPECT_EQ(yoloc_detector_load(nullptr, nullptr, &d), YOLOC_ERROR_INVALID_ARGUMENT);
