@@ -1,6 +1,7 @@
 #include "runtime/cuda/cuda_executor.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 
 #include "core/error.h"
