@@ -61,8 +61,8 @@ def ort_fp16_error(model, input_name, x, output, ref):
 
 def main():
     args = common.model_args()
-    if args.target == "cpu":
-        common.check_known_unsupported(args.yoloc, args.model, args.work)
+    common.check_known_unsupported(args.yoloc, args.model, args.work, args.target,
+                                   ["--precision", args.precision])
     tol = {"fp32": TOL, "fp16": 2e-2, "bf16": 5e-2}[args.precision]
     session = common.ort_session(args.model)
     os.makedirs(args.work, exist_ok=True)

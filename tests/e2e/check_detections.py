@@ -258,8 +258,9 @@ def main():
     for f in [args.model] + args.images:
         if not os.path.isfile(f):
             common.skip(f"{f} not found")
-    if args.compile and args.target == "cpu":
-        common.check_known_unsupported(args.yoloc, args.model, args.work)
+    if args.compile:
+        common.check_known_unsupported(args.yoloc, args.model, args.work, args.target,
+                                       ["--precision", args.precision])
     extra = threshold_options(args.yoloc, args.conf, args.iou)
     session = common.ort_session(args.model)
     os.makedirs(args.work, exist_ok=True)

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Compiles a shared model for CUDA (`yoloc compile --target cuda --precision fp16`: NVRTC, no
+GPU needed) and checks the artifact's structure: target and precision in the manifest, a CUDA
+program whose every launch names a module of cubins (ELF images) with a launchable geometry and
+bindings inside the arena or the weights, one module per task plus the detection module of a
+detector, an arena below the naive sum. For yolov8n it also checks that the shipped tuning
+records (records/cuda-sm_90.jsonl) still apply: a change of workload keys would leave them
+silently unused. Models the CUDA target cannot compile must fail with one clear error line
+(reported as skipped). The outputs themselves are checked on a GPU machine
+(`scripts/gpu_checks.sh models`, check_compiled.py --target cuda).
+
+usage: check_compiled_cuda.py --yoloc BIN --model M.onnx --work DIR
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from check_compiled import family_options  # noqa: E402
+
+
+def main():
+    args = common.model_args()
+    common.check_known_unsupported(args.yoloc, args.model, args.work, "cuda",
+                                   ["--precision", "fp16"])
+    os.makedirs(args.work, exist_ok=True)
+    artifact = os.path.join(args.work, "model.ycm")
+    p = common.run([args.yoloc, "compile", args.model, "-o", artifact, "--force", "--target",
+                    "cuda", "--precision", "fp16", *family_options(args.model)],
+                   "yoloc compile --target cuda")
+    print(p.stdout.strip())
+    m, blobs = common.read_artifact(artifact)
+    problems = []
+    prog = m.get("program", {})
+    if m.get("target") != "cuda-sm_90" or m.get("precision") != "fp16":
+        problems.append(f"target/precision {m.get('target')}/{m.get('precision')}")
+    if prog.get("kind") != "cuda":
+        problems.append(f"program kind {prog.get('kind')}")
+    modules = prog.get("modules", [])
+    for name in modules:
+        if not blobs.get(name, b"").startswith(b"\x7fELF"):
+            problems.append(f"module {name} is not a cubin")
+    tasks = {launch["task"]["task"] for launch in prog.get("launches", [])}
+    detector = "detect" in prog
+    if len(modules) != len(tasks) + (1 if detector else 0):
+        problems.append(f"{len(modules)} modules for {len(tasks)} tasks (detector: {detector})")
+    arena = prog.get("arena_bytes", 0)
+    weights = len(blobs.get("weights", b""))
+    for i, launch in enumerate(prog.get("launches", [])):
+        if not 0 <= launch["module"] < len(modules):
+            problems.append(f"launch {i} names module {launch['module']}")
+        threads = launch["block"][0] * launch["block"][1] * launch["block"][2]
+        if min(launch["grid"] + launch["block"]) < 1 or threads > 1024:
+            problems.append(f"launch {i} geometry {launch['grid']} x {launch['block']}")
+        for a in launch["args"]:
+            size = {"arena": arena, "weights": weights}.get(a["buffer"])
+            if a["buffer"] != "null" and (size is None or a["offset"] + a["bytes"] > size):
+                problems.append(f"launch {i} binds {a} outside its buffer")
+    plan = m.get("memory_plan", {})
+    if not 0 < plan.get("arena_bytes", 0) < plan.get("naive_bytes", 0):
+        problems.append(f"arena {plan.get('arena_bytes')} vs naive {plan.get('naive_bytes')}")
+    if os.path.basename(args.model) == "yolov8n.onnx":
+        tuned = re.search(r"; (\d+) tuned,", p.stdout)
+        if not tuned or int(tuned.group(1)) == 0:
+            problems.append("the shipped records/cuda-sm_90.jsonl no longer apply to yolov8n")
+    print(f"{len(prog.get('launches', []))} launches in {len(modules)} modules, detection "
+          f"kernels: {detector}, arena {arena} bytes")
+    for pr in problems:
+        print(f"FAIL: {pr}")
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
