@@ -110,6 +110,10 @@ void list_tasks(const TuneCliOptions& o, const std::vector<tuner::TuneTask>& tas
 }
 
 void run_tune(const TuneCliOptions& o) {
+  if (is_artifact_path(o.model.path))
+    user_error("{}: tune takes the ONNX model (it tunes the tasks of its graph); compile it "
+               "afterwards with --records",
+               o.model.path);
   codegen::cpu::CpuIsa isa = codegen::cpu::detect_host_isa();
   if (!o.isa.empty()) {
     const auto parsed = codegen::cpu::parse_isa(o.isa);
@@ -246,6 +250,7 @@ void add_tune(CLI::App& app) {
   auto* c = app.add_subcommand(
       "tune", "Search fast kernel schedules for a model; compile applies them with --records");
   add_detector_model_options(*c, o->model);
+  c->get_option("model")->description("ONNX model to tune (tuning needs the graph, not an artifact)");
   c->add_option("--target", o->target, "what to tune for: cpu or cuda")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));

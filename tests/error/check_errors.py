@@ -235,6 +235,11 @@ class Case:
         return [[self.yoloc, "compile", self.shared_model(), "-o", existing]], [
             "precious.ycm", "--force"]
 
+    def tune_artifact(self):
+        path = self.write("compiled.ycm", self._artifact())
+        return [[self.yoloc, "tune", path, "--records", os.path.join(self.work, "r.jsonl"),
+                 "--trials", "1"]], ["compiled.ycm", "ONNX"]
+
     def compile_unknown_target(self):
         out = os.path.join(self.work, "x.ycm")
         return [[self.yoloc, "compile", self.shared_model(), "-o", out, "--target", "tpu"]], [
