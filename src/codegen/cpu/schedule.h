@@ -88,4 +88,13 @@ class ScheduleConfig {
   std::map<std::string, int64_t> values_;
 };
 
+/// Fills a target's task (CpuTask, CudaTask: fields space, default_config, valid) from the
+/// template class T for its workload t: what every task extraction does for every template.
+template <class T, class OutTask, class Workload>
+void set_schedule(OutTask& task, const Workload& t) {
+  task.space = T::space(t);
+  task.default_config = T::default_config(t);
+  task.valid = [t](const ScheduleConfig& c) { return T::valid(t, c); };
+}
+
 }  // namespace yoloc::codegen

@@ -38,14 +38,6 @@ std::vector<float> float_data(const Value* v) {
   return std::vector<float>(d, d + v->data.numel());
 }
 
-/// Fills the task fields every template shares from its class T and task t.
-template <class T, class Task>
-void set_space(CpuTask& task, const Task& t) {
-  task.space = T::space(t);
-  task.default_config = T::default_config(t);
-  task.valid = [t](const ScheduleConfig& c) { return T::valid(t, c); };
-}
-
 /// The conv and depthwise templates: one image per run, weights packed for the config.
 template <class T>
 CpuTask conv_like_task(ConvTask t, const ConvOperands& o,
@@ -56,7 +48,7 @@ CpuTask conv_like_task(ConvTask t, const ConvOperands& o,
   task.flops = t.flops() / static_cast<double>(t.groups);
   t.n = 1;
   task.key = t.key();
-  set_space<T>(task, t);
+  set_schedule<T>(task, t);
   task.lower = [t, o, batch = task.batch](const ScheduleConfig& cfg, const std::string& sym) {
     LoweredKernel k;
     k.abi = KernelAbi::kConv;
@@ -135,7 +127,7 @@ std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp, CpuI
     double window = 0;
     for (const PoolWindow& w : t.windows) window += static_cast<double>(w.kh * w.kw);
     task.flops = static_cast<double>(task.batch * t.c * t.oh * t.ow) * window;
-    set_space<PoolTemplate>(task, t);
+    set_schedule<PoolTemplate>(task, t);
     task.lower = [t, io, b = task.batch](const ScheduleConfig& cfg, const std::string& sym) {
       return arrays_kernel(PoolTemplate::emit(t, cfg, sym), {io.inputs[0]}, io.outputs, b);
     };
@@ -150,7 +142,7 @@ std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp, CpuI
     t.out_batch_stride = t.c * t.oh * t.ow;  // one image: the wrapper strides the batch
     task.key = t.key();
     task.flops = static_cast<double>(task.batch * t.c * t.oh * t.ow);
-    set_space<ResizeTemplate>(task, t);
+    set_schedule<ResizeTemplate>(task, t);
     task.lower = [t, io, b = task.batch](const ScheduleConfig& cfg, const std::string& sym) {
       return arrays_kernel(ResizeTemplate::emit(t, cfg, sym), {io.inputs[0]}, io.outputs, b);
     };
@@ -161,7 +153,7 @@ std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp, CpuI
     task.template_name = "elementwise";
     task.key = t->key();
     task.flops = output_elements(t->io) * static_cast<double>(t->io.nodes.size());
-    set_space<ElementwiseTemplate>(task, *t);
+    set_schedule<ElementwiseTemplate>(task, *t);
     task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& sym) {
       return arrays_kernel(ElementwiseTemplate::emit(t, cfg, sym), t.io.inputs, t.io.outputs, 1);
     };
@@ -173,7 +165,7 @@ std::optional<CpuTask> task_of_group(const Graph& g, const FusedGroup& grp, CpuI
     task.batch = t->images;
     task.key = t->key();
     task.flops = output_elements(t->io) * static_cast<double>(t->io.nodes.size());
-    set_space<TailTemplate>(task, *t);
+    set_schedule<TailTemplate>(task, *t);
     task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& sym) {
       return arrays_kernel(TailTemplate::emit(t, cfg, sym), t.args, t.io.outputs, t.images);
     };

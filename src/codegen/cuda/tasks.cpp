@@ -30,13 +30,6 @@ CudaArg constant(const Tensor& t) {
 
 bool nhwc(const Value* v) { return !v || v->layout.layout == Layout::kNHWC; }
 
-template <class T, class Task>
-void set_space(CudaTask& task, const Task& t) {
-  task.space = T::space(t);
-  task.default_config = T::default_config(t);
-  task.valid = [t](const ScheduleConfig& c) { return T::valid(t, c); };
-}
-
 /// A conv group on channels-last activations, for the tensor-core or SIMT template.
 template <class T>
 std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const char* name) {
@@ -56,7 +49,7 @@ std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const c
   task.template_name = name;
   task.key = t->key();
   task.flops = t->conv.flops();
-  set_space<T>(task, *t);
+  set_schedule<T>(task, *t);
   task.lower = [t = *t, o = *o](const ScheduleConfig& cfg, const std::string& prefix) {
     CudaLowered l;
     CudaKernel k = T::emit(t, cfg, prefix);
@@ -90,7 +83,7 @@ std::optional<CudaTask> generic_task(const Graph& g, const FusedGroup& grp) {
   for (const CudaOperand& o : t->outputs)
     elements += static_cast<double>(shape_numel(o.value->type.static_shape()));
   task.flops = elements * static_cast<double>(t->nodes.size());
-  set_space<GenericTemplate>(task, *t);
+  set_schedule<GenericTemplate>(task, *t);
   task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& prefix) {
     GenericKernels k = GenericTemplate::emit(t, cfg, prefix);
     CudaLowered l;
