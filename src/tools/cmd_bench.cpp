@@ -166,9 +166,11 @@ void run_bench(const BenchOptions& o) {
     j["gpu"] = cuda->device().name;
     j["arch"] = cuda->device().arch();
     j["kernels"] = cuda->program().launches.size();
-    fmt::print("  network alone (one CUDA graph, device memory): median {:.3f} ms  p99 {:.3f} ms  "
+    j["programmatic_launch"] = cuda->programmatic_launch();
+    fmt::print("  network alone (one CUDA graph{}, device memory): median {:.3f} ms  p99 {:.3f} ms  "
                "{:.1f} images/s\n",
-               net.median, net.p99, net_ips);
+               cuda->programmatic_launch() ? ", programmatic dependent launch" : "", net.median,
+               net.p99, net_ips);
     if (engine->detects()) {
       const detect::Image frame = o.image.empty() ? synthetic_frame() : detect::read_image(o.image);
       const std::vector<detect::Image> frames(static_cast<size_t>(batch), frame);

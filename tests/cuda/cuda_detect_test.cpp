@@ -460,6 +460,7 @@ constexpr const char* kHostKernelPrelude = R"(
 #include <vector>
 #define YC_KERNEL extern "C"
 #define YC_LAUNCH_BOUNDS(n)
+#define YC_KERNEL_ENTRY() ((void)0)
 #define __restrict__ __restrict
 #define __shared__ static
 struct yc_dim3 {

@@ -2,7 +2,7 @@
 """Compiles a shared model for CUDA (`yoloc compile --target cuda --precision fp16`: NVRTC, no
 GPU needed) and checks the artifact's structure: target and precision in the manifest, a CUDA
 program whose every launch names a module of cubins (ELF images) with a launchable geometry and
-bindings inside the arena or the weights, one module per task plus the detection module of a
+bindings inside the arena or the weights, programmatic dependent launch allowed (sm_90), one module per task plus the detection module of a
 detector, an arena below the naive sum. For yolov8n it also checks that the shipped tuning
 records (records/cuda-sm_90.jsonl) still apply: a change of workload keys would leave them
 silently unused. Models the CUDA target cannot compile must fail with one clear error line
@@ -37,6 +37,8 @@ def main():
         problems.append(f"target/precision {m.get('target')}/{m.get('precision')}")
     if prog.get("kind") != "cuda":
         problems.append(f"program kind {prog.get('kind')}")
+    if prog.get("pdl") is not True:
+        problems.append("an sm_90 program without \"pdl\": its kernels would not overlap launches")
     modules = prog.get("modules", [])
     for name in modules:
         if not blobs.get(name, b"").startswith(b"\x7fELF"):

@@ -72,7 +72,7 @@ uint64_t addressed_elements(const CudaOperand& op) {
 std::string cuda_module_blob(size_t i) { return fmt::format("cuda_module_{}", i); }
 
 CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
-  parse_cuda_arch(options.arch);
+  const int sm = parse_cuda_arch(options.arch);
   CudaBuild out;
   const std::vector<CudaTask> tasks = extract_cuda_tasks(g);
   out.plan = plan_memory(g);
@@ -83,6 +83,7 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
 
   runtime::cuda::CudaProgram& prog = out.program;
   prog.arch = options.arch;
+  prog.pdl = sm >= 90;  // every kernel begins with YC_KERNEL_ENTRY (cuda_emit.h)
   prog.input_offsets = arena.input_offsets();
   for (const Value* v : g.outputs) {
     if (v->is_constant())

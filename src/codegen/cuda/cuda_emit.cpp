@@ -12,6 +12,19 @@ const char* const kCudaDevicePrelude = R"(#ifndef YOLOC_CUDA_DEVICE_PRELUDE
 #define YC_KERNEL extern "C" __global__
 #define YC_LAUNCH_BOUNDS(n) __launch_bounds__(n)
 #define YC_SYNC() __syncthreads()
+// The first statement of every kernel. A kernel launched with programmatic stream serialization
+// (sm_90 and later; the runtime sets it, see CudaProgram::pdl) may start while the kernel before
+// it still runs: it waits here, before it touches memory, until that kernel has finished and its
+// writes are visible, and at once lets the next kernel begin its launch, so that launch latency
+// and block scheduling overlap the tail of this one. Without the attribute, and before sm_90,
+// nothing happens.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define YC_KERNEL_ENTRY()                                        \
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");           \
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory")
+#else
+#define YC_KERNEL_ENTRY() ((void)0)
+#endif
 // One declaration of the dynamic shared memory for all kernels of a module (a block-scope
 // extern __shared__ array names the same object in every kernel, so its type must agree).
 #define YC_DYNAMIC_SMEM(T, name)                                       \

@@ -223,6 +223,7 @@ enum : yc_i64 {{
 YC_KERNEL void YC_LAUNCH_BOUNDS(THREADS)
     {prefix}_pre(const unsigned char* __restrict__ frames,
                  const YcImageParams* __restrict__ images, InT* __restrict__ out) {{
+  YC_KERNEL_ENTRY();
   const int p = blockIdx.x * THREADS + threadIdx.x;
   if (p >= W * H) return;
   const int b = blockIdx.y, x = p % W, y = p / W;
@@ -238,6 +239,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(THREADS)
 YC_KERNEL void YC_LAUNCH_BOUNDS(THREADS)
     {prefix}_decode(const HeadT* __restrict__ head, const YcDetectParams* __restrict__ params,
                     unsigned char* __restrict__ ws) {{
+  YC_KERNEL_ENTRY();
   const int i = blockIdx.x * THREADS + threadIdx.x;
   if (i >= ROWS) return;
   const int b = blockIdx.y;
@@ -265,6 +267,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(THREADS)
 
 // Candidate j goes to its rank: the number of keys above its own (keys are distinct).
 YC_KERNEL void YC_LAUNCH_BOUNDS(THREADS) {prefix}_rank(unsigned char* __restrict__ ws) {{
+  YC_KERNEL_ENTRY();
   __shared__ unsigned long long tile[THREADS];
   const int b = blockIdx.y;
   const unsigned counted = reinterpret_cast<const unsigned*>(ws)[b];
@@ -294,6 +297,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(THREADS) {prefix}_rank(unsigned char* __restrict
 YC_KERNEL void YC_LAUNCH_BOUNDS(THREADS)
     {prefix}_nms(const YcDetectParams* __restrict__ params, unsigned char* __restrict__ ws,
                  unsigned char* __restrict__ result) {{
+  YC_KERNEL_ENTRY();
   __shared__ YcDetection kept_box[MAXDET];
   __shared__ YcDetection chunk[THREADS];
   __shared__ unsigned mask[THREADS][WORDS];  // bit i of row t: chunk box i < t suppresses t

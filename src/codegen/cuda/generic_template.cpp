@@ -985,6 +985,7 @@ class Emitter {
     }
     return fmt::format(
         R"(YC_KERNEL void YC_LAUNCH_BOUNDS({threads}) {sym}({params}) {{
+  YC_KERNEL_ENTRY();
 {casts}  const {ix} first =
       static_cast<{ix}>(blockIdx.x) * {threads} + static_cast<{ix}>(threadIdx.x);
 #pragma unroll

@@ -32,6 +32,7 @@ constexpr const char* kKernel = R"(enum : int {
 YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
     @SYM@(const void* x_, const void* w_, const float* __restrict__ bias, const void* res_,
           void* y_) {
+  YC_KERNEL_ENTRY();
   using namespace @SYM@_ns;
   YC_DYNAMIC_SMEM(float, yc_smem);
   const float* __restrict__ x = static_cast<const float*>(x_);

@@ -114,6 +114,7 @@ YC_DEVICE void load_b(yc_u16* sb, const yc_u16* __restrict__ w, int n0, int kt, 
 YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
     @SYM@(const void* x_, const void* w_, const float* __restrict__ bias, const void* res_,
           void* y_) {
+  YC_KERNEL_ENTRY();
   using namespace @SYM@_ns;
   YC_DYNAMIC_SMEM(yc_u16, yc_smem);
   const yc_u16* __restrict__ x = static_cast<const yc_u16*>(x_);

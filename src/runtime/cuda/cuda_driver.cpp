@@ -175,6 +175,24 @@ void set_max_dynamic_shared(CUfunction fn, int bytes) {
 }
 
 void launch(CUfunction fn, const LaunchDims& d, void** args, const Stream* stream) {
+  if (d.programmatic) {
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = d.grid[0];
+    config.gridDimY = d.grid[1];
+    config.gridDimZ = d.grid[2];
+    config.blockDimX = d.block[0];
+    config.blockDimY = d.block[1];
+    config.blockDimZ = d.block[2];
+    config.sharedMemBytes = d.shared_bytes;
+    config.hStream = stream ? stream->get() : nullptr;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    YOLOC_CU(cuLaunchKernelEx(&config, fn, args, nullptr));
+    return;
+  }
   YOLOC_CU(cuLaunchKernel(fn, d.grid[0], d.grid[1], d.grid[2], d.block[0], d.block[1], d.block[2],
                           d.shared_bytes, stream ? stream->get() : nullptr, args, nullptr));
 }

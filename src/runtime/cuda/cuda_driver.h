@@ -26,7 +26,7 @@ namespace yoloc::runtime::cuda {
       X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)   \
           X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize)   \
               X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)   \
-                  X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree)               \
+                  X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuMemAlloc) X(cuMemFree)               \
                       X(cuMemAllocHost) X(cuMemFreeHost) X(cuMemcpyHtoD) X(cuMemcpyDtoH)           \
                           X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD8)                  \
                               X(cuMemsetD8Async) X(cuStreamCreate) X(cuStreamDestroy)              \
@@ -133,6 +133,10 @@ struct LaunchDims {
   std::array<unsigned, 3> grid{1, 1, 1};
   std::array<unsigned, 3> block{1, 1, 1};
   unsigned shared_bytes = 0;  ///< dynamic shared memory
+  /// Launch with programmatic stream serialization (sm_90 and later): the kernel may begin
+  /// while the previous kernel of the stream still runs, so it must itself wait for it before
+  /// touching memory (the generated kernels' YC_KERNEL_ENTRY does).
+  bool programmatic = false;
 };
 
 class Stream;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -60,11 +61,17 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const artifact::Artifact> artifact, i
   weights_.upload(w.data());
   arena_ = DeviceBuffer(program_.arena_bytes);
   arena_.fill_bytes(0);
+  // Programmatic dependent launch: each network kernel but the first (whose predecessor may be
+  // a copy or the pre-processing) may start while the previous one ends. YOLOC_CUDA_PDL=0 turns
+  // it off (to measure what it gains).
+  const char* pdl_env = std::getenv("YOLOC_CUDA_PDL");
+  pdl_ = program_.pdl && context_->info().cc_major >= 9 &&
+         !(pdl_env && std::string(pdl_env) == "0");
   for (const CudaLaunch& l : program_.launches) {
     Bound b;
     b.fn = modules_.at(static_cast<size_t>(l.module))->function(l.symbol);
     if (l.shared_bytes > 48 * 1024) set_max_dynamic_shared(b.fn, static_cast<int>(l.shared_bytes));
-    b.dims = {l.grid, l.block, l.shared_bytes};
+    b.dims = {l.grid, l.block, l.shared_bytes, pdl_ && !launches_.empty()};
     for (const Binding& a : l.args) {
       CUdeviceptr p = 0;
       if (a.buffer == kArena) p = arena_.ptr() + a.offset;
@@ -151,8 +158,10 @@ std::vector<double> CudaExecutor::profile_launches() {
   std::vector<double> ms;
   Event start, stop;
   for (const Bound& b : launches_) {
+    LaunchDims alone = b.dims;
+    alone.programmatic = false;
     start.record(*stream_);
-    launch(b.fn, b.dims, const_cast<void**>(b.params.data()), stream_.get());
+    launch(b.fn, alone, const_cast<void**>(b.params.data()), stream_.get());
     stop.record(*stream_);
     stop.synchronize();
     ms.push_back(stop.elapsed_ms_since(start));

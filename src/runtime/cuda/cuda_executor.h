@@ -60,6 +60,9 @@ class CudaExecutor {
   const artifact::Manifest& manifest() const { return artifact_->manifest(); }
   const CudaProgram& program() const { return program_; }
   const DeviceInfo& device() const { return context_->info(); }
+  /// True when the network's kernels are launched with programmatic dependent launch (an
+  /// sm_90+ artifact on an sm_90+ device, unless YOLOC_CUDA_PDL=0).
+  bool programmatic_launch() const { return pdl_; }
   /// Bytes of device memory this executor allocated (arena, weights, detection buffers).
   uint64_t device_bytes() const;
 
@@ -83,6 +86,7 @@ class CudaExecutor {
   DeviceBuffer weights_;
   DeviceBuffer arena_;
   std::vector<Bound> launches_;
+  bool pdl_ = false;
   std::unique_ptr<Stream> stream_;
   std::vector<std::unique_ptr<HostBuffer>> host_inputs_, host_outputs_;
   std::unique_ptr<Graph> network_graph_, run_graph_;

@@ -145,6 +145,10 @@ CudaProgram parse_cuda_program(const artifact::Manifest& m, const std::string& w
   }
   if (auto it = prog.find("detect"); it != prog.end())
     p.detect = detect_from_json(r, *it, p.modules.size(), &p.detect_module);
+  if (auto it = prog.find("pdl"); it != prog.end()) {
+    if (!it->is_boolean()) r.fail("program.pdl", "is not a boolean");
+    p.pdl = it->get<bool>();
+  }
   return p;
 }
 
@@ -170,6 +174,7 @@ nlohmann::json cuda_program_to_json(const CudaProgram& p) {
               {"arena_bytes", p.arena_bytes}, {"inputs", inputs}, {"outputs", outputs},
               {"launches", launches}};
   if (p.detect) out["detect"] = detect_to_json(*p.detect, p.detect_module);
+  if (p.pdl) out["pdl"] = true;
   return out;
 }
 

@@ -17,7 +17,8 @@
 ///                 {"buffer": "null"}],
 ///        "task": {"group": "Conv+SiLU", ...}}   // optional: for tools
 ///     ],
-///     "detect": {"module": 3, "family": "yolov8", ...}  // optional: GPU pre/post-processing
+///     "detect": {"module": 3, "family": "yolov8", ...}, // optional: GPU pre/post-processing
+///     "pdl": true                         // optional: kernels wait for their predecessor
 ///   }
 ///
 /// Every kernel parameter is a device pointer: into the arena, into a blob uploaded to the
@@ -57,6 +58,10 @@ struct CudaProgram {
   /// The GPU pre- and post-processing kernels (a detector's), in module detect_module.
   std::optional<GpuDetectSpec> detect;
   int detect_module = -1;
+  /// Every kernel begins with YC_KERNEL_ENTRY (waits for the previous kernel itself), so the
+  /// network's kernels may be launched with programmatic dependent launch on sm_90 and later.
+  /// Absent (false) in artifacts of earlier versions.
+  bool pdl = false;
 };
 
 /// True when the manifest's program is a CUDA one ("kind": "cuda").
