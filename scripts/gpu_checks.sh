@@ -7,6 +7,8 @@
 #                                     detect (detections fp32 / fp16 vs ONNX Runtime),
 #                                     bench (yoloc bench of yolov8n and yolox-nano, batch 1),
 #                                     profile (per-kernel times), eval (mAP fp32 vs fp16),
+#                                     pdl (yolov8n with programmatic dependent launch on / off),
+#                                     tune-run (one tuning run, see the step's comment),
 #                                     versus (bench/gpu_vs_torch.py: yoloc and the PyTorch peer at
 #                                     batch 1..128; RECORDS=FILE applies tuning records,
 #                                     NO_PEER=1 skips the peer)
@@ -75,6 +77,18 @@ for s in "$@"; do
         tail -6 "$log"
       done
       ;;
+    pdl)  # programmatic dependent launch on and off (YOLOC_CUDA_PDL=0), yolov8n fp16
+      for b in ${BATCHES:-1 32 128}; do
+        check "$Y" compile "$S/models/yolov8n.onnx" --target cuda --precision fp16 --batch "$b" \
+          -o "$work/pdl-b$b.ycm" --force
+        for pdl in 0 1; do
+          step "bench yolov8n fp16 batch $b, YOLOC_CUDA_PDL=$pdl"
+          YOLOC_CUDA_PDL=$pdl check "$Y" bench "$work/pdl-b$b.ycm" --iters 300 --warmup 30 \
+            --image "$S/data/images/bus.jpg" --json "$out/bench/pdl$pdl-b$b.json"
+          tail -5 "$log"
+        done
+      done
+      ;;
     profile)
       for m in yolov8n yolox-nano-facemask; do
         fam=(); [[ $m == yolox* ]] && fam=(--family yolox)
@@ -109,6 +123,18 @@ for s in "$@"; do
         check "$Y" bench "$work/t-$r.ycm" --iters 300 --warmup 30 --image "$S/data/images/bus.jpg" --json "$out/bench/tuned-$r.json"
         tail -8 "$log"
       done
+      ;;
+    tune-run)  # one tuning run of yolov8n fp16: TUNE_BATCH (1), TUNE_BUDGET (3m), TUNE_NAME (the
+      # records file under bench/), TUNE_FROM (records to resume from), DEVICE (0)
+      b=${TUNE_BATCH:-1}; name=${TUNE_NAME:-tune-b$b}
+      model=$S/models/yolov8n.onnx
+      [[ $b == 1 ]] || model=$(python3 -c "import sys; sys.path.insert(0, 'bench'); from onnx_twin import dynamic_batch_twin as t; print(t('$model', '$work'))")
+      recs=$out/bench/$name.jsonl
+      [[ -n ${TUNE_FROM:-} ]] && cp "$TUNE_FROM" "$recs"
+      step "tune yolov8n fp16 batch $b, ${TUNE_BUDGET:-3m} on device ${DEVICE:-0} -> $name"
+      check "$Y" tune "$model" --target cuda --precision fp16 --batch "$b" --devices "${DEVICE:-0}" \
+        --records "$recs" --time-budget "${TUNE_BUDGET:-3m}"
+      grep -E "trials|latency|tuned" "$log" | tail -4
       ;;
     versus)  # yoloc and the PyTorch peer in one run: bench/gpu_vs_torch.py
       step "yoloc vs PyTorch (eager, torch.compile)"

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "core/error.h"
 
 namespace yoloc::codegen::cuda {
@@ -18,10 +20,12 @@ const char* const kCudaDevicePrelude = R"(#ifndef YOLOC_CUDA_DEVICE_PRELUDE
 // writes are visible, and at once lets the next kernel begin its launch, so that launch latency
 // and block scheduling overlap the tail of this one. Without the attribute, and before sm_90,
 // nothing happens.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && YC_PDL_EARLY_TRIGGER
 #define YC_KERNEL_ENTRY()                                        \
   asm volatile("griddepcontrol.wait;\n" ::: "memory");           \
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory")
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define YC_KERNEL_ENTRY() asm volatile("griddepcontrol.wait;\n" ::: "memory")
 #else
 #define YC_KERNEL_ENTRY() ((void)0)
 #endif
@@ -141,7 +145,14 @@ YC_DEVICE float yc_act_silu(float x) { return x / (1.f + yc_exp(-x)); }
 #endif  // YOLOC_CUDA_COMMON_PRELUDE
 )";
 
-std::string cuda_prelude() { return std::string(kCudaDevicePrelude) + kCudaCommonPrelude; }
+std::string cuda_prelude() {
+  // EXPERIMENT (to be settled by measurement): YOLOC_PDL_TRIGGER=start lets dependents launch at
+  // kernel entry; otherwise they launch when the kernel's blocks exit.
+  const char* t = std::getenv("YOLOC_PDL_TRIGGER");
+  const bool early = t && std::string(t) == "start";
+  return std::string("#define YC_PDL_EARLY_TRIGGER ") + (early ? "1\n" : "0\n") +
+         kCudaDevicePrelude + kCudaCommonPrelude;
+}
 
 std::string cuda_storage_type(DType t) {
   switch (t) {
