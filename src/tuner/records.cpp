@@ -1,9 +1,11 @@
 #include "tuner/records.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -176,6 +178,80 @@ std::map<std::string, codegen::ScheduleConfig> best_configs(const std::vector<Re
                                                             const RecordQuery& q) {
   std::map<std::string, codegen::ScheduleConfig> out;
   for (const auto& [k, r] : best_records(records, q)) out.emplace(k, r.config);
+  return out;
+}
+
+namespace {
+
+/// Where a key's batch digits lie: after "cuda_conv2d_nhwc <in>-><out> n" (the key of
+/// codegen::cuda::CudaConvTask), up to the next space.
+std::optional<std::pair<size_t, size_t>> batch_token(const std::string& key) {
+  static constexpr std::string_view kPrefix = "cuda_conv2d_nhwc ";
+  if (!key.starts_with(kPrefix)) return std::nullopt;
+  const size_t dtypes_end = key.find(' ', kPrefix.size());
+  if (dtypes_end == std::string::npos) return std::nullopt;
+  const std::string_view dtypes(key.data() + kPrefix.size(), dtypes_end - kPrefix.size());
+  if (dtypes.find("->") == std::string_view::npos) return std::nullopt;
+  const size_t begin = dtypes_end + 2;
+  if (begin > key.size() || key[dtypes_end + 1] != 'n') return std::nullopt;
+  size_t end = begin;
+  while (end < key.size() && std::isdigit(static_cast<unsigned char>(key[end]))) ++end;
+  // At most 18 digits: the batch must fit an int64_t.
+  if (end == begin || end - begin > 18 || (end < key.size() && key[end] != ' '))
+    return std::nullopt;
+  return std::pair{begin, end - begin};
+}
+
+}  // namespace
+
+std::optional<int64_t> workload_key_batch(const std::string& key) {
+  const auto t = batch_token(key);
+  if (!t) return std::nullopt;
+  return std::stoll(key.substr(t->first, t->second));
+}
+
+std::optional<std::string> workload_key_at_batch(const std::string& key, int64_t n) {
+  const auto t = batch_token(key);
+  if (!t) return std::nullopt;
+  std::string out = key;
+  out.replace(t->first, t->second, std::to_string(n));
+  return out;
+}
+
+std::map<std::string, Record> nearest_batch_records(const std::vector<Record>& records,
+                                                    const RecordQuery& q,
+                                                    const std::set<std::string>& keys) {
+  // The valid records of this hardware by workload (its key at batch 0, a batch no key has).
+  std::set<std::string> measured;
+  std::map<std::string, std::map<int64_t, std::vector<Record>>> by_workload;
+  for (const Record& r : records) {
+    if (!r.ok() || !r.target.same_hardware(q.target)) continue;
+    measured.insert(r.key);
+    const auto b = workload_key_batch(r.key);
+    if (b) by_workload[*workload_key_at_batch(r.key, 0)][*b].push_back(r);
+  }
+  std::map<std::string, Record> out;
+  for (const std::string& key : keys) {
+    const auto n = workload_key_batch(key);
+    if (!n || *n < 1 || measured.contains(key)) continue;
+    const auto w = by_workload.find(*workload_key_at_batch(key, 0));
+    if (w == by_workload.end()) continue;
+    // |log(b / n)| compared exactly, as the ratio max(b, n) / min(b, n) (cross-multiplied).
+    const auto farther = [&](int64_t a, int64_t b) {
+      const __int128 ra = std::max(a, *n), da = std::min(a, *n);
+      const __int128 rb = std::max(b, *n), db = std::min(b, *n);
+      return ra * db > rb * da;
+    };
+    int64_t nearest = 0;
+    for (const auto& [b, rs] : w->second) {
+      if (nearest == 0 || farther(nearest, b) || (!farther(b, nearest) && b > nearest))
+        nearest = b;
+    }
+    if (nearest == 0) continue;
+    RecordQuery at = q;
+    at.batch = nearest;
+    for (auto& [k, r] : best_records(w->second.at(nearest), at)) out.emplace(key, std::move(r));
+  }
   return out;
 }
 

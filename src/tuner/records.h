@@ -18,6 +18,8 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -117,5 +119,24 @@ std::map<std::string, Record> best_records(const std::vector<Record>& records,
 /// best_records as configs by workload key, what CpuCompileOptions::configs takes.
 std::map<std::string, codegen::ScheduleConfig> best_configs(const std::vector<Record>& records,
                                                             const RecordQuery& q);
+
+/// The batch of a workload key that names one: the "n<batch>" token right after the dtype pair
+/// of a CUDA conv key ("cuda_conv2d_nhwc f16->f16 n32 c64 ..."); nullopt for other keys (the
+/// generic template's keys embed the batch in every shape, not in one token).
+std::optional<int64_t> workload_key_batch(const std::string& key);
+
+/// The same workload at batch `n` (the batch token rewritten); nullopt when the key has no batch
+/// token (see workload_key_batch).
+std::optional<std::string> workload_key_at_batch(const std::string& key, int64_t n);
+
+/// For each of `keys` (a compile's workload keys) with a batch token but no valid record of its
+/// own for the query's hardware: the best record (by best_records, at that batch) of the same
+/// workload at the nearest other batch that has valid records, the one with the smallest
+/// |log(b / n)| (ties: the larger batch). Its `key` and `batch` are the record's, not the
+/// query key's. A kernel's best config at one batch is usually good at a nearby one, and far
+/// better than the untuned default; the compiler still checks it is valid for the task.
+std::map<std::string, Record> nearest_batch_records(const std::vector<Record>& records,
+                                                    const RecordQuery& q,
+                                                    const std::set<std::string>& keys);
 
 }  // namespace yoloc::tuner

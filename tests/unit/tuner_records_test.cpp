@@ -1,4 +1,5 @@
 // Tuning records: JSON-lines round trip, version filtering, torn lines, best record selection.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -156,6 +157,81 @@ TEST(TunerRecords, BestRecordPerKeyForTheTarget) {
   const auto other = best_configs(rs, q);
   ASSERT_EQ(other.size(), 1u);
   EXPECT_EQ(other.at("a"), c3);
+}
+
+TEST(TunerRecords, WorkloadKeyAtBatch) {
+  const std::string k1 =
+      "cuda_conv2d_nhwc f16->f16 n1 c64 h80 w80 k144 3x3 s1x1 p1x1 d1x1 silu in64+0 out144+0";
+  EXPECT_EQ(workload_key_batch(k1), 1);
+  EXPECT_EQ(workload_key_at_batch(k1, 32),
+            "cuda_conv2d_nhwc f16->f16 n32 c64 h80 w80 k144 3x3 s1x1 p1x1 d1x1 silu in64+0 "
+            "out144+0");
+  // "n32" elsewhere (here a channel count that reads like a batch token) stays as it is.
+  const std::string k32 = "cuda_conv2d_nhwc f32->f16 n32 c32 h8 w8 k32 1x1 s1x1 p0x0 d1x1 "
+                          "none in32+0 out32+0 n32";
+  EXPECT_EQ(workload_key_batch(k32), 32);
+  EXPECT_EQ(workload_key_at_batch(k32, 128), "cuda_conv2d_nhwc f32->f16 n128 c32 h8 w8 k32 1x1 "
+                                             "s1x1 p0x0 d1x1 none in32+0 out32+0 n32");
+  // Keys without a batch token: other templates, a malformed token, no dtype pair.
+  for (const std::string& k :
+       {std::string("generic Sigmoid n32 f16[32,64,80,80]"), std::string("cuda_conv2d_nhwc"),
+        std::string("cuda_conv2d_nhwc f16->f16"), std::string("cuda_conv2d_nhwc f16->f16 n"),
+        std::string("cuda_conv2d_nhwc f16->f16 n3x c64"),
+        std::string("cuda_conv2d_nhwc f16 n32 c64"), std::string("conv2d_nchw16c_f32 n32 c64")}) {
+    EXPECT_EQ(workload_key_batch(k), std::nullopt) << k;
+    EXPECT_EQ(workload_key_at_batch(k, 8), std::nullopt) << k;
+  }
+}
+
+TEST(TunerRecords, NearestBatchRecords) {
+  const auto key = [](int64_t n, int c = 64) {
+    return fmt::format("cuda_conv2d_nhwc f16->f16 n{} c{} h80 w80 k144 3x3 s1x1 p1x1 d1x1 silu "
+                       "in{}+0 out144+0",
+                       n, c, c);
+  };
+  const auto at = [&](int64_t n, ScheduleConfig cfg, double median, int c = 64) {
+    Record r = record(key(n, c), std::move(cfg), median);
+    r.batch = n;
+    return r;
+  };
+  const ScheduleConfig c1({{"u", 1}}), c2({{"u", 2}}), c3({{"u", 3}}), c4({{"u", 4}}),
+      c5({{"u", 5}});
+  std::vector<Record> rs = {at(1, c1, 1e-5), at(32, c2, 2e-4), at(32, c3, 1e-4)};
+  // A failed record of batch 16 does not make it a tuned batch.
+  rs.push_back(at(16, c4, 0));
+  rs.back().error = "timeout";
+  // Another workload (c128) at batch 8: never applies to c64.
+  rs.push_back(at(8, c5, 1e-5, 128));
+  const RecordQuery q{target(), 8, 0};
+  // |log(8/1)| = 2.08 > |log(8/32)| = 1.39: batch 32's best (c3, the faster there).
+  auto near = nearest_batch_records(rs, q, {key(8), key(128), key(2), key(1)});
+  ASSERT_TRUE(near.contains(key(8)));
+  EXPECT_EQ(near.at(key(8)).config, c3);
+  EXPECT_EQ(near.at(key(8)).batch, 32);
+  EXPECT_EQ(near.at(key(8)).key, key(32));
+  EXPECT_EQ(near.at(key(128)).config, c3);
+  EXPECT_EQ(near.at(key(128)).batch, 32);
+  // |log(2/1)| = 0.69 < |log(2/32)| = 2.77.
+  EXPECT_EQ(near.at(key(2)).config, c1);
+  EXPECT_EQ(near.at(key(2)).batch, 1);
+  // An exact record wins: no fallback for batch 1.
+  EXPECT_FALSE(near.contains(key(1)));
+  EXPECT_EQ(near.size(), 3u);
+  // Equally far batches (4 and 16 from 8): the larger.
+  const std::vector<Record> tie = {at(4, c1, 1e-5), at(16, c2, 1e-3)};
+  EXPECT_EQ(nearest_batch_records(tie, q, {key(8)}).at(key(8)).config, c2);
+  // Only the c128 workload has records (of batch 8): the c64 key gets nothing from them,
+  // c128 at 8 has its own, c128 at 4 takes them.
+  const std::vector<Record> other = {at(8, c5, 1e-5, 128)};
+  const auto o = nearest_batch_records(other, q, {key(8), key(8, 128), key(4, 128)});
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_EQ(o.at(key(4, 128)).config, c5);
+  // Records of other hardware never apply; keys without a batch token get nothing.
+  RecordQuery elsewhere = q;
+  elsewhere.target = target("Other CPU");
+  EXPECT_TRUE(nearest_batch_records(rs, elsewhere, {key(8)}).empty());
+  Record generic = record("generic Sigmoid f16[1,64,80,80]", c1, 1e-5);
+  EXPECT_TRUE(nearest_batch_records({generic}, q, {"generic Sigmoid f16[8,64,80,80]"}).empty());
 }
 
 }  // namespace
