@@ -27,13 +27,20 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
   const std::string& records = r.records_file.empty() ? o.records : r.records_file;
   if (!records.empty()) {
     std::set<std::string> workloads, tuned;
+    std::map<int64_t, int> from_batch;  // tuned workloads by the other batch their records had
     for (const codegen::cpu::CompiledTask& t : r.tasks) {
       workloads.insert(t.key);
-      if (t.tuned) tuned.insert(t.key);
+      if (!t.tuned || !tuned.insert(t.key).second) continue;
+      if (auto it = r.nearest_batch.find(t.key); it != r.nearest_batch.end())
+        ++from_batch[it->second];
     }
-    fmt::print("  records {}: {} for this {} ({} of other versions ignored); {} tasks tuned, "
+    std::string from;
+    for (const auto& [batch, n] : from_batch)
+      from += fmt::format("{}{} from records of batch {}", from.empty() ? "" : ", ", n, batch);
+    fmt::print("  records {}: {} for this {} ({} of other versions ignored); {} tasks tuned{}, "
                "{} defaults\n",
-               records, r.records_applicable, o.target == "cuda" ? "arch" : "machine", r.records_stale, tuned.size(),
+               records, r.records_applicable, o.target == "cuda" ? "arch" : "machine",
+               r.records_stale, tuned.size(), from.empty() ? "" : " (" + from + ")",
                workloads.size() - tuned.size());
   }
   fmt::print("  arena: {:.2f} MB (naive sum of intermediates {:.2f} MB, {:.1f} %)\n",

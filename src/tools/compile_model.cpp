@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "artifact/artifact_writer.h"
 #include "detect/family.h"
@@ -15,6 +16,7 @@
 #include "tuner/records.h"
 #ifdef YOLOC_HAVE_CUDA
 #include "codegen/cuda/cuda_compiler.h"
+#include "codegen/cuda/tasks.h"
 #endif
 
 namespace yoloc::tools {
@@ -109,6 +111,13 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     report.records_stale = set.stale;
     report.records_file = records;
     cuda.configs.merge(tuner::best_configs(same_arch, q));
+    // Conv tasks with no records of this batch take their workload's best config at the
+    // nearest batch that has records (compile_cuda keeps it only where it is valid).
+    std::set<std::string> keys;
+    for (const codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(g))
+      keys.insert(t.key);
+    for (const auto& [key, r] : tuner::nearest_batch_records(same_arch, q, keys))
+      if (cuda.configs.try_emplace(key, r.config).second) report.nearest_batch.emplace(key, r.batch);
   }
   if (o.outputs.empty() && g.inputs.size() == 1 && !g.outputs.empty() &&
       g.outputs[0]->type.dims.size() == 3) {

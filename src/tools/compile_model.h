@@ -1,6 +1,8 @@
 #pragma once
 /// `yoloc compile`: an ONNX detector in, a `.ycm` artifact out (the manifest with everything the
 /// runtime needs to run it as a detector, the weights and the kernels).
+#include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -27,8 +29,9 @@ struct CompileOptions {
   std::map<std::string, codegen::ScheduleConfig> configs;
   /// --records: a tuning records file; the best valid record of each workload for this
   /// machine (and batch; cuda: for this arch, on any device) is applied where `configs` has
-  /// none. Empty with --target cuda: the shipped records of the arch, if any
-  /// (default_cuda_records).
+  /// none; cuda: a conv workload without records of this batch takes its best config at the
+  /// nearest batch that has some. Empty with --target cuda: the shipped records of the arch, if
+  /// any (default_cuda_records).
   std::string records;
 };
 
@@ -46,6 +49,9 @@ struct CompileReport {
   int records_applicable = 0;  ///< records of the --records file for this machine and ISA
   int records_stale = 0;       ///< records of other tool / format versions (ignored)
   std::string records_file;    ///< the records file applied (cuda: maybe the shipped default)
+  /// cuda: the workloads whose config came from records of another batch (no record of their
+  /// own batch), with that batch; a task of one of them is tuned if the config is valid for it.
+  std::map<std::string, int64_t> nearest_batch;
 };
 
 /// The detector imported (options.batch, --imgsz, --family; `outputs` as its outputs when given)
