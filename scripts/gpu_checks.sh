@@ -9,6 +9,7 @@
 #                                     profile (per-kernel times), eval (mAP fp32 vs fp16),
 #                                     pdl (yolov8n with programmatic dependent launch on / off),
 #                                     tune-run (one tuning run, see the step's comment),
+#                                     tunecmp (benches of untuned vs tuned records),
 #                                     versus (bench/gpu_vs_torch.py: yoloc and the PyTorch peer at
 #                                     batch 1..128; RECORDS=FILE applies tuning records,
 #                                     NO_PEER=1 skips the peer)
@@ -106,22 +107,18 @@ for s in "$@"; do
         tail -3 "$log"
       done
       ;;
-    tune)  # yolov8n fp16 batch 1: 3 minutes, then 3 more resumed; bench of default / 3 / 6 minutes
-      recs=$out/bench/tune-yolov8n-b1.jsonl
-      step "tune yolov8n fp16 batch 1, 3 minutes"
-      check "$Y" tune "$S/models/yolov8n.onnx" --target cuda --precision fp16 --records "$recs" --time-budget 3m
-      cp "$recs" "$out/bench/tune-yolov8n-b1-3m.jsonl"
-      step "tune yolov8n fp16 batch 1, 3 more minutes (resumed)"
-      check "$Y" tune "$S/models/yolov8n.onnx" --target cuda --precision fp16 --records "$recs" --time-budget 3m
-      check "$Y" tune "$S/models/yolov8n.onnx" --target cuda --precision fp16 --records "$recs" \
-        --report "$out/bench/tune-report.json"
-      for r in none 3m 6m; do
-        rec=(); [[ $r == 3m ]] && rec=(--records "$out/bench/tune-yolov8n-b1-3m.jsonl")
-        [[ $r == 6m ]] && rec=(--records "$recs")
-        step "bench yolov8n fp16 batch 1, records $r"
-        check "$Y" compile "$S/models/yolov8n.onnx" --target cuda --precision fp16 "${rec[@]}" -o "$work/t-$r.ycm" --force
-        check "$Y" bench "$work/t-$r.ycm" --iters 300 --warmup 30 --image "$S/data/images/bus.jpg" --json "$out/bench/tuned-$r.json"
-        tail -8 "$log"
+    tunecmp)  # yolov8n fp16 at batch 1 and 32: untuned defaults vs the records of tuning runs
+      # carried as $TUNE_IN/b<batch>-<name>.jsonl (TUNE_IN default build/tune_in), one bench each
+      for b in ${BATCHES:-1 32}; do
+        model=$S/models/yolov8n.onnx
+        [[ $b == 1 ]] || model=$(python3 -c "import sys; sys.path.insert(0, 'bench'); from onnx_twin import dynamic_batch_twin as t; print(t('$model', '$work'))")
+        for r in none $(cd "${TUNE_IN:-build/tune_in}" && ls b$b-*.jsonl | sed "s/^b$b-//; s/.jsonl$//"); do
+          rec=(--no-records); [[ $r == none ]] || rec=(--records "${TUNE_IN:-build/tune_in}/b$b-$r.jsonl")
+          step "bench yolov8n fp16 batch $b, records $r"
+          check "$Y" compile "$model" --target cuda --precision fp16 --batch "$b" "${rec[@]}" -o "$work/t-$b-$r.ycm" --force
+          check "$Y" bench "$work/t-$b-$r.ycm" --iters 300 --warmup 30 --image "$S/data/images/bus.jpg" --json "$out/bench/tuned-b$b-$r.json"
+          tail -7 "$log" | grep -E "records|network alone"
+        done
       done
       ;;
     tune-run)  # one tuning run of yolov8n fp16: TUNE_BATCH (1), TUNE_BUDGET (3m), TUNE_NAME (the

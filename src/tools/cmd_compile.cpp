@@ -1,6 +1,6 @@
 // yoloc compile MODEL.onnx [--target cpu|cuda] [--arch sm_90] [--precision fp32|fp16|bf16]
 //               [--batch N] [--imgsz N] [--family F] [--cc CXX] [--isa ISA] [--sign KEY]
-//               [--records FILE] [--force] -o OUT.ycm
+//               [--records FILE | --no-records] [--force] -o OUT.ycm
 #include <fmt/format.h>
 
 #include <map>
@@ -81,6 +81,9 @@ void add_compile(CLI::App& app) {
                 "apply the best tuning record of each task from FILE (yoloc tune's records; only "
                 "records of this machine, ISA and tool version are used; cuda: of this --arch, "
                 "default: the shipped records/cuda-<arch>.jsonl if there is one)");
+  c->add_flag("--no-records", o->no_records,
+              "apply no tuning records, not even the shipped ones (the heuristic defaults)")
+      ->excludes(c->get_option("--records"));
   c->add_flag("--force", o->force, "overwrite the output file if it exists");
   c->callback([o] {
     const CompileReport r = compile_model(*o);

@@ -91,7 +91,9 @@ CompileReport compile_for_cuda(const CompileOptions& o,
   cuda.arch = o.arch.empty() ? "sm_90" : o.arch;
   cuda.configs = o.configs;
   CompileReport report;
-  const std::string records = o.records.empty() ? default_cuda_records(cuda.arch) : o.records;
+  const std::string records = o.no_records      ? std::string()
+                              : o.records.empty() ? default_cuda_records(cuda.arch)
+                                                  : o.records;
   if (!records.empty()) {
     if (!fs::exists(records)) user_error("--records {}: no such file", records);
     const tuner::RecordSet set = tuner::load_records(records);

@@ -33,6 +33,8 @@ struct CompileOptions {
   /// nearest batch that has some. Empty with --target cuda: the shipped records of the arch, if
   /// any (default_cuda_records).
   std::string records;
+  /// --no-records: apply no tuning records, not even the shipped ones (untuned defaults).
+  bool no_records = false;
 };
 
 /// What a compile made.

@@ -2,12 +2,13 @@
 """Compiles a shared model for CUDA (`yoloc compile --target cuda --precision fp16`: NVRTC, no
 GPU needed) and checks the artifact's structure: target and precision in the manifest, a CUDA
 program whose every launch names a module of cubins (ELF images) with a launchable geometry and
-bindings inside the arena or the weights, programmatic dependent launch allowed (sm_90), one module per task plus the detection module of a
-detector, an arena below the naive sum. For yolov8n it also checks that the shipped tuning
-records (records/cuda-sm_90.jsonl) still apply: a change of workload keys would leave them
-silently unused. Models the CUDA target cannot compile must fail with one clear error line
-(reported as skipped). The outputs themselves are checked on a GPU machine
-(`scripts/gpu_checks.sh models`, check_compiled.py --target cuda).
+bindings inside the arena or the weights, programmatic dependent launch allowed (sm_90), one
+module per task plus the detection module of a detector, an arena below the naive sum. For
+yolov8n it also checks that the shipped tuning records (records/cuda-sm_90.jsonl) still apply (a
+change of workload keys would leave them silently unused) and that --no-records applies none.
+Models the CUDA target cannot compile must fail with one clear error line (reported as skipped).
+The outputs themselves are checked on a GPU machine (`scripts/gpu_checks.sh models`,
+check_compiled.py --target cuda).
 
 usage: check_compiled_cuda.py --yoloc BIN --model M.onnx --work DIR
 """
@@ -66,6 +67,12 @@ def main():
         tuned = re.search(r"; (\d+) tuned,", p.stdout)
         if not tuned or int(tuned.group(1)) == 0:
             problems.append("the shipped records/cuda-sm_90.jsonl no longer apply to yolov8n")
+        untuned = common.run([args.yoloc, "compile", args.model, "-o", artifact, "--force",
+                              "--target", "cuda", "--precision", "fp16", "--no-records"],
+                             "yoloc compile --target cuda --no-records")
+        if not re.search(r"; 0 tuned, \d+ heuristic defaults", untuned.stdout) or \
+                "records" in untuned.stdout:
+            problems.append("--no-records still applied tuning records:\n" + untuned.stdout)
     print(f"{len(prog.get('launches', []))} launches in {len(modules)} modules, detection "
           f"kernels: {detector}, arena {arena} bytes")
     for pr in problems:
