@@ -3,6 +3,7 @@
 /// (image in, boxes out: pre-processing, network, decoding and NMS as the manifest describes)
 /// or as a raw network (tensors in, tensors out). Errors raise yoloc::UserError with a message
 /// that says what is wrong and what to do. Links against libyoloc_runtime only.
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,10 +23,14 @@ struct DetectorOptions {
   std::optional<float> iou;     ///< NMS IoU threshold; default: the manifest's, else 0.45
   std::optional<int> max_det;   ///< most detections per image; default: manifest's, else 300
   std::string public_key_file;  ///< when set, the artifact must be signed by this key
+  /// Images a CUDA detector works on at once through submit(): each on its own stream, arena,
+  /// pinned frame buffer and CUDA graph (kernels and weights shared), so one frame's copy,
+  /// upload and pre-processing overlap another's network.
+  int in_flight = 2;
 };
 
-/// A loaded artifact. Thread-safe: concurrent calls are serialised (one arena per detector;
-/// load one detector per thread for parallel streams).
+/// A loaded artifact. Thread-safe: concurrent calls are serialised (one arena per detector, or
+/// one per frame in flight with submit(); load one detector per thread for parallel streams).
 class Detector {
  public:
   /// Opens, verifies (digest, and signature with options.public_key_file) and prepares the
@@ -40,6 +45,15 @@ class Detector {
   /// Detections on `image` (BGR, see detect::Image) in image pixels, by score descending.
   /// Raises a UserError for an empty image or an artifact that is not a batch-1 detector.
   std::vector<detect::Detection> detect(const detect::Image& image) const;
+
+  /// Pipelined detection: starts detecting `image` and returns a ticket at once (the image may
+  /// be reused as soon as submit returns); wait(ticket) returns its detections, as detect()
+  /// would. On a CUDA artifact up to DetectorOptions::in_flight images run concurrently (a
+  /// submit beyond that first finishes the oldest); on the CPU, submit runs the detection
+  /// before it returns. Raises a UserError as detect() does, and wait() for a ticket never
+  /// given or already waited for.
+  uint64_t submit(const detect::Image& image) const;
+  std::vector<detect::Detection> wait(uint64_t ticket) const;
 
   /// The raw network: `inputs` match the manifest's inputs (count, dtype, shape).
   std::vector<Tensor> infer(const std::vector<Tensor>& inputs) const;

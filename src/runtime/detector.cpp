@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -14,10 +15,14 @@ struct Detector::Impl {
   std::unique_ptr<runtime::Engine> engine;
   std::optional<detect::Detector> detector;  ///< absent: not a batch-1 detector
   std::string no_detector_reason;
+  detect::DetectorConfig config;
   mutable std::mutex mu;
+  // submit() on an engine that does not detect by itself: results by ticket.
+  std::map<uint64_t, std::vector<detect::Detection>> done;
+  uint64_t next_ticket = 1;
 
-  Impl(std::shared_ptr<const artifact::Artifact> a, int threads, int device)
-      : engine(runtime::Engine::open(std::move(a), {threads, device})) {}
+  Impl(std::shared_ptr<const artifact::Artifact> a, int threads, int device, int in_flight)
+      : engine(runtime::Engine::open(std::move(a), {threads, device, in_flight})) {}
 };
 
 Detector::Detector(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -32,10 +37,11 @@ Detector Detector::load(const std::string& path, const DetectorOptions& options)
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   auto art = std::make_shared<const artifact::Artifact>(
       artifact::Artifact::open(path, {options.public_key_file}));
-  auto impl = std::make_unique<Impl>(art, threads, options.device);
+  auto impl = std::make_unique<Impl>(art, threads, options.device, options.in_flight);
   const runtime::DetectorOverrides overrides{options.conf, options.iou, options.max_det};
   if (auto cfg = runtime::manifest_detector_config(art->manifest(), overrides, path,
                                                    &impl->no_detector_reason)) {
+    impl->config = *cfg;
     runtime::Engine* engine = impl->engine.get();
     auto network = [engine](const Tensor& input) { return engine->run({input}); };
     if (engine->detects()) {
@@ -62,6 +68,34 @@ std::vector<detect::Detection> Detector::detect(const detect::Image& image) cons
                image.height);
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->detector->detect(image);
+}
+
+uint64_t Detector::submit(const detect::Image& image) const {
+  if (!impl_->detector)
+    user_error("the artifact cannot detect: {}; use infer() for its raw outputs",
+               impl_->no_detector_reason);
+  if (image.empty() || image.bgr.size() != static_cast<size_t>(image.width) * image.height * 3)
+    user_error("the image is empty or its pixel buffer does not match {}x{}x3", image.width,
+               image.height);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->engine->detects()) {
+    const detect::DetectorConfig& c = impl_->config;
+    return impl_->engine->submit(image, c.conf, c.iou, c.max_det);
+  }
+  const uint64_t ticket = impl_->next_ticket++;
+  impl_->done[ticket] = impl_->detector->detect(image);
+  return ticket;
+}
+
+std::vector<detect::Detection> Detector::wait(uint64_t ticket) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->engine->detects()) return impl_->engine->wait(ticket);
+  const auto it = impl_->done.find(ticket);
+  if (it == impl_->done.end())
+    user_error("detection ticket {} is unknown or was already waited for", ticket);
+  std::vector<detect::Detection> out = std::move(it->second);
+  impl_->done.erase(it);
+  return out;
 }
 
 std::vector<Tensor> Detector::infer(const std::vector<Tensor>& inputs) const {

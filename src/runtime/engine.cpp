@@ -10,6 +10,7 @@
 #ifdef YOLOC_HAVE_CUDA
 #include "runtime/cuda/cuda_executor.h"
 #include "runtime/cuda/cuda_program.h"
+#include "runtime/cuda/pipelined_detect.h"
 #endif
 
 namespace yoloc::runtime {
@@ -30,12 +31,21 @@ class CpuEngine final : public Engine {
 #ifdef YOLOC_HAVE_CUDA
 class CudaEngine final : public Engine {
  public:
-  CudaEngine(std::shared_ptr<const artifact::Artifact> a, int device) : exec_(std::move(a), device) {}
+  CudaEngine(std::shared_ptr<const artifact::Artifact> a, int device, int in_flight)
+      : exec_(std::move(a), device), in_flight_(in_flight) {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return exec_.run(inputs); }
   bool detects() const override { return exec_.can_detect(); }
   std::vector<detect::Detection> detect(const detect::Image& img, float conf, float iou,
                                         int max_det) override {
     return exec_.detect({img}, conf, iou, max_det).at(0);
+  }
+  uint64_t submit(const detect::Image& img, float conf, float iou, int max_det) override {
+    if (!pipeline_) pipeline_ = std::make_unique<cuda::PipelinedDetect>(exec_, in_flight_);
+    return pipeline_->submit(img, conf, iou, max_det);
+  }
+  std::vector<detect::Detection> wait(uint64_t ticket) override {
+    if (!pipeline_) user_error("detection ticket {} is unknown: nothing was submitted", ticket);
+    return pipeline_->wait(ticket);
   }
   std::string device() const override {
     const cuda::DeviceInfo& d = exec_.device();
@@ -46,6 +56,8 @@ class CudaEngine final : public Engine {
 
  private:
   cuda::CudaExecutor exec_;
+  int in_flight_;
+  std::unique_ptr<cuda::PipelinedDetect> pipeline_;  ///< made at the first submit
 };
 #endif
 
@@ -56,12 +68,24 @@ std::vector<detect::Detection> Engine::detect(const detect::Image&, float, float
              device());
 }
 
+uint64_t Engine::submit(const detect::Image&, float, float, int) {
+  user_error("the {} engine does not detect by itself; run the detection pipeline around it",
+             device());
+}
+
+std::vector<detect::Detection> Engine::wait(uint64_t ticket) {
+  user_error("detection ticket {} is unknown: the {} engine does not detect by itself", ticket,
+             device());
+}
+
 std::unique_ptr<Engine> Engine::open(std::shared_ptr<const artifact::Artifact> artifact,
                                      const EngineOptions& options) {
   if (options.threads < 0) user_error("the thread count {} must be >= 0", options.threads);
   if (artifact->manifest().target.rfind("cuda", 0) == 0) {
 #ifdef YOLOC_HAVE_CUDA
-    return std::make_unique<CudaEngine>(std::move(artifact), options.device);
+    if (options.in_flight < 1)
+      user_error("{} images in flight: at least 1 is needed", options.in_flight);
+    return std::make_unique<CudaEngine>(std::move(artifact), options.device, options.in_flight);
 #else
     user_error("'{}' is a CUDA artifact ({}); this yoloc was built without CUDA support",
                artifact->path(), artifact->manifest().target);

@@ -1,6 +1,7 @@
 #pragma once
 /// One way to run any artifact: the engine its target needs (the CPU executor for "cpu-*", the
 /// CUDA executor for "cuda-*"), behind the calls every tool and API makes.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ class CudaExecutor;
 struct EngineOptions {
   int threads = 0;  ///< CPU worker threads; 0: the machine's hardware threads
   int device = 0;   ///< GPU ordinal (CUDA artifacts)
+  /// Images a CUDA engine works on at once through submit() (each on its own stream, arena and
+  /// CUDA graph; kernels and weights shared).
+  int in_flight = 2;
 };
 
 class Engine {
@@ -38,6 +42,11 @@ class Engine {
   /// Detections on `img` in image pixels, by score descending; only when detects().
   virtual std::vector<detect::Detection> detect(const detect::Image& img, float conf, float iou,
                                                 int max_det);
+  /// Pipelined detect() (only when detects()): starts detecting `img` and returns a ticket at
+  /// once; up to in_flight images (EngineOptions) run concurrently, a submit beyond that first
+  /// finishes the oldest. wait(ticket) returns the ticket's detections.
+  virtual uint64_t submit(const detect::Image& img, float conf, float iou, int max_det);
+  virtual std::vector<detect::Detection> wait(uint64_t ticket);
   /// "cpu, 2 threads" / "GPU 0: NVIDIA H200 (sm_90)".
   virtual std::string device() const = 0;
   virtual const artifact::Manifest& manifest() const = 0;

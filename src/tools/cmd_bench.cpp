@@ -1,4 +1,4 @@
-// yoloc bench MODEL [--batch N] [--iters N] [--warmup N] [--threads N] [--json FILE]
+// yoloc bench MODEL [--batch N] [--iters N] [--warmup N] [--threads N] [--streams N] [--json FILE]
 // Latency of the network on random inputs: MODEL is a .ycm artifact, or an ONNX model that is
 // compiled for this machine first (into a temporary artifact).
 #include <fmt/format.h>
@@ -38,6 +38,7 @@ struct BenchOptions {
   int threads = 0;
   int device = 0;
   std::string image;  ///< the frame of the end-to-end timing (GPU detection); default synthetic
+  int streams = 2;    ///< CUDA: lanes (streams) of the concurrent and pipelined timings
   std::string json;
 };
 
@@ -105,6 +106,78 @@ std::string cpu_model() {
   return "unknown";
 }
 
+#ifdef YOLOC_HAVE_CUDA
+/// Detections through submit() / wait() with o.streams frames in flight: images per second over
+/// o.iters frames, after checking that they equal detect()'s on the same frame.
+void bench_pipelined(runtime::Engine& engine, const detect::Image& frame, const BenchOptions& o,
+                     nlohmann::json& j) {
+  const std::vector<detect::Detection> want = engine.detect(frame, 0.25f, 0.45f, 300);
+  for (int i = 0; i < o.streams; ++i) {  // every lane once
+    const std::vector<detect::Detection> got =
+        engine.wait(engine.submit(frame, 0.25f, 0.45f, 300));
+    const bool same = got.size() == want.size() &&
+                      std::equal(got.begin(), got.end(), want.begin(), [](const auto& a, const auto& b) {
+                        return a.class_id == b.class_id && a.score == b.score &&
+                               a.box.x1 == b.box.x1 && a.box.y1 == b.box.y1 &&
+                               a.box.x2 == b.box.x2 && a.box.y2 == b.box.y2;
+                      });
+    if (!same)
+      user_error("pipelined detection (lane {}) gave {} detections that differ from detect()'s "
+                 "{}; please report this",
+                 i, got.size(), want.size());
+  }
+  const auto run = [&](int frames) {
+    std::vector<uint64_t> tickets;
+    size_t first = 0;
+    for (int i = 0; i < frames; ++i) {
+      tickets.push_back(engine.submit(frame, 0.25f, 0.45f, 300));
+      if (tickets.size() - first >= static_cast<size_t>(o.streams)) engine.wait(tickets[first++]);
+    }
+    while (first < tickets.size()) engine.wait(tickets[first++]);
+  };
+  run(o.warmup);
+  const auto t0 = std::chrono::steady_clock::now();
+  run(o.iters);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double ips = o.iters / s;
+  j["e2e_pipelined_ips"] = ips;
+  j["e2e_pipelined_in_flight"] = o.streams;
+  fmt::print("  end to end, pipelined ({} frames in flight, submit/wait): {:.1f} images/s "
+             "({:.3f} ms per frame; detections equal detect()'s)\n",
+             o.streams, ips, 1000.0 / ips);
+}
+
+/// The network alone on o.streams lanes at once (each its own stream and arena): images per
+/// second of rounds that replay every lane's graph, the median of 5 timings of o.iters rounds.
+void bench_concurrent_network(runtime::cuda::CudaExecutor& base, int64_t batch,
+                              const BenchOptions& o, nlohmann::json& j) {
+  if (o.streams < 2) return;
+  std::vector<std::unique_ptr<runtime::cuda::CudaExecutor>> own;
+  std::vector<runtime::cuda::CudaExecutor*> lanes = {&base};
+  for (int i = 1; i < o.streams; ++i) {
+    own.push_back(base.make_lane());
+    lanes.push_back(own.back().get());
+  }
+  const auto rounds = [&](int n) {
+    for (int r = 0; r < n; ++r)
+      for (auto* l : lanes) l->launch_network();
+    for (auto* l : lanes) l->synchronize();
+  };
+  rounds(o.warmup);
+  std::vector<double> ips;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    rounds(o.iters);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ips.push_back(static_cast<double>(o.iters) * o.streams * static_cast<double>(batch) / s);
+  }
+  const double median = stats(ips).median;
+  j["network_streams"] = o.streams;
+  j["network_streams_throughput_ips"] = median;
+  fmt::print("  network alone on {} streams at once: {:.1f} images/s\n", o.streams, median);
+}
+#endif
+
 void run_bench(const BenchOptions& o) {
   const PreparedArtifact prepared = prepare_artifact(o.model, o.batch);
   const std::string& artifact_path = prepared.path;
@@ -116,7 +189,8 @@ void run_bench(const BenchOptions& o) {
   if (o.batch > 0 && o.batch != batch)
     user_error("--batch {}: the artifact '{}' was compiled for batch {}; recompile it with "
                "--batch {}", o.batch, o.model, batch, o.batch);
-  std::shared_ptr<runtime::Engine> engine = runtime::Engine::open(art, {o.threads, o.device});
+  std::shared_ptr<runtime::Engine> engine =
+      runtime::Engine::open(art, {o.threads, o.device, o.streams});
 
   std::mt19937 rng(0);
   std::uniform_real_distribution<float> dist(0.f, 1.f);
@@ -201,7 +275,9 @@ void run_bench(const BenchOptions& o) {
       fmt::print("  end to end, frame written into the runtime's pinned buffer: median {:.3f} ms  "
                  "p99 {:.3f} ms\n",
                  pinned.median, pinned.p99);
+      if (batch == 1) bench_pipelined(*engine, frame, o, j);
     }
+    bench_concurrent_network(*cuda, batch, o, j);
     j["gpu_memory_mb"] = static_cast<double>(cuda->device_bytes()) / 1e6;
     fmt::print("  GPU memory: {:.1f} MB (arena, weights, detection buffers)\n",
                static_cast<double>(cuda->device_bytes()) / 1e6);
@@ -229,6 +305,10 @@ void add_bench(CLI::App& app) {
   c->add_option("--device", o->device, "GPU of a CUDA artifact")->check(CLI::NonNegativeNumber);
   c->add_option("--image", o->image,
                 "frame of the end-to-end timing of a CUDA detector (default: a synthetic 1280x720)");
+  c->add_option("--streams", o->streams,
+                "CUDA: streams (lanes) of the concurrent-network and pipelined end-to-end timings")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   c->add_option("--json", o->json, "also write the figures to FILE");
   c->callback([o] { run_bench(*o); });
 }

@@ -319,6 +319,32 @@ TEST_F(RuntimeTest, DetectorRunsThePipeline) {
   EXPECT_TRUE(Detector::load(path("det.ycm"), strict).detect(detect::Image(64, 64)).empty());
 }
 
+TEST_F(RuntimeTest, SubmitAndWaitGiveWhatDetectGives) {
+  const Detector d = Detector::load(write_detector("det.ycm"));
+  const detect::Image small(64, 64, 50), large(128, 96, 50);
+  const uint64_t a = d.submit(small), b = d.submit(large);
+  EXPECT_NE(a, b);
+  // Waited for out of order: each ticket gets its own image's detections.
+  const std::vector<detect::Detection> got_b = d.wait(b), got_a = d.wait(a);
+  const auto same = [](const std::vector<detect::Detection>& x,
+                       const std::vector<detect::Detection>& y) {
+    ASSERT_EQ(x.size(), y.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(x[i].class_id, y[i].class_id);
+      EXPECT_FLOAT_EQ(x[i].score, y[i].score);
+      EXPECT_FLOAT_EQ(x[i].box.x1, y[i].box.x1);
+      EXPECT_FLOAT_EQ(x[i].box.y2, y[i].box.y2);
+    }
+  };
+  same(got_a, d.detect(small));
+  same(got_b, d.detect(large));
+  ASSERT_EQ(got_b.size(), 1u);
+  EXPECT_NEAR(got_b[0].box.x1, 48, 1e-3);  // 128x96 -> scale 0.25: network x 12 is 48 here
+  EXPECT_HAS(error_of([&] { d.wait(a); }), "already waited for");
+  EXPECT_HAS(error_of([&] { d.wait(12345); }), "ticket 12345 is unknown");
+  EXPECT_HAS(error_of([&] { d.submit(detect::Image()); }), "empty");
+}
+
 TEST_F(RuntimeTest, CApiRoundTrip) {
   const std::string file = write_detector("det.ycm");
   yoloc_options opts;

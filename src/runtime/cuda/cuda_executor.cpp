@@ -49,33 +49,56 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const artifact::Artifact> artifact, i
   if (device >= count)
     user_error("GPU {} does not exist: this machine has {} CUDA device(s){}", device, count,
                count == 0 ? " (no NVIDIA driver or GPU found)" : "");
-  context_ = std::make_unique<Context>(device);
+  context_ = std::make_shared<Context>(device);
   check_arch(program_.arch, context_->info(), where);
+  auto modules = std::make_shared<std::vector<std::unique_ptr<Module>>>();
   for (const std::string& name : program_.modules) {
     const auto bytes = artifact_->blob(name);
-    modules_.push_back(std::make_unique<Module>(
+    modules->push_back(std::make_unique<Module>(
         std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
   }
+  modules_ = std::move(modules);
   const auto w = artifact_->blob("weights");
-  weights_ = DeviceBuffer(w.size());
-  weights_.upload(w.data());
-  arena_ = DeviceBuffer(program_.arena_bytes);
-  arena_.fill_bytes(0);
+  auto weights = std::make_shared<DeviceBuffer>(w.size());
+  weights->upload(w.data());
+  weights_ = std::move(weights);
   // Programmatic dependent launch: each network kernel but the first (whose predecessor may be
-  // a copy or the pre-processing) may start while the previous one ends. YOLOC_CUDA_PDL=0 turns
-  // it off (to measure what it gains).
+  // a copy or the pre-processing) may be launched while the previous one ends. YOLOC_CUDA_PDL=0
+  // turns it off (to measure what it gains).
   const char* pdl_env = std::getenv("YOLOC_CUDA_PDL");
   pdl_ = program_.pdl && context_->info().cc_major >= 9 &&
          !(pdl_env && std::string(pdl_env) == "0");
+  prepare_lane();
+}
+
+CudaExecutor::CudaExecutor(const CudaExecutor& base, LaneTag)
+    : artifact_(base.artifact_),
+      program_(base.program_),
+      context_(base.context_),
+      modules_(base.modules_),
+      weights_(base.weights_),
+      pdl_(base.pdl_) {
+  context_->make_current();
+  prepare_lane();
+}
+
+std::unique_ptr<CudaExecutor> CudaExecutor::make_lane() const {
+  return std::unique_ptr<CudaExecutor>(new CudaExecutor(*this, LaneTag{}));
+}
+
+void CudaExecutor::prepare_lane() {
+  const std::string& where = artifact_->path();
+  arena_ = DeviceBuffer(program_.arena_bytes);
+  arena_.fill_bytes(0);
   for (const CudaLaunch& l : program_.launches) {
     Bound b;
-    b.fn = modules_.at(static_cast<size_t>(l.module))->function(l.symbol);
+    b.fn = modules_->at(static_cast<size_t>(l.module))->function(l.symbol);
     if (l.shared_bytes > 48 * 1024) set_max_dynamic_shared(b.fn, static_cast<int>(l.shared_bytes));
     b.dims = {l.grid, l.block, l.shared_bytes, pdl_ && !launches_.empty()};
     for (const Binding& a : l.args) {
       CUdeviceptr p = 0;
       if (a.buffer == kArena) p = arena_.ptr() + a.offset;
-      if (a.buffer == "weights") p = weights_.ptr() + a.offset;
+      if (a.buffer == "weights") p = weights_->ptr() + a.offset;
       YOLOC_CHECK(a.buffer == kArena || a.buffer == "weights" || a.buffer == kNullBuffer,
                   "launch {} binds the buffer '{}', which a CUDA program does not have", l.symbol,
                   a.buffer);
@@ -170,6 +193,9 @@ std::vector<double> CudaExecutor::profile_launches() {
 }
 
 void CudaExecutor::prepare_detect(int width, int height) {
+  if (pending_images_ > 0)
+    user_error("a detection started with start_detect() is still running on this executor; "
+               "call finish_detect() before writing the next frames");
   if (detect_ && width <= detect_->capacity_w && height <= detect_->capacity_h) return;
   const artifact::Manifest& m = manifest();
   if (m.outputs.empty() || m.inputs.size() != 1)
@@ -180,7 +206,7 @@ void CudaExecutor::prepare_detect(int width, int height) {
   d->capacity_h = std::max(height, detect_ ? detect_->capacity_h : 0);
   detect_.reset();
   d->gpu = std::make_unique<GpuDetect>(
-      *modules_.at(static_cast<size_t>(program_.detect_module)), *program_.detect,
+      *modules_->at(static_cast<size_t>(program_.detect_module)), *program_.detect,
       arena_.ptr() + program_.input_offsets[0], arena_.ptr() + program_.output_offsets[0],
       d->capacity_w, d->capacity_h, FrameSource::kZeroCopy);
   stream_->begin_capture();
@@ -199,15 +225,29 @@ int CudaExecutor::detect_batch() const {
   return program_.detect->batch;
 }
 
-std::vector<std::vector<detect::Detection>> CudaExecutor::run_detect(size_t images, float conf,
-                                                                    float iou, int max_det) {
-  GpuDetect& gpu = *detect_->gpu;
-  gpu.set_thresholds(conf, iou, std::min(max_det, program_.detect->max_det_cap));
+void CudaExecutor::launch_detect(size_t images, float conf, float iou, int max_det) {
+  if (pending_images_ > 0)
+    user_error("a detection started on this executor is not finished; call finish_detect() first");
+  detect_->gpu->set_thresholds(conf, iou, std::min(max_det, program_.detect->max_det_cap));
   detect_->graph->launch(*stream_);
+  pending_images_ = images;
+}
+
+std::vector<std::vector<detect::Detection>> CudaExecutor::finish_detect() {
+  if (pending_images_ == 0) user_error("no detection was started on this executor");
+  context_->make_current();
   stream_->synchronize();
   std::vector<std::vector<detect::Detection>> out;
-  for (size_t b = 0; b < images; ++b) out.push_back(gpu.detections(static_cast<int>(b)));
+  for (size_t b = 0; b < pending_images_; ++b)
+    out.push_back(detect_->gpu->detections(static_cast<int>(b)));
+  pending_images_ = 0;
   return out;
+}
+
+std::vector<std::vector<detect::Detection>> CudaExecutor::run_detect(size_t images, float conf,
+                                                                    float iou, int max_det) {
+  launch_detect(images, conf, iou, max_det);
+  return finish_detect();
 }
 
 std::vector<std::vector<detect::Detection>> CudaExecutor::detect(
@@ -243,6 +283,12 @@ uint8_t* CudaExecutor::frame_buffer(int b, int width, int height, size_t* pitch)
 
 std::vector<std::vector<detect::Detection>> CudaExecutor::detect_written(
     const std::vector<std::pair<int, int>>& sizes, float conf, float iou, int max_det) {
+  start_detect(sizes, conf, iou, max_det);
+  return finish_detect();
+}
+
+void CudaExecutor::start_detect(const std::vector<std::pair<int, int>>& sizes, float conf,
+                                float iou, int max_det) {
   const int batch = detect_batch();
   if (sizes.empty() || static_cast<int>(sizes.size()) > batch || !detect_)
     user_error("{} frame(s) given; write 1 to {} frames with frame_buffer() first", sizes.size(),
@@ -255,11 +301,21 @@ std::vector<std::vector<detect::Detection>> CudaExecutor::detect_written(
     detect_->gpu->set_frame_size(b, w, h);
   }
   context_->make_current();
-  return run_detect(sizes.size(), conf, iou, max_det);
+  launch_detect(sizes.size(), conf, iou, max_det);
+}
+
+void CudaExecutor::launch_network() {
+  context_->make_current();
+  network_graph_->launch(*stream_);
+}
+
+void CudaExecutor::synchronize() {
+  context_->make_current();
+  stream_->synchronize();
 }
 
 uint64_t CudaExecutor::device_bytes() const {
-  uint64_t n = arena_.bytes() + weights_.bytes();
+  uint64_t n = arena_.bytes() + weights_->bytes();
   if (detect_) {
     const GpuDetectSpec& s = detect_->gpu->spec();
     n += s.workspace_bytes + s.result_bytes +

@@ -52,6 +52,21 @@ class CudaExecutor {
   /// detect() of the frames written into frame_buffer(): sizes[b] = {width, height}.
   std::vector<std::vector<detect::Detection>> detect_written(
       const std::vector<std::pair<int, int>>& sizes, float conf, float iou, int max_det);
+  /// detect_written() without waiting: launches the detection graph on this executor's stream
+  /// and returns; finish_detect() waits for it and returns the detections. Until then the frame
+  /// buffers must not be written (frame_buffer() and detect() refuse).
+  void start_detect(const std::vector<std::pair<int, int>>& sizes, float conf, float iou,
+                    int max_det);
+  std::vector<std::vector<detect::Detection>> finish_detect();
+
+  /// Another executor of the same artifact on the same GPU that shares this one's context,
+  /// kernels and weights but has its own arena, stream, pinned buffers and CUDA graphs: work on
+  /// several such lanes runs concurrently (overlapping one frame's upload and pre-processing
+  /// with another's network, or several batches' kernels).
+  std::unique_ptr<CudaExecutor> make_lane() const;
+  /// Launches the network graph on this executor's stream without waiting (synchronize()).
+  void launch_network();
+  void synchronize();
 
   /// Times each launch alone (events around it, not in a graph) over one run of the network:
   /// milliseconds per launch, program order.
@@ -67,6 +82,12 @@ class CudaExecutor {
   uint64_t device_bytes() const;
 
  private:
+  struct LaneTag {};
+  CudaExecutor(const CudaExecutor& base, LaneTag);
+  /// The per-lane state: arena, bound launches, stream, host buffers, graphs.
+  void prepare_lane();
+  void launch_detect(size_t images, float conf, float iou, int max_det);
+
   struct Bound {
     CUfunction fn = nullptr;
     LaunchDims dims;
@@ -81,9 +102,11 @@ class CudaExecutor {
 
   std::shared_ptr<const artifact::Artifact> artifact_;
   CudaProgram program_;
-  std::unique_ptr<Context> context_;
-  std::vector<std::unique_ptr<Module>> modules_;
-  DeviceBuffer weights_;
+  // Shared by the lanes of one executor (make_lane).
+  std::shared_ptr<Context> context_;
+  std::shared_ptr<const std::vector<std::unique_ptr<Module>>> modules_;
+  std::shared_ptr<const DeviceBuffer> weights_;
+  // This lane's.
   DeviceBuffer arena_;
   std::vector<Bound> launches_;
   bool pdl_ = false;
@@ -92,6 +115,7 @@ class CudaExecutor {
   std::unique_ptr<Graph> network_graph_, run_graph_;
   struct DetectState;
   std::unique_ptr<DetectState> detect_;
+  size_t pending_images_ = 0;  ///< images of a started, unfinished detection
 };
 
 }  // namespace yoloc::runtime::cuda
