@@ -102,6 +102,9 @@ def save(path, rows, peer, final=False):
                     "network_speedup_ips": r["network_throughput_ips"] / p["throughput_ips"],
                     "network_latency_ratio": r["network_median_ms"] / p["median_ms"],
                 })
+                if "network_streams_throughput_ips" in r:
+                    ratios[-1]["network_streams_speedup_ips"] = (
+                        r["network_streams_throughput_ips"] / p["throughput_ips"])
     try:
         import torch
         torch_version = torch.__version__
@@ -112,15 +115,19 @@ def save(path, rows, peer, final=False):
         "date": datetime.date.today().isoformat(),
         "what": "yoloc (fp16, CUDA graphs) vs PyTorch eager / torch.compile(reduce-overhead), "
                 "same machine, same run; yoloc network = one CUDA graph replay from device memory "
-                "(CUDA events), e2e = uint8 BGR frame in host memory -> detections in host memory",
+                "(CUDA events), network_streams = the network on 2 streams at once (images/s), "
+                "e2e = uint8 BGR frame in host memory -> detections in host memory, "
+                "e2e_pipelined = submit/wait with 2 frames in flight",
         "gpu": gpu_info(), "torch": torch_version, "torch_cuda": cuda_version,
         "yoloc": rows, "peer": peer, "ratios": ratios,
     }
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
     for q in ratios if final else []:
+        streams = q.get("network_streams_speedup_ips")
         print(f"{q['model']} b{q['batch']} vs torch {q['peer_mode']}: {q['network_speedup_ips']:.2f}x "
-              f"images/s, latency ratio {q['network_latency_ratio']:.2f}")
+              f"images/s, latency ratio {q['network_latency_ratio']:.2f}"
+              + (f", 2 streams {streams:.2f}x" if streams else ""))
 
 
 if __name__ == "__main__":
