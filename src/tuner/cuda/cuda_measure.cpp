@@ -7,8 +7,11 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <condition_variable>
 #include <exception>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <random>
 #include <system_error>
 #include <thread>
@@ -387,9 +390,11 @@ std::vector<MeasureResult> CudaMeasurer::measure(const TuneTask& task,
     if (a.kind == CudaArg::Kind::kActivation && a.output) ref_bytes += aligned(arg_bytes(ct, a, i));
   }
   SharedMemory shared(ref_bytes);
-  // The workers of one device: `mine` marks its candidates; the fatal setup error comes back.
+  // The workers of one device: `mine` marks its candidates; `on_reference` is called when the
+  // reference's result is in; the fatal setup error comes back.
   const auto run_on = [&](int device, const std::vector<bool>& mine,
-                          std::vector<MeasureResult>& out, std::vector<bool>& out_done) {
+                          std::vector<MeasureResult>& out, std::vector<bool>& out_done,
+                          const std::function<void()>& on_reference) {
     out.assign(cands.size(), MeasureResult{});
     out_done.assign(cands.size(), true);
     for (size_t i = 0; i < cands.size(); ++i) out_done[i] = done[i] || !mine[i];
@@ -405,7 +410,11 @@ std::vector<MeasureResult> CudaMeasurer::measure(const TuneTask& task,
       return run_one(task, data, cands[i], dev, best_known_s, shared.data());
     };
     spec.on_result = [&](size_t i, const MeasureResult& r) {
-      if (!cands[i].reference || !r.error.empty()) return;
+      if (!cands[i].reference) return;
+      if (!r.error.empty()) {
+        if (on_reference) on_reference();
+        return;
+      }
       // Keep the reference for later workers of this task.
       uint64_t off = 0;
       for (size_t a = 0; a < ct.arg_elements.size(); ++a) {
@@ -416,65 +425,76 @@ std::vector<MeasureResult> CudaMeasurer::measure(const TuneTask& task,
         off += aligned(bytes);
       }
       data.has_reference = true;
+      if (on_reference) on_reference();
     };
     return run_workers(out, out_done, spec, [&](size_t i) {
       return data.has_reference || cands[i].reference;
     });
   };
-  // Candidates of `mine[d]` on devices_[d], all devices at once; the results land in their index.
-  const auto run_split = [&](const std::vector<std::vector<bool>>& mine) {
-    const size_t nd = mine.size();
-    std::vector<std::vector<MeasureResult>> out(nd);
-    std::vector<std::vector<bool>> out_done(nd);
-    std::vector<std::string> fatal(nd);
-    std::vector<std::exception_ptr> raised(nd);
-    const auto work = [&](size_t d) {
-      try {
-        fatal[d] = run_on(devices_[d], mine[d], out[d], out_done[d]);
-      } catch (...) {
-        raised[d] = std::current_exception();
-      }
-    };
-    std::vector<std::thread> threads;
-    for (size_t d = 1; d < nd; ++d) {
-      try {
-        threads.emplace_back(work, d);
-      } catch (const std::system_error&) {
-        work(d);  // no thread to be had: this device's turn comes in this one
-      }
-    }
-    work(0);
-    for (std::thread& th : threads) th.join();
-    for (size_t d = 0; d < nd; ++d) {
-      for (size_t i = 0; i < cands.size(); ++i) {
-        if (!mine[d][i] || done[i] || !out_done[d][i]) continue;
-        results[i] = std::move(out[d][i]);
-        done[i] = true;
-      }
-    }
-    for (const std::exception_ptr& e : raised)
-      if (e) std::rethrow_exception(e);
-    for (size_t d = 0; d < nd; ++d)
-      if (!fatal[d].empty())
-        user_error("the CUDA measurement worker on device {} failed: {}", devices_[d], fatal[d]);
-  };
   const auto t1 = Clock::now();
+  // The not-done candidates round-robin over the devices, one thread (and worker) each. While the
+  // task has no reference, the first device runs it first (index 0 is its first candidate) and the
+  // others wait until its result is in: their candidates are checked against it.
   const size_t nd = devices_.size();
-  if (cands[0].reference && nd > 1) {
-    // The reference first, on the first device: the other candidates are checked against it.
-    std::vector<bool> ref(cands.size(), false);
-    ref[0] = true;
-    run_split({ref});
+  std::vector<std::vector<bool>> mine(nd, std::vector<bool>(cands.size(), false));
+  for (size_t i = 0, k = 0; i < cands.size(); ++i)
+    if (!done[i]) mine[k++ % nd][i] = true;
+  std::mutex mutex;
+  std::condition_variable settled_cv;
+  bool settled = data.has_reference;
+  const auto settle = [&] {
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      settled = true;
+    }
+    settled_cv.notify_all();
+  };
+  std::vector<std::vector<MeasureResult>> out(nd);
+  std::vector<std::vector<bool>> out_done(nd);
+  std::vector<std::string> fatal(nd);
+  std::vector<std::exception_ptr> raised(nd);
+  const auto work = [&](size_t d) {
+    try {
+      if (d > 0) {
+        std::unique_lock<std::mutex> lock(mutex);
+        settled_cv.wait(lock, [&] { return settled; });
+      }
+      fatal[d] = run_on(devices_[d], mine[d], out[d], out_done[d],
+                        d == 0 ? std::function<void()>(settle) : nullptr);
+    } catch (...) {
+      raised[d] = std::current_exception();
+    }
+    if (d == 0) settle();  // also when the reference never came
+  };
+  bool first_ran = false;
+  const auto work_first = [&] {
+    if (!first_ran) work(0);
+    first_ran = true;
+  };
+  std::vector<std::thread> threads;
+  for (size_t d = 1; d < nd; ++d) {
+    try {
+      threads.emplace_back(work, d);
+    } catch (const std::system_error&) {
+      work_first();  // no thread to be had: this device's share after the first device's
+      work(d);
+    }
   }
-  if (data.has_reference || nd == 1) {
-    // The rest round-robin over the devices (with one device, the reference too).
-    std::vector<std::vector<bool>> mine(nd, std::vector<bool>(cands.size(), false));
-    size_t k = 0;
-    for (size_t i = 0; i < cands.size(); ++i)
-      if (!done[i]) mine[k++ % nd][i] = true;
-    run_split(mine);
+  work_first();
+  for (std::thread& th : threads) th.join();
+  for (size_t d = 0; d < nd; ++d) {
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if (!mine[d][i] || out_done[d].empty() || !out_done[d][i]) continue;
+      results[i] = std::move(out[d][i]);
+      done[i] = true;
+    }
   }
   run_s_ += since(t1);
+  for (const std::exception_ptr& e : raised)
+    if (e) std::rethrow_exception(e);
+  for (size_t d = 0; d < nd; ++d)
+    if (!fatal[d].empty())
+      user_error("the CUDA measurement worker on device {} failed: {}", devices_[d], fatal[d]);
 
   if (cands[0].reference && !results[0].ok())
     data.reference_error = "the default config failed (" + results[0].error + ")";
