@@ -1,10 +1,12 @@
 // yoloc tune MODEL --target cpu --records FILE [--trials N] [--time-budget 10m]
 //            [--strategy random|grid|evolutionary] [--threads N] [--batch N] [--devices 0]
 //            [--list-tasks] [--report FILE]
-// yoloc tune MODEL --target cuda [--arch sm_90] [--precision fp16] [--device N] --records FILE ...
+// yoloc tune MODEL --target cuda [--arch sm_90] [--precision fp16] [--devices 0,1] --records FILE
+//            ... (several GPUs of one kind measure a round's candidates in parallel)
 // Finds fast schedule configs for the model's kernels, appending every measurement to the
 // records file (a later run resumes from it); `yoloc compile --records FILE` applies them.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdlib>
 #include <regex>
@@ -16,6 +18,7 @@
 #include "tuner/measure.h"
 #include "tuner/report.h"
 #include "tuner/search_space.h"
+#include "tuner/target.h"
 #include "tuner/tuner.h"
 #ifdef YOLOC_HAVE_CUDA
 #include "tuner/cuda/cuda_tuning.h"
@@ -65,16 +68,12 @@ double parse_duration(const std::string& s) {
   return unit == "h" ? v * 3600 : (unit == "m" || unit == "min") ? v * 60 : v;
 }
 
-int device_id(const std::string& devices) {
-  if (devices.find(',') != std::string::npos)
+/// The devices of --devices; the cpu target is one device.
+std::vector<int> devices_for(const std::string& target, const std::string& devices) {
+  std::vector<int> ids = tuner::parse_device_list(devices);
+  if (target != "cuda" && ids.size() > 1)
     user_error("--devices {}: this target measures on one device at a time", devices);
-  try {
-    size_t used = 0;
-    const int id = std::stoi(devices, &used);
-    if (used == devices.size() && id >= 0) return id;
-  } catch (const std::exception&) {
-  }
-  user_error("--devices '{}': expected a device number such as 0", devices);
+  return ids;
 }
 
 void list_tasks(const TuneCliOptions& o, const std::vector<tuner::TuneTask>& tasks,
@@ -126,6 +125,7 @@ void run_tune(const TuneCliOptions& o) {
   if (cuda && !o.isa.empty()) user_error("--isa {}: --isa is for --target cpu", o.isa);
   if (!cuda && o.model.precision != "auto" && o.model.precision != "fp32")
     user_error("--precision {}: the cpu target computes in fp32", o.model.precision);
+  const std::vector<int> devices = devices_for(o.target, o.devices);
   const ImportedDetector d =
       cuda ? import_for_cuda(o.model, cuda_precision(o.model.precision)) : import_for_cpu(o.model);
   std::vector<tuner::TuneTask> tasks;
@@ -140,13 +140,13 @@ void run_tune(const TuneCliOptions& o) {
       target.kind = "cuda";
       target.arch = arch;
     } else {
-      target = tuner::cuda_target(device_id(o.devices), arch);
+      target = tuner::cuda_target(devices, arch);
     }
 #else
     user_error("--target cuda: this yoloc was built without the CUDA toolkit (NVRTC)");
 #endif
   } else {
-    target = tuner::resolve_target(o.target, device_id(o.devices), isa);
+    target = tuner::resolve_target(o.target, devices[0], isa);
     tasks = tuner::tuning_tasks(*d.graph, isa);
   }
   // A CUDA kernel runs on the whole device: "threads" (records, queries) is 1.
@@ -202,15 +202,20 @@ void run_tune(const TuneCliOptions& o) {
       // NVRTC compilations at once: all cores unless --build-jobs says otherwise.
       if (!o.build_jobs_given)
         t.measure.build_jobs = hardware;
-      measurer = tuner::make_cuda_measurer(t.measure, target.arch, target.device_id);
+      measurer = tuner::make_cuda_measurer(t.measure, target.arch, devices);
 #endif
     } else {
       measurer = tuner::make_cpu_measurer(t.measure);
     }
+    // "device 0", or "devices 0,1 measuring in parallel".
+    const std::string device_words =
+        devices.size() == 1
+            ? fmt::format("device {}", devices[0])
+            : fmt::format("devices {} measuring in parallel", fmt::join(devices, ","));
     tuner::ProgressDisplay progress(stderr, !o.quiet);
     progress.note(fmt::format("tuning {} tasks of {} on {} ({}, batch {}, strategy {})",
                               tasks.size(), o.model.path, target.str(),
-                              cuda ? fmt::format("device {}, {}", target.device_id,
+                              cuda ? fmt::format("{}, {}", device_words,
                                                  o.model.precision == "auto" ? "fp16"
                                                                              : o.model.precision)
                                    : fmt::format("{} threads", threads),
@@ -218,9 +223,11 @@ void run_tune(const TuneCliOptions& o) {
     const tuner::TuneSummary s = tuner::tune(tasks, t, *measurer, progress);
     fmt::print(
         "tuned {} tasks in {}: {} trials and {} re-measurements ({} failed), building "
-        "{:.0f} s, measuring {:.0f} s; records in {}\n",
+        "{:.0f} s, measuring {:.0f} s{}; records in {}\n",
         tasks.size(), tuner::format_duration(s.seconds), s.trials, s.verify_trials, s.errors,
-        s.build_s, s.run_s, o.records);
+        s.build_s, s.run_s,
+        devices.size() > 1 ? fmt::format(" on {} devices", devices.size()) : std::string(),
+        o.records);
     if (in_model) {
       InModelOptions im = o.in_model;
       im.threads = threads;
@@ -269,7 +276,9 @@ void add_tune(CLI::App& app) {
   c->add_option("--batch", o->model.batch, "images per run")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  c->add_option("--devices,--device", o->devices, "device to measure on (cpu: 0; cuda: the GPU)")
+  c->add_option("--devices,--device", o->devices,
+                 "devices to measure on (cpu: 0; cuda: a GPU, or several of one kind such as "
+                 "0,1, which measure each round's candidates in parallel, one worker each)")
       ->capture_default_str();
   c->add_option("--isa", o->isa,
                 "vector ISA of the kernels (as compile --isa): avx512, avx2, generic; default: "

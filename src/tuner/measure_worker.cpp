@@ -13,6 +13,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -22,6 +23,11 @@ namespace yoloc::tuner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// Held from a worker's pipe() until the parent has closed the pipe's write end, across the
+/// fork: a worker forked by another thread in between would inherit that write end, and the
+/// parent would see no end of file when its own worker dies (a crash would read as a timeout).
+std::mutex fork_mutex;
 
 /// Writes one JSON line to the parent (the worker's only channel).
 void send(int fd, const nlohmann::json& j) {
@@ -77,19 +83,23 @@ std::string run_worker(size_t start, std::vector<MeasureResult>& results, std::v
   const size_t n = results.size();
   YOLOC_CHECK(done.size() == n, "run_worker: {} results, {} done flags", n, done.size());
   int fds[2];
-  if (pipe(fds) != 0) user_error("tuner: cannot create a pipe to the measurement worker");
-  const pid_t pid = fork();
-  if (pid < 0) {
-    const int err = errno;
-    close(fds[0]);
+  pid_t pid = -1;
+  int fork_errno = 0;
+  {
+    const std::lock_guard<std::mutex> lock(fork_mutex);
+    if (pipe(fds) != 0) user_error("tuner: cannot create a pipe to the measurement worker");
+    pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      worker_main(fds[1], start, done, spec);
+    }
+    fork_errno = errno;
     close(fds[1]);
-    user_error("tuner: cannot fork a measurement worker: {}", std::strerror(err));
   }
-  if (pid == 0) {
+  if (pid < 0) {
     close(fds[0]);
-    worker_main(fds[1], start, done, spec);
+    user_error("tuner: cannot fork a measurement worker: {}", std::strerror(fork_errno));
   }
-  close(fds[1]);
   const int fd = fds[0];
   std::string buf, fatal;
   long current = -1;

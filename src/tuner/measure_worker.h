@@ -34,8 +34,10 @@ struct WorkerSpec {
 /// results[i] and done[i] for each that finished, crashed (the worker died: "crashed: signal 11
 /// (...)") or ran past the deadline (the worker is killed: "timeout: ..."). Returns when the
 /// worker is gone, with the worker's fatal setup error (empty when none); the candidates after a
-/// crash or a timeout are left not done, for another worker. The caller should have no other
-/// threads running.
+/// crash or a timeout are left not done, for another worker. Several threads may run workers
+/// at once (each with its own results, done and spec; one worker per device): the forks are
+/// serialised so that no worker holds another's pipe. Other threads of the caller must not
+/// hold locks the worker needs (only the forking thread exists in the worker).
 std::string run_worker(size_t start, std::vector<MeasureResult>& results, std::vector<bool>& done,
                        const WorkerSpec& spec);
 

@@ -1,5 +1,6 @@
 #include "tuner/target.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/error.h"
@@ -52,6 +53,33 @@ TuneTarget cpu_target(codegen::cpu::CpuIsa isa) {
 }
 
 TuneTarget host_cpu_target() { return cpu_target(codegen::cpu::detect_host_isa()); }
+
+std::vector<int> parse_device_list(const std::string& devices) {
+  const auto fail = [&](const std::string& why) {
+    user_error("--devices '{}': {}; expected device numbers such as 0 or 0,1", devices, why);
+  };
+  if (devices.empty()) fail("no device");
+  std::vector<int> out;
+  size_t pos = 0;
+  for (;;) {
+    const size_t comma = std::min(devices.find(',', pos), devices.size());
+    const std::string item = devices.substr(pos, comma - pos);
+    if (item.empty()) fail(fmt::format("item {} is empty", out.size() + 1));
+    // Digits only: stoi alone would take " 1", "+1" or "1x".
+    const auto digits = [](const std::string& v) {
+      return !v.empty() && v.size() <= 9 &&
+             std::all_of(v.begin(), v.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    };
+    if (item[0] == '-' && digits(item.substr(1))) fail(fmt::format("{} is negative", item));
+    if (!digits(item)) fail(fmt::format("'{}' is not a device number", item));
+    const int id = std::stoi(item);
+    if (std::find(out.begin(), out.end(), id) != out.end())
+      fail(fmt::format("device {} is listed twice", id));
+    out.push_back(id);
+    if (comma == devices.size()) return out;
+    pos = comma + 1;
+  }
+}
 
 TuneTarget resolve_target(const std::string& name, int device_id, codegen::cpu::CpuIsa isa) {
   if (name == "cpu") {

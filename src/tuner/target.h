@@ -6,6 +6,7 @@
 /// the id does not take part in matching).
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "codegen/cpu/isa.h"
 
@@ -35,6 +36,11 @@ TuneTarget target_from_json(const nlohmann::json& j);
 TuneTarget cpu_target(codegen::cpu::CpuIsa isa);
 /// cpu_target of the best ISA this machine runs (what compile generates by default).
 TuneTarget host_cpu_target();
+
+/// The device numbers of a `--devices` option: "0" or a comma list "0,1" (non-negative, no
+/// duplicates, in the order given). Raises a UserError for an empty item, garbage, a negative
+/// number or a duplicate.
+std::vector<int> parse_device_list(const std::string& devices);
 
 /// The target a `--target NAME` option names on this host (device `device_id`; kernels for
 /// `isa`). Raises a UserError for a target this build cannot measure.

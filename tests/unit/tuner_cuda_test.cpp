@@ -110,7 +110,7 @@ TEST(TunerCuda, MeasurerWithoutDeviceIsAClearError) {
   o.build_jobs = 2;
   // No device 999 on any machine (and no driver on most build machines): the worker's setup
   // fails, and measure() says so, after building the candidate with NVRTC.
-  const auto m = make_cuda_measurer(o, "sm_90", 999);
+  const auto m = make_cuda_measurer(o, "sm_90", {999});
   const TuneTask& t = tasks.back();
   try {
     m->measure(t, {t.task.default_config}, 0);
@@ -133,13 +133,40 @@ TEST(TunerCuda, MeasurerWithoutDeviceIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("cannot use CUDA device 999"), std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(make_cuda_measurer(o, "compute_90", 0), UserError);
+  EXPECT_THROW(make_cuda_measurer(o, "compute_90", {0}), UserError);
+}
+
+TEST(TunerCuda, SeveralDevicesWithoutDeviceIsAClearError) {
+  const auto g = cuda_graph();
+  const std::vector<TuneTask> tasks = cuda_tuning_tasks(*g);
+  ASSERT_FALSE(tasks.empty());
+  MeasureOptions o;
+  o.timeout_s = 60;
+  o.build_jobs = 2;
+  // The reference runs first, on the first device: its failed setup is the error.
+  const auto m = make_cuda_measurer(o, "sm_90", {998, 999});
+  const TuneTask& t = tasks.back();
+  try {
+    m->measure(t, {t.task.default_config, t.task.default_config}, 0);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA measurement worker on device 998 failed"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    cuda_target(std::vector<int>{998, 999}, "sm_90");
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot use CUDA devices 998,999"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(TunerCuda, CudaMeasurerRefusesCpuTasks) {
   const auto g = testing::small_tuning_graph();
   const std::vector<TuneTask> tasks = tuning_tasks(*g);
-  const auto m = make_cuda_measurer(MeasureOptions{}, "sm_90", 0);
+  const auto m = make_cuda_measurer(MeasureOptions{}, "sm_90", {0});
   EXPECT_THROW(m->measure(tasks[0], {tasks[0].task.default_config}, 0), InternalError);
 }
 

@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -6,8 +7,14 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <condition_variable>
+#include <exception>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <random>
+#include <system_error>
+#include <thread>
 
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "core/error.h"
@@ -100,8 +107,12 @@ struct Device {
 
 class CudaMeasurer : public Measurer {
  public:
-  CudaMeasurer(const MeasureOptions& o, std::string arch, int device)
-      : opt_(o), arch_(std::move(arch)), device_(device), injections_(parse_injections(o.inject)) {
+  CudaMeasurer(const MeasureOptions& o, std::string arch, std::vector<int> devices)
+      : opt_(o),
+        arch_(std::move(arch)),
+        devices_(std::move(devices)),
+        injections_(parse_injections(o.inject)) {
+    YOLOC_CHECK(!devices_.empty(), "tuner: a CUDA measurer without a device");
     codegen::cuda::parse_cuda_arch(arch_);
   }
 
@@ -122,7 +133,7 @@ class CudaMeasurer : public Measurer {
 
   MeasureOptions opt_;
   std::string arch_;
-  int device_;
+  std::vector<int> devices_;  ///< the first measures the references
   std::vector<Injection> injections_;
   std::map<std::string, TaskData> tasks_;
   double build_s_ = 0, run_s_ = 0;
@@ -379,37 +390,111 @@ std::vector<MeasureResult> CudaMeasurer::measure(const TuneTask& task,
     if (a.kind == CudaArg::Kind::kActivation && a.output) ref_bytes += aligned(arg_bytes(ct, a, i));
   }
   SharedMemory shared(ref_bytes);
-  Device dev;  // made in the worker
-  WorkerSpec spec;
-  spec.timeout_s = opt_.timeout_s;
-  spec.stop_after_exception = true;  // a failed CUDA call may have left the context unusable
-  spec.setup = [&] {
-    dev.context = std::make_unique<rt::Context>(device_);
-    dev.stream = std::make_unique<rt::Stream>();
-  };
-  spec.run = [&](size_t i) {
-    return run_one(task, data, cands[i], dev, best_known_s, shared.data());
-  };
-  spec.on_result = [&](size_t i, const MeasureResult& r) {
-    if (!cands[i].reference || !r.error.empty()) return;
-    // Keep the reference for later workers of this task.
-    uint64_t off = 0;
-    for (size_t a = 0; a < ct.arg_elements.size(); ++a) {
-      const CudaArg& arg = cands[i].lowered.args[a];
-      if (arg.kind != CudaArg::Kind::kActivation || !arg.output) continue;
-      const uint64_t bytes = arg_bytes(ct, arg, a);
-      data.reference[a].assign(reinterpret_cast<const char*>(shared.data() + off), bytes);
-      off += aligned(bytes);
-    }
-    data.has_reference = true;
+  // The workers of one device: `mine` marks its candidates; `on_reference` is called when the
+  // reference's result is in; the fatal setup error comes back.
+  const auto run_on = [&](int device, const std::vector<bool>& mine,
+                          std::vector<MeasureResult>& out, std::vector<bool>& out_done,
+                          const std::function<void()>& on_reference) {
+    out.assign(cands.size(), MeasureResult{});
+    out_done.assign(cands.size(), true);
+    for (size_t i = 0; i < cands.size(); ++i) out_done[i] = done[i] || !mine[i];
+    Device dev;  // made in the worker
+    WorkerSpec spec;
+    spec.timeout_s = opt_.timeout_s;
+    spec.stop_after_exception = true;  // a failed CUDA call may have left the context unusable
+    spec.setup = [&] {
+      dev.context = std::make_unique<rt::Context>(device);
+      dev.stream = std::make_unique<rt::Stream>();
+    };
+    spec.run = [&](size_t i) {
+      return run_one(task, data, cands[i], dev, best_known_s, shared.data());
+    };
+    spec.on_result = [&](size_t i, const MeasureResult& r) {
+      if (!cands[i].reference) return;
+      if (!r.error.empty()) {
+        if (on_reference) on_reference();
+        return;
+      }
+      // Keep the reference for later workers of this task.
+      uint64_t off = 0;
+      for (size_t a = 0; a < ct.arg_elements.size(); ++a) {
+        const CudaArg& arg = cands[i].lowered.args[a];
+        if (arg.kind != CudaArg::Kind::kActivation || !arg.output) continue;
+        const uint64_t bytes = arg_bytes(ct, arg, a);
+        data.reference[a].assign(reinterpret_cast<const char*>(shared.data() + off), bytes);
+        off += aligned(bytes);
+      }
+      data.has_reference = true;
+      if (on_reference) on_reference();
+    };
+    return run_workers(out, out_done, spec, [&](size_t i) {
+      return data.has_reference || cands[i].reference;
+    });
   };
   const auto t1 = Clock::now();
-  const std::string fatal = run_workers(results, done, spec, [&](size_t i) {
-    return data.has_reference || cands[i].reference;
-  });
+  // The not-done candidates round-robin over the devices, one thread (and worker) each. While the
+  // task has no reference, the first device runs it first (index 0 is its first candidate) and the
+  // others wait until its result is in: their candidates are checked against it.
+  const size_t nd = devices_.size();
+  std::vector<std::vector<bool>> mine(nd, std::vector<bool>(cands.size(), false));
+  for (size_t i = 0, k = 0; i < cands.size(); ++i)
+    if (!done[i]) mine[k++ % nd][i] = true;
+  std::mutex mutex;
+  std::condition_variable settled_cv;
+  bool settled = data.has_reference;
+  const auto settle = [&] {
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      settled = true;
+    }
+    settled_cv.notify_all();
+  };
+  std::vector<std::vector<MeasureResult>> out(nd);
+  std::vector<std::vector<bool>> out_done(nd);
+  std::vector<std::string> fatal(nd);
+  std::vector<std::exception_ptr> raised(nd);
+  const auto work = [&](size_t d) {
+    try {
+      if (d > 0) {
+        std::unique_lock<std::mutex> lock(mutex);
+        settled_cv.wait(lock, [&] { return settled; });
+      }
+      fatal[d] = run_on(devices_[d], mine[d], out[d], out_done[d],
+                        d == 0 ? std::function<void()>(settle) : nullptr);
+    } catch (...) {
+      raised[d] = std::current_exception();
+    }
+    if (d == 0) settle();  // also when the reference never came
+  };
+  bool first_ran = false;
+  const auto work_first = [&] {
+    if (!first_ran) work(0);
+    first_ran = true;
+  };
+  std::vector<std::thread> threads;
+  for (size_t d = 1; d < nd; ++d) {
+    try {
+      threads.emplace_back(work, d);
+    } catch (const std::system_error&) {
+      work_first();  // no thread to be had: this device's share after the first device's
+      work(d);
+    }
+  }
+  work_first();
+  for (std::thread& th : threads) th.join();
+  for (size_t d = 0; d < nd; ++d) {
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if (!mine[d][i] || out_done[d].empty() || !out_done[d][i]) continue;
+      results[i] = std::move(out[d][i]);
+      done[i] = true;
+    }
+  }
   run_s_ += since(t1);
-  if (!fatal.empty())
-    user_error("the CUDA measurement worker on device {} failed: {}", device_, fatal);
+  for (const std::exception_ptr& e : raised)
+    if (e) std::rethrow_exception(e);
+  for (size_t d = 0; d < nd; ++d)
+    if (!fatal[d].empty())
+      user_error("the CUDA measurement worker on device {} failed: {}", devices_[d], fatal[d]);
 
   if (cands[0].reference && !results[0].ok())
     data.reference_error = "the default config failed (" + results[0].error + ")";
@@ -425,35 +510,65 @@ std::vector<MeasureResult> CudaMeasurer::measure(const TuneTask& task,
 
 }  // namespace
 
-TuneTarget cuda_target(int device_id, const std::string& arch) {
+TuneTarget cuda_target(const std::vector<int>& devices, const std::string& arch) {
+  YOLOC_CHECK(!devices.empty(), "cuda_target: no device");
   std::string error;
   const auto out = run_isolated(
-      [device_id] {
-        const rt::Context ctx(device_id);
-        return nlohmann::json{{"name", ctx.info().name}, {"arch", ctx.info().arch()}}.dump();
+      [&devices] {
+        nlohmann::json all = nlohmann::json::array();
+        for (const int id : devices) {
+          try {
+            const rt::Context ctx(id);
+            all.push_back({{"name", ctx.info().name}, {"arch", ctx.info().arch()}});
+          } catch (const std::exception& e) {
+            if (devices.size() == 1) throw;
+            throw std::runtime_error(fmt::format("device {}: {}", id, e.what()));
+          }
+        }
+        return all.dump();
       },
       60, error);
-  if (!out) user_error("--target cuda: cannot use CUDA device {}: {}", device_id, error);
+  const std::string list = fmt::format("{}", fmt::join(devices, ","));
+  if (!out)
+    user_error("--target cuda: cannot use CUDA device{} {}: {}", devices.size() > 1 ? "s" : "",
+               list, error);
   const nlohmann::json j = nlohmann::json::parse(*out, nullptr, false);
-  if (j.is_discarded() || !j.contains("name") || !j.contains("arch"))
-    user_error("--target cuda: the query of CUDA device {} answered '{}'", device_id, *out);
+  const auto well_formed = [](const nlohmann::json& d) {
+    return d.is_object() && d.contains("name") && d["name"].is_string() && d.contains("arch") &&
+           d["arch"].is_string();
+  };
+  if (j.is_discarded() || !j.is_array() || j.size() != devices.size() ||
+      !std::all_of(j.begin(), j.end(), well_formed))
+    user_error("--target cuda: the query of CUDA device {} answered '{}'", list, *out);
+  const auto kind = [&](size_t k) {
+    return fmt::format("{} ({})", j[k]["name"].get<std::string>(), j[k]["arch"].get<std::string>());
+  };
+  for (size_t k = 1; k < devices.size(); ++k) {
+    if (kind(k) != kind(0))
+      user_error("--devices {}: device {} is {}, device {} is {}; tune on devices of one kind", list,
+                 devices[k], kind(k), devices[0], kind(0));
+  }
   TuneTarget t;
   t.kind = "cuda";
-  t.device = j["name"].get<std::string>();
-  t.device_id = device_id;
-  const std::string own = j["arch"].get<std::string>();
+  t.device = j[0]["name"].get<std::string>();
+  t.device_id = devices[0];
+  const std::string own = j[0]["arch"].get<std::string>();
   t.arch = arch.empty() ? own : arch;
   // A cubin runs on its own major version at its minor version or later.
   const int want = codegen::cuda::parse_cuda_arch(t.arch), have = codegen::cuda::parse_cuda_arch(own);
   if (want / 10 != have / 10 || want > have)
     user_error("--arch {}: device {} ({}) is {} and cannot run {} kernels; pass --arch {}", t.arch,
-               device_id, t.device, own, t.arch, own);
+               devices[0], t.device, own, t.arch, own);
   return t;
 }
 
+TuneTarget cuda_target(int device_id, const std::string& arch) {
+  return cuda_target(std::vector<int>{device_id}, arch);
+}
+
 std::unique_ptr<Measurer> make_cuda_measurer(const MeasureOptions& options, const std::string& arch,
-                                             int device_id) {
-  return std::make_unique<CudaMeasurer>(options, arch, device_id);
+                                             std::vector<int> devices) {
+  return std::make_unique<CudaMeasurer>(options, arch, std::move(devices));
 }
 
 }  // namespace yoloc::tuner

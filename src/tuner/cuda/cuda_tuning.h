@@ -1,10 +1,10 @@
 #pragma once
 /// Tuning for the CUDA target (built with it: YOLOC_HAVE_CUDA). The tasks of a graph optimized for
 /// "cuda", the target a device gives, and the CUDA measurer: candidates built by NVRTC in
-/// parallel, then run in a forked worker process that owns the CUDA context (this process never
-/// initialises CUDA: a context does not survive fork), one after the other with a deadline each,
-/// as the CPU measurer does (measure_worker.h). A candidate that crashes the context costs its
-/// own result; the worker is restarted for the rest.
+/// parallel, then run in a forked worker process per device that owns the CUDA context (this
+/// process never initialises CUDA: a context does not survive fork), one after the other with a
+/// deadline each, as the CPU measurer does (measure_worker.h). A candidate that crashes the
+/// context costs its own result; the worker is restarted for the rest.
 ///
 /// In the worker each kernel argument gets a device buffer of its own: an activation as many
 /// elements as it addresses (its element offset plus its strided span), inputs filled with
@@ -29,17 +29,22 @@ namespace yoloc::tuner {
 /// first group. Raises a UserError for a group no CUDA template takes.
 std::vector<TuneTask> cuda_tuning_tasks(const Graph& g);
 
-/// The CUDA target of device `device_id` for kernels built for `arch` ("sm_90"; empty: the
-/// device's own): kind "cuda", the arch, the device's name. The device is asked in a short-lived
-/// child process. Raises a UserError when there is no driver or no such device, or when the
-/// device cannot run `arch`'s cubins.
+/// The CUDA target of devices `devices` (the first one's id) for kernels built for `arch`
+/// ("sm_90"; empty: the first device's own): kind "cuda", the arch, the device's name. The
+/// devices are asked in a short-lived child process. Raises a UserError when there is no driver
+/// or no such device, when the devices are not all of one model and arch (their measurements go
+/// into the same records), or when they cannot run `arch`'s cubins.
+TuneTarget cuda_target(const std::vector<int>& devices, const std::string& arch);
+/// cuda_target of the one device `device_id`.
 TuneTarget cuda_target(int device_id, const std::string& arch);
 
-/// The CUDA measurer: kernels built for `arch`, run on device `device_id`. MeasureOptions used:
-/// repeats, min_repeat_s, timeout_s, build_jobs (NVRTC compilations at once), max_slowdown,
-/// rtol / atol (fp32 outputs), inject. measure() raises a UserError when the worker cannot set up
-/// (no driver, no such device).
+/// The CUDA measurer: kernels built for `arch`, run on `devices` (all of one kind, see
+/// cuda_target): a batch's candidates are split round-robin over the devices, one forked worker
+/// per device at once; a task's reference (its default config) runs first, on the first device.
+/// MeasureOptions used: repeats, min_repeat_s, timeout_s, build_jobs (NVRTC compilations at
+/// once), max_slowdown, rtol / atol (fp32 outputs), inject. measure() raises a UserError naming
+/// the device when a worker cannot set up (no driver, no such device).
 std::unique_ptr<Measurer> make_cuda_measurer(const MeasureOptions& options, const std::string& arch,
-                                             int device_id);
+                                             std::vector<int> devices);
 
 }  // namespace yoloc::tuner
