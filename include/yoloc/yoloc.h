@@ -32,6 +32,7 @@ typedef struct yoloc_options {
   int max_det;                  ///< most detections per image; <= 0: the artifact's default
   const char* public_key_file;  ///< NULL, or the key the artifact must be signed with
   int device;                   ///< the GPU running a CUDA artifact (0: the first)
+  int in_flight;                ///< images a CUDA detector works on at once (yoloc_submit_rgb)
 } yoloc_options;
 
 /// One detection, box corners in image pixels.
@@ -60,7 +61,18 @@ yoloc_status yoloc_detect_file(yoloc_detector* detector, const char* image_path,
 yoloc_status yoloc_detect_rgb(yoloc_detector* detector, const uint8_t* rgb, int width,
                               int height, int stride, yoloc_detection** detections,
                               size_t* count);
-/// Frees what a detect call returned (NULL is fine).
+/// Pipelined detection: starts detecting an RGB image (as yoloc_detect_rgb takes it) and returns
+/// at once with `*ticket` (the buffer may be reused as soon as the call returns); yoloc_wait
+/// returns the ticket's detections as yoloc_detect_rgb would. On a CUDA artifact up to
+/// options.in_flight images run concurrently, each on its own stream (a submit beyond that first
+/// finishes the oldest); on the CPU the detection runs inside yoloc_submit_rgb.
+yoloc_status yoloc_submit_rgb(yoloc_detector* detector, const uint8_t* rgb, int width,
+                              int height, int stride, uint64_t* ticket);
+/// Waits for `ticket`'s detections (YOLOC_ERROR_RUNTIME for a ticket never given or already
+/// waited for); outputs as yoloc_detect_rgb's.
+yoloc_status yoloc_wait(yoloc_detector* detector, uint64_t ticket, yoloc_detection** detections,
+                        size_t* count);
+/// Frees what a detect or wait call returned (NULL is fine).
 void yoloc_detections_free(yoloc_detection* detections);
 
 /// The message of the calling thread's last failure ("" when none); valid until its next call.

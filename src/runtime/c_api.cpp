@@ -43,11 +43,9 @@ bool file_exists(const char* path) {
   return std::filesystem::exists(path, ec);
 }
 
-/// Runs the detector and hands the result over as a malloc'ed C array.
-yoloc_status detect_into(yoloc_detector* d, const yoloc::detect::Image& img, yoloc_detection** out,
-                         size_t* count) {
-  return guarded(YOLOC_ERROR_RUNTIME, [&] {
-    const std::vector<yoloc::detect::Detection> dets = d->detector.detect(img);
+/// Hands detections over as a malloc'ed C array (NULL and 0 when none).
+void to_c_array(const yoloc_detector* d, const std::vector<yoloc::detect::Detection>& dets,
+                yoloc_detection** out, size_t* count) {
     if (dets.empty()) return;
     auto* arr = static_cast<yoloc_detection*>(std::malloc(dets.size() * sizeof(yoloc_detection)));
     if (!arr) throw std::bad_alloc();
@@ -65,7 +63,32 @@ yoloc_status detect_into(yoloc_detector* d, const yoloc::detect::Image& img, yol
     }
     *out = arr;
     *count = dets.size();
-  });
+}
+
+/// Runs the detector and hands the result over as a malloc'ed C array.
+yoloc_status detect_into(yoloc_detector* d, const yoloc::detect::Image& img, yoloc_detection** out,
+                         size_t* count) {
+  return guarded(YOLOC_ERROR_RUNTIME, [&] { to_c_array(d, d->detector.detect(img), out, count); });
+}
+
+/// The BGR image of an 8-bit RGB buffer; a UserError for impossible geometry.
+yoloc::detect::Image bgr_of_rgb(const uint8_t* rgb, int width, int height, int stride) {
+  if (width <= 0 || height <= 0 || width > (1 << 15) || height > (1 << 15) || stride < 3 * width)
+    yoloc::user_error(
+        "the image must be 1..32768 pixels wide and high with a stride of at least 3 * width; got "
+        "{}x{}, stride {}",
+        width, height, stride);
+  yoloc::detect::Image img(width, height);
+  for (int y = 0; y < height; ++y) {
+    const uint8_t* src = rgb + static_cast<size_t>(y) * static_cast<size_t>(stride);
+    for (int x = 0; x < width; ++x) {
+      uint8_t* px = img.pixel(x, y);
+      px[0] = src[3 * x + 2];
+      px[1] = src[3 * x + 1];
+      px[2] = src[3 * x];
+    }
+  }
+  return img;
 }
 
 bool check_outputs(yoloc_detector* d, yoloc_detection** out, size_t* count) {
@@ -79,7 +102,7 @@ bool check_outputs(yoloc_detector* d, yoloc_detection** out, size_t* count) {
 extern "C" {
 
 void yoloc_options_init(yoloc_options* o) {
-  if (o) *o = {0, -1.0f, -1.0f, 0, nullptr, 0};
+  if (o) *o = {0, -1.0f, -1.0f, 0, nullptr, 0, 2};
 }
 
 yoloc_status yoloc_detector_load(const char* path, const yoloc_options* options,
@@ -90,11 +113,14 @@ yoloc_status yoloc_detector_load(const char* path, const yoloc_options* options,
     return fail(YOLOC_ERROR_NOT_FOUND, std::string("the artifact '") + path + "' does not exist");
   yoloc::DetectorOptions opts;
   if (options) {
-    if (options->threads < 0 || options->device < 0 || options->conf > 1 || options->iou > 1)
+    if (options->threads < 0 || options->device < 0 || options->conf > 1 || options->iou > 1 ||
+        options->in_flight < 1)
       return fail(YOLOC_ERROR_INVALID_ARGUMENT,
-                  "options: threads and device must be >= 0, conf and iou at most 1");
+                  "options: threads and device must be >= 0, in_flight >= 1, conf and iou at "
+                  "most 1");
     opts.threads = options->threads;
     opts.device = options->device;
+    opts.in_flight = options->in_flight;
     if (options->conf >= 0) opts.conf = options->conf;
     if (options->iou >= 0) opts.iou = options->iou;
     if (options->max_det > 0) opts.max_det = options->max_det;
@@ -123,26 +149,31 @@ yoloc_status yoloc_detect_rgb(yoloc_detector* detector, const uint8_t* rgb, int 
                               int stride, yoloc_detection** detections, size_t* count) {
   if (!check_outputs(detector, detections, count) || !rgb)
     return fail(YOLOC_ERROR_INVALID_ARGUMENT, "detector, rgb and outputs must not be NULL");
-  if (width <= 0 || height <= 0 || width > (1 << 15) || height > (1 << 15) || stride < 3 * width)
-    return fail(YOLOC_ERROR_BAD_IMAGE,
-                "the image must be 1..32768 pixels wide and high with a stride of at least 3 * "
-                "width; got " +
-                    std::to_string(width) + "x" + std::to_string(height) + ", stride " +
-                    std::to_string(stride));
   yoloc::detect::Image img;
-  const yoloc_status s = guarded(YOLOC_ERROR_OUT_OF_MEMORY, [&] {
-    img = yoloc::detect::Image(width, height);
-    for (int y = 0; y < height; ++y) {
-      const uint8_t* src = rgb + static_cast<size_t>(y) * static_cast<size_t>(stride);
-      for (int x = 0; x < width; ++x) {
-        uint8_t* px = img.pixel(x, y);
-        px[0] = src[3 * x + 2];
-        px[1] = src[3 * x + 1];
-        px[2] = src[3 * x];
-      }
-    }
-  });
+  const yoloc_status s =
+      guarded(YOLOC_ERROR_BAD_IMAGE, [&] { img = bgr_of_rgb(rgb, width, height, stride); });
   return s != YOLOC_OK ? s : detect_into(detector, img, detections, count);
+}
+
+yoloc_status yoloc_submit_rgb(yoloc_detector* detector, const uint8_t* rgb, int width,
+                              int height, int stride, uint64_t* ticket) {
+  if (ticket) *ticket = 0;
+  if (!detector || !rgb || !ticket)
+    return fail(YOLOC_ERROR_INVALID_ARGUMENT, "detector, rgb and ticket must not be NULL");
+  yoloc::detect::Image img;
+  const yoloc_status s =
+      guarded(YOLOC_ERROR_BAD_IMAGE, [&] { img = bgr_of_rgb(rgb, width, height, stride); });
+  if (s != YOLOC_OK) return s;
+  return guarded(YOLOC_ERROR_RUNTIME, [&] { *ticket = detector->detector.submit(img); });
+}
+
+yoloc_status yoloc_wait(yoloc_detector* detector, uint64_t ticket, yoloc_detection** detections,
+                        size_t* count) {
+  if (!check_outputs(detector, detections, count))
+    return fail(YOLOC_ERROR_INVALID_ARGUMENT, "detector and outputs must not be NULL");
+  return guarded(YOLOC_ERROR_RUNTIME, [&] {
+    to_c_array(detector, detector->detector.wait(ticket), detections, count);
+  });
 }
 
 void yoloc_detections_free(yoloc_detection* detections) { std::free(detections); }

@@ -368,6 +368,22 @@ TEST_F(RuntimeTest, CApiRoundTrip) {
   EXPECT_NEAR(dets[0].x2, 80, 1e-3);
   EXPECT_NEAR(dets[0].y1, 16, 1e-3);
   EXPECT_NEAR(dets[0].y2, 48, 1e-3);
+  // Pipelined: the same detection through submit and wait; a ticket is good for one wait.
+  uint64_t ticket = 0;
+  ASSERT_EQ(yoloc_submit_rgb(d, rgb.data(), w, h, stride, &ticket), YOLOC_OK) << yoloc_last_error();
+  yoloc_detection* waited = nullptr;
+  size_t waited_n = 0;
+  ASSERT_EQ(yoloc_wait(d, ticket, &waited, &waited_n), YOLOC_OK) << yoloc_last_error();
+  ASSERT_EQ(waited_n, 1u);
+  EXPECT_FLOAT_EQ(waited[0].x1, dets[0].x1);
+  EXPECT_FLOAT_EQ(waited[0].y2, dets[0].y2);
+  EXPECT_FLOAT_EQ(waited[0].score, dets[0].score);
+  yoloc_detections_free(waited);
+  EXPECT_EQ(yoloc_wait(d, ticket, &waited, &waited_n), YOLOC_ERROR_RUNTIME);
+  EXPECT_NE(std::string(yoloc_last_error()).find("already waited for"), std::string::npos);
+  EXPECT_EQ(waited, nullptr);
+  EXPECT_EQ(yoloc_submit_rgb(d, nullptr, w, h, stride, &ticket), YOLOC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(yoloc_submit_rgb(d, rgb.data(), 0, h, stride, &ticket), YOLOC_ERROR_BAD_IMAGE);
   yoloc_detections_free(dets);
 
   detect::write_image(path("img.png"), detect::Image(64, 64, 10));
