@@ -2,8 +2,10 @@
 // reference executor on each group alone: depthwise and grouped convs (NHWC, fp32 / fp16 / bf16
 // storage, stride 2, batch 2), SPPF's max-pool chain written into the slices of its concat,
 // a nearest Resize written into a concat slice, an attention block (MatMul, Softmax,
-// Transposes), a synthetic yolov8 detect tail, and every group the conv templates leave in
-// yolov8n, yolox-nano and yolo11n.
+// Transposes), a synthetic yolov8 detect tail, selections with int64 index arithmetic (TopK
+// with ties, NaN and K = n, ReduceMax, Tile, Gather, GatherElements, Div / Mod / Cast), a
+// synthetic YOLOv10 end-to-end tail, and every group the conv templates leave in yolov8n,
+// yolox-nano, yolo11n and yolov10n.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -140,6 +142,51 @@ TEST(CudaGenericEmulated, SyntheticYolov8DetectTail) {
   run(cases);
 }
 
+// TopK's order (ties to the lower index, NaN largest, smallest first) and the int64 index
+// arithmetic around it, each group against the reference.
+TEST(CudaGenericEmulated, TopKGatherAndInt64IndexArithmetic) {
+  struct Select {
+    const char* what;
+    int64_t k;
+    SelectInput f;
+    bool largest;
+  };
+  const std::vector<Select> selects = {
+      {"plain k7", 7, SelectInput::kPlain, true},
+      {"ties k12", 12, SelectInput::kTies, true},
+      {"ties smallest k12", 12, SelectInput::kTies, false},
+      {"NaN k9", 9, SelectInput::kNaN, true},
+      {"NaN smallest k9", 9, SelectInput::kNaN, false},
+      {"k = n", 30, SelectInput::kPlain, true},
+      {"ties k = n", 30, SelectInput::kTies, true},
+  };
+  std::vector<std::unique_ptr<Graph>> graphs;
+  std::vector<GroupCase> cases;
+  for (const Select& s : selects) {
+    graphs.push_back(optimized(select_graph(3, 5, 6, s.k, s.f, s.largest)));
+    for (GroupCase& c : cases_of(*graphs.back(), s.what, {DType::kFloat32})) {
+      cases.push_back(std::move(c));
+    }
+  }
+  // One generic group per graph (the conv is the conv template's).
+  ASSERT_EQ(cases.size(), selects.size());
+  for (const GroupCase& c : cases) {
+    // ReduceMax, TopK, then the selection: three launches.
+    EXPECT_EQ(GenericTemplate::emit(c.task, GenericTemplate::default_config(c.task), "k")
+                  .launches.size(),
+              3u)
+        << c.what;
+  }
+  run(cases, {ScheduleConfig({{"threads", 64}, {"items", 4}})});
+}
+
+TEST(CudaGenericEmulated, SyntheticYolov10EndToEndTail) {
+  const auto g = optimized(yolov10_tail_graph(128, 6, 20));
+  const auto cases = cases_of(*g, "yolov10 tail", {DType::kFloat32, DType::kFloat16});
+  ASSERT_FALSE(cases.empty());
+  run(cases);
+}
+
 std::unique_ptr<Graph> model(const char* file) {
   const char* env = std::getenv("YOLOC_SHARED_DIR");
   const auto path = std::filesystem::path(env ? env : YOLOC_SHARED_DIR) / "models" / file;
@@ -162,7 +209,8 @@ TEST_P(CudaGenericModels, EveryGenericGroup) {
 
 INSTANTIATE_TEST_SUITE_P(Shared, CudaGenericModels,
                          ::testing::Values("yolov8n.onnx", "yolox-nano-facemask.onnx",
-                                           "yolo11n-dynint8-320.onnx"),
+                                           "yolo11n-dynint8-320.onnx",
+                                           "yolov10n-dynint8-e2e.onnx"),
                          [](const auto& info) {
                            std::string s = info.param;
                            for (char& ch : s) {

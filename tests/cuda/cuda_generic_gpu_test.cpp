@@ -1,8 +1,9 @@
 // GPU tests of the generic CUDA template (label gpu; they skip where there is no CUDA device or
 // driver): the groups of the emulated tests at model sizes (yolox-nano's depthwise convs,
 // yolov8n's SPPF, Resize into a concat, YOLO11's attention block, the yolov8n detect tail at
-// 640x640 with 80 classes), fp32 and fp16 storage, against the reference executor, with a
-// timing line per group (all its launches, back to back).
+// 640x640 with 80 classes, the YOLOv10 end-to-end tail with its TopK selections, TopK with
+// ties, NaN and K = n around int64 index arithmetic), fp32 and fp16 storage, against the
+// reference executor, with a timing line per group (all its launches, back to back).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -42,6 +43,11 @@ std::vector<Workload> workloads() {
        [] { return resize_concat_graph(1, 256, 20, 20); }},
       {"yolo11n attention 128ch @10", [] { return attention_graph(128, 10, 10); }},
       {"yolov8n detect tail 640 nc80", [] { return yolov8_tail_graph(640, 80); }},
+      {"yolov10n e2e tail 640 nc80 k300", [] { return yolov10_tail_graph(640, 80, 300); }},
+      {"TopK k64 of 1600, ties", [] { return select_graph(3, 40, 40, 64, SelectInput::kTies); }},
+      {"TopK smallest k64 of 1600, NaN",
+       [] { return select_graph(3, 40, 40, 64, SelectInput::kNaN, false); }},
+      {"TopK k = n = 1600", [] { return select_graph(3, 40, 40, 1600, SelectInput::kPlain); }},
   };
 }
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -196,9 +197,13 @@ struct CaseData {
 };
 
 /// Random inputs (rounded to the operand dtype) placed in their buffers, and the reference
-/// outputs of the group on them.
+/// outputs of the group on them. A group with a TopK gets inputs on the float16 grid: what it
+/// selects must not hang on the last-ulp rounding of the ops before it (a kernel's sigmoid one
+/// ulp off the reference's swaps two scores that close), and equal inputs make exact ties.
 inline CaseData make_data(const GroupCase& c, uint32_t seed) {
   CaseData d;
+  const bool selects = std::any_of(c.task.nodes.begin(), c.task.nodes.end(),
+                                   [](const Node* n) { return n->op == "TopK"; });
   std::map<std::string, Tensor> feeds;
   std::map<const Value*, Tensor> stored_inputs;
   const auto sub = group_graph(c.task);
@@ -207,6 +212,7 @@ inline CaseData make_data(const GroupCase& c, uint32_t seed) {
     const Shape s = o.value->type.static_shape();
     const Tensor stored = yoloc::testing::random_tensor(s, seed + static_cast<uint32_t>(k), -2.f,
                                                         2.f)
+                              .cast(selects ? DType::kFloat16 : o.dtype)
                               .cast(o.dtype);
     feeds[sub->inputs[k]->name] = stored.cast(o.value->type.dtype);
     stored_inputs[o.value] = stored;
@@ -395,9 +401,9 @@ inline std::unique_ptr<Graph> attention_graph(int64_t c, int64_t h, int64_t w) {
 
 /// The yolov8 detect head's tail on `size` x `size` images with `nc` classes: three head outputs
 /// (64 DFL + nc channels at strides 8, 16, 32), the DFL softmax and 1x1 conv, the box decode and
-/// the sigmoid of the scores, as the Ultralytics export writes it.
-inline std::unique_ptr<Graph> yolov8_tail_graph(int64_t size, int64_t nc) {
-  auto g = std::make_unique<Graph>();
+/// the sigmoid of the scores, as the Ultralytics export writes it: [1, 4 + nc, anchors].
+inline Value* yolov8_tail(Graph& graph, int64_t size, int64_t nc) {
+  Graph* g = &graph;
   const int64_t no = 64 + nc;
   std::vector<Value*> heads;
   std::vector<float> anchors_x, anchors_y, strides;
@@ -444,7 +450,109 @@ inline std::unique_ptr<Graph> yolov8_tail_graph(int64_t size, int64_t nc) {
   Value* wh = node(*g, "Sub", {x2y2, x1y1});
   Value* st = g->add_constant("strides", Tensor::from_vector<float>({1, a}, strides));
   Value* dbox = node(*g, "Mul", {node(*g, "Concat", {c_xy, wh}, axis_attr(1)), st});
-  g->outputs = {node(*g, "Concat", {dbox, node(*g, "Sigmoid", {split->outputs[1]})}, axis_attr(1))};
+  return node(*g, "Concat", {dbox, node(*g, "Sigmoid", {split->outputs[1]})}, axis_attr(1));
+}
+
+inline std::unique_ptr<Graph> yolov8_tail_graph(int64_t size, int64_t nc) {
+  auto g = std::make_unique<Graph>();
+  g->outputs = {yolov8_tail(*g, size, nc)};
+  return g;
+}
+
+inline Value* int64_const(Graph& g, std::vector<int64_t> v) {
+  const auto n = static_cast<int64_t>(v.size());
+  return g.add_constant("ints", Tensor::from_vector<int64_t>({n}, std::move(v)));
+}
+
+inline Value* int64_scalar(Graph& g, int64_t v) {
+  return g.add_constant("int", Tensor::from_vector<int64_t>({}, {v}));
+}
+
+/// Both outputs of a TopK of x along the last axis.
+inline std::pair<Value*, Value*> topk(Graph& g, Value* x, int64_t k, bool largest = true) {
+  Attrs a = axis_attr(-1);
+  a.set("largest", int64_t{largest ? 1 : 0});
+  a.set("sorted", int64_t{1});
+  Node* n = g.add_node("TopK", {x, int64_const(g, {k})}, 2, a);
+  infer_node(*n);
+  return {n->outputs[0], n->outputs[1]};
+}
+
+inline Value* reduce_max(Graph& g, Value* x, std::vector<int64_t> axes, bool keep) {
+  Attrs a;
+  a.set("keepdims", int64_t{keep ? 1 : 0});
+  return node(g, "ReduceMax", {x, int64_const(g, std::move(axes))}, a);
+}
+
+inline Value* to_float(Graph& g, Value* x) {
+  Attrs to;
+  to.set("to", std::string("float32"));
+  return node(g, "Cast", {x}, to);
+}
+
+/// The YOLOv10 end-to-end head: the yolov8 tail (`size`, `nc`), then its one-to-one selection
+/// as the Ultralytics export writes it: the k anchors of the best class scores (ReduceMax,
+/// TopK), their k x nc scores (Tile, GatherElements), the best k of those (TopK), their anchor
+/// (Div, Gather) and class (Mod, Cast), and the boxes (GatherElements): [1, k, 6].
+inline std::unique_ptr<Graph> yolov10_tail_graph(int64_t size, int64_t nc, int64_t k) {
+  auto g = std::make_unique<Graph>();
+  Attrs t;
+  t.set("perm", std::vector<int64_t>{0, 2, 1});
+  Value* x = node(*g, "Transpose", {yolov8_tail(*g, size, nc)}, t);
+  Node* split = g->add_node("Split", {x, int64_const(*g, {4, nc})}, 2, axis_attr(-1));
+  infer_node(*split);
+  Value *boxes = split->outputs[0], *scores = split->outputs[1];
+  Value* anchor = topk(*g, reduce_max(*g, scores, {-1}, false), k).second;
+  Value* anchor1 = node(*g, "Unsqueeze", {anchor, int64_const(*g, {-1})});
+  Value* anchor_col = node(*g, "Flatten", {anchor1}, axis_attr(2));
+  Value* tiled = node(*g, "Tile", {anchor1, int64_const(*g, {1, 1, nc})});
+  Value* cand = node(*g, "GatherElements", {scores, tiled}, axis_attr(1));
+  const auto [score, flat] = topk(*g, node(*g, "Flatten", {cand}, axis_attr(1)), k);
+  Value* div = node(*g, "Div", {flat, int64_scalar(*g, nc)});
+  Value* cls = node(*g, "Mod", {flat, int64_scalar(*g, nc)});
+  Value* which = node(*g, "Gather", {anchor_col, div}, axis_attr(0));
+  Value* box_idx = node(*g, "Tile", {which, int64_const(*g, {1, 1, 4})});
+  Value* cls_f = to_float(*g, node(*g, "Unsqueeze", {cls, int64_const(*g, {-1})}));
+  g->outputs = {node(*g, "Concat",
+                     {node(*g, "GatherElements", {boxes, box_idx}, axis_attr(1)),
+                      node(*g, "Unsqueeze", {score, int64_const(*g, {-1})}), cls_f},
+                     axis_attr(-1))};
+  return g;
+}
+
+/// What select_graph feeds its selection with.
+enum class SelectInput {
+  kPlain,  ///< the conv output
+  kTies,   ///< Clip(x, 0, 0.5): many equal values
+  kNaN,    ///< Sqrt(x): NaN where x < 0
+};
+
+/// conv [1, c, h, w] -> f (SelectInput) -> [1, c, h*w] -> ReduceMax over c -> TopK k (largest or
+/// smallest) -> the selected positions' (h, w) by int64 Div / Mod, cast, their values (not for
+/// kNaN: NaN compares unequal), the conv output at them by GatherElements (Tile of the indices)
+/// and by Gather; all concatenated to [1, 3 + 2c (2 + 2c for kNaN), k].
+inline std::unique_ptr<Graph> select_graph(int64_t c, int64_t h, int64_t w, int64_t k,
+                                           SelectInput f, bool largest = true) {
+  auto g = std::make_unique<Graph>();
+  Value* x = conv(*g, input(*g, "x", {1, 8, h, w}), 8, c, 1, 1);
+  x = node(*g, "Reshape", {x, shape_const(*g, {1, c, h * w})});
+  Value* keyed = x;
+  if (f == SelectInput::kTies) {
+    keyed = node(*g, "Clip", {x, g->add_constant("lo", Tensor::from_vector<float>({}, {0.f})),
+                              g->add_constant("hi", Tensor::from_vector<float>({}, {0.5f}))});
+  } else if (f == SelectInput::kNaN) {
+    keyed = node(*g, "Sqrt", {x});
+  }
+  const auto [vals, idx] = topk(*g, reduce_max(*g, keyed, {1}, false), k, largest);
+  const auto unsq = [&](Value* v) { return node(*g, "Unsqueeze", {v, int64_const(*g, {1})}); };
+  std::vector<Value*> parts = {unsq(to_float(*g, node(*g, "Div", {idx, int64_scalar(*g, w)}))),
+                               unsq(to_float(*g, node(*g, "Mod", {idx, int64_scalar(*g, w)})))};
+  if (f != SelectInput::kNaN) parts.push_back(unsq(vals));
+  Value* tiled = node(*g, "Tile", {unsq(idx), int64_const(*g, {1, c, 1})});
+  parts.push_back(node(*g, "GatherElements", {x, tiled}, axis_attr(2)));
+  parts.push_back(node(*g, "Reshape", {node(*g, "Gather", {x, idx}, axis_attr(2)),
+                                       shape_const(*g, {1, c, k})}));
+  g->outputs = {node(*g, "Concat", parts, axis_attr(1))};
   return g;
 }
 

@@ -133,8 +133,7 @@ def relative_error(y, r):
 # one-line user error naming the missing kernel (checked), and the test is reported as skipped.
 UNSUPPORTED = {
     "cpu": {},
-    "cuda": {"yolov10n-dynint8-e2e.onnx": "its end-to-end head (TopK, GatherElements, int64 "
-                                          "index arithmetic) has no CUDA kernel yet"},
+    "cuda": {},
 }
 
 

@@ -11,7 +11,44 @@
 
 namespace yoloc::codegen::cpu {
 
-const char* const kScalarPrelude = R"(#ifndef YOLOC_CPU_SCALAR_PRELUDE
+const char* const kInt64Helpers = R"(
+// int64 arithmetic as the reference executor does it, without C++'s undefined cases: sums and
+// products wrap, division truncates (x / 0 = 0 and INT64_MIN / -1 wraps instead of trapping;
+// ONNX leaves them undefined), Mod takes the divisor's sign, float -> int64 truncates and
+// saturates (NaN -> 0).
+YC_IFN yc_i64 yc_iadd(yc_i64 a, yc_i64 b) {
+  return static_cast<yc_i64>(static_cast<unsigned long long>(a) +
+                             static_cast<unsigned long long>(b));
+}
+YC_IFN yc_i64 yc_isub(yc_i64 a, yc_i64 b) {
+  return static_cast<yc_i64>(static_cast<unsigned long long>(a) -
+                             static_cast<unsigned long long>(b));
+}
+YC_IFN yc_i64 yc_imul(yc_i64 a, yc_i64 b) {
+  return static_cast<yc_i64>(static_cast<unsigned long long>(a) *
+                             static_cast<unsigned long long>(b));
+}
+YC_IFN yc_i64 yc_idiv(yc_i64 a, yc_i64 b) { return b == 0 ? 0 : b == -1 ? yc_isub(0, a) : a / b; }
+YC_IFN yc_i64 yc_imod(yc_i64 a, yc_i64 b) {
+  if (b == 0 || b == -1) return 0;
+  const yc_i64 r = a % b;
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+// An index into a dim of n (n > 0): negative ones count from the end; out-of-range ones, which
+// the reference executor rejects, are clamped so that a kernel never reads outside its data.
+YC_IFN yc_i64 yc_index(yc_i64 i, yc_i64 n) {
+  i = i < 0 ? i + n : i;
+  return i < 0 ? 0 : i >= n ? n - 1 : i;
+}
+YC_IFN yc_i64 yc_f2i64(float x) {
+  if (x != x) return 0;
+  if (x <= -9223372036854775808.f) return -9223372036854775807LL - 1;
+  if (x >= 9223372036854775808.f) return 9223372036854775807LL;
+  return static_cast<yc_i64>(x);
+}
+)";
+
+const std::string kScalarPrelude = std::string(R"(#ifndef YOLOC_CPU_SCALAR_PRELUDE
 #define YOLOC_CPU_SCALAR_PRELUDE
 #include <algorithm>
 #include <cmath>
@@ -52,39 +89,9 @@ static inline float yc_silu(float x) { return x / (1.f + yc_exp(-x)); }
 // it skips a NaN `b`, unlike it, it keeps a NaN `a`.
 static inline float yc_max(float a, float b) { return b > a ? b : a; }
 static inline float yc_relu1(float x) { return x > 0.f ? x : 0.f; }
-// int64 arithmetic as the reference executor does it, without C++'s undefined cases: sums and
-// products wrap, division truncates (x / 0 = 0 and INT64_MIN / -1 wraps instead of trapping;
-// ONNX leaves them undefined), Mod takes the divisor's sign, float -> int64 truncates and
-// saturates (NaN -> 0).
-static inline int64_t yc_iadd(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-}
-static inline int64_t yc_isub(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
-}
-static inline int64_t yc_imul(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-}
-static inline int64_t yc_idiv(int64_t a, int64_t b) {
-  return b == 0 ? 0 : b == -1 ? yc_isub(0, a) : a / b;
-}
-static inline int64_t yc_imod(int64_t a, int64_t b) {
-  if (b == 0 || b == -1) return 0;
-  const int64_t r = a % b;
-  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
-}
-// An index into a dim of n (n > 0): negative ones count from the end; out-of-range ones, which
-// the reference executor rejects, are clamped so that a kernel never reads outside its data.
-static inline int64_t yc_index(int64_t i, int64_t n) {
-  i = i < 0 ? i + n : i;
-  return i < 0 ? 0 : i >= n ? n - 1 : i;
-}
-static inline int64_t yc_f2i64(float x) {
-  if (x != x) return 0;
-  if (x <= -9223372036854775808.f) return std::numeric_limits<int64_t>::min();
-  if (x >= 9223372036854775808.f) return std::numeric_limits<int64_t>::max();
-  return static_cast<int64_t>(x);
-}
+typedef int64_t yc_i64;
+#define YC_IFN static inline
+)") + kInt64Helpers + R"(
 // IEEE half <-> float for float16 buffers (raw 16-bit storage), branch-light so loops
 // vectorise. Half to float is exact: the bits shifted into a float's place, rescaled by 2^112
 // (subnormal halves land on float subnormals, which the product normalises exactly).

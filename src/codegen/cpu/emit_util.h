@@ -56,12 +56,17 @@ bool dense_output(const Graph& g, const Value* v);
 /// in the kernel: a Cast to float16 rounds; LoopOperand::half stores it). int64 nodes (every
 /// operand int64; Casts between int64 and float32) get integer expressions (yc_idiv, yc_imod:
 /// the reference executor's truncating division and divisor-signed remainder): only the tail
-/// template keeps int64 values.
+/// template and the CUDA generic template keep int64 values.
 std::optional<std::string> elementwise_expr(const Node& n, const std::vector<std::string>& args);
 
 /// Includes and scalar helpers (yc_sigmoid, yc_silu, yc_relu1, yc_h2f, yc_f2h, the int64 ones)
 /// every IR-driven kernel starts with.
-extern const char* const kScalarPrelude;
+extern const std::string kScalarPrelude;
+
+/// The int64 helpers of kScalarPrelude (yc_iadd, yc_isub, yc_imul, yc_idiv, yc_imod, yc_index,
+/// yc_f2i64), for other preludes: they need `yc_i64` (a signed 64-bit type) and the function
+/// qualifier `YC_IFN` defined first.
+extern const char* const kInt64Helpers;
 
 /// An array a loop nest reads or writes: `ptr` + base + sum(index_d * strides[d]).
 struct LoopOperand {

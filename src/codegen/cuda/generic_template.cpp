@@ -38,14 +38,44 @@ YC_DEVICE float sqrt(float x) { return sqrtf(x); }
 YC_DEVICE float fabs(float x) { return fabsf(x); }
 YC_DEVICE float pow(float a, float b) { return powf(a, b); }
 }  // namespace yc_m
-#endif  // YOLOC_CUDA_GENERIC_PRELUDE
+YC_DEVICE float yc_inf() {
+  union {
+    yc_u32 i;
+    float f;
+  } u;
+  u.i = 0x7f800000u;
+  return u.f;
+}
+#define YC_IFN YC_DEVICE
 )";
+
+// The generic kernels' prelude: kGenericPrelude, then the int64 helpers the CPU kernels share.
+std::string generic_prelude() {
+  return std::string(kGenericPrelude) + cpu::kInt64Helpers +
+         "#endif  // YOLOC_CUDA_GENERIC_PRELUDE\n";
+}
 
 constexpr const char* kLowest = "-3.402823466e+38f";
 
 bool is_alias(const std::string& op) {
   return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
          op == "Identity";
+}
+
+bool is_int64(const Value* v) { return v && v->type.dtype == DType::kInt64; }
+
+// The type of a value in the kernels: int64 values stay integers (indices and their arithmetic),
+// the others are computed in fp32.
+const char* ctype(const Value* v) { return is_int64(v) ? "yc_i64" : "float"; }
+
+// Whether n may read int64 data: index arithmetic and ops that move or select elements
+// (elementwise ones only in the forms cpu::elementwise_expr takes).
+bool reads_int64(const Node& n) {
+  static const std::set<std::string> kOps = {"Transpose", "Slice",     "Split",
+                                             "Concat",    "Gather",    "GatherElements",
+                                             "Tile",      "ReduceMax", "ReduceMin",
+                                             "TopK"};
+  return is_alias(n.op) || kOps.count(n.op) || (n.def && n.def->has(kTraitElementwise));
 }
 
 bool is_storage_dtype(DType t) {
@@ -68,7 +98,7 @@ std::vector<size_t> data_slots(const Node& n) {
   if (n.def && n.def->has(kTraitElementwise)) count = n.inputs.size();
   if (n.op == "Concat") count = n.inputs.size();
   if (n.op == "Conv") count = 3;
-  if (n.op == "MatMul") count = 2;
+  if (n.op == "MatMul" || n.op == "Gather" || n.op == "GatherElements") count = 2;
   std::vector<size_t> s;
   for (size_t i = 0; i < std::min(count, n.inputs.size()); ++i) {
     if (n.input(i)) s.push_back(i);
@@ -78,7 +108,7 @@ std::vector<size_t> data_slots(const Node& n) {
 
 bool is_loop_op(const std::string& op) {
   return op == "Conv" || op == "MatMul" || op == "MaxPool" || op == "AveragePool" ||
-         op == "Softmax";
+         op == "Softmax" || op == "ReduceMax" || op == "ReduceMin" || op == "TopK";
 }
 
 // A constant read as data that is baked into the code as a literal (one element).
@@ -89,6 +119,17 @@ std::string float_literal(double v) {
   std::string s = fmt::format("{:.9g}", static_cast<float>(v));
   if (s.find_first_of(".e") == std::string::npos) s += ".0";
   return s + "f";
+}
+
+std::string int_literal(int64_t v) {
+  return v == std::numeric_limits<int64_t>::min() ? "(-9223372036854775807LL - 1)"
+                                                  : fmt::format("{}LL", v);
+}
+
+// A baked scalar constant as a literal of its kernel type.
+std::string scalar_literal(const Value* v) {
+  return is_int64(v) ? int_literal(v->data.to_int64s().at(0))
+                     : float_literal(v->data.to_doubles().at(0));
 }
 
 // A 2-D pooling window over a 4-D input.
@@ -167,7 +208,7 @@ class Emitter {
   std::optional<GenericKernels> run(int64_t threads, int64_t items, const std::string& prefix) {
     if (!analyse()) return std::nullopt;
     GenericKernels out;
-    out.source = cuda_prelude() + kGenericPrelude;
+    out.source = cuda_prelude() + generic_prelude();
     out.source += fmt::format("// cuda_generic ({} nodes) threads={} items={}\n", t_.nodes.size(),
                               threads, items);
     const int levels = max_level_ + 1;
@@ -243,7 +284,9 @@ class Emitter {
     for (const Node* n : t_.nodes) {
       for (const Value* o : n->outputs) {
         const auto s = static_shape(o);
-        if (!s || !is_float(o->type.dtype)) return fail(n->label() + ": not static float data");
+        if (!s || !(is_float(o->type.dtype) || is_int64(o))) {
+          return fail(n->label() + ": not static float or int64 data");
+        }
         producer_[o] = n;
         largest = std::max(largest, shape_numel(*s));
       }
@@ -253,12 +296,21 @@ class Emitter {
           if (baked_scalar(x) || constant_.count(x)) continue;
           return fail(n->label() + ": constant " + x->name + " not passed");
         }
-        if (!is_float(x->type.dtype)) return fail(n->label() + ": reads non-float data");
+        if (!is_float(x->type.dtype) && !(is_int64(x) && reads_int64(*n))) {
+          return fail(fmt::format("{}: reads {} data", n->label(), dtype_name(x->type.dtype)));
+        }
       }
     }
     // Which values are materialised in scratch: inputs of loop nodes that hold loops
     // themselves, and Softmax results read in the group.
     for (const Node* n : t_.nodes) {
+      if (n->op == "TopK") {
+        // Each thread counts the elements of its row that rank before its own: the row is read
+        // whole by every thread, from memory.
+        if (n->outputs.size() != 2) return fail(n->label() + ": outputs");
+        forced_.insert(n->outputs.begin(), n->outputs.end());
+        if (producer(n->input(0))) forced_.insert(n->input(0));
+      }
       if (n->op == "Softmax") {
         for (const Node* u : users(n->outputs[0])) {
           if (u) forced_.insert(n->outputs[0]);
@@ -278,8 +330,15 @@ class Emitter {
     for (const Node* n : t_.nodes) {
       for (const Value* o : n->outputs) {
         if (forced_.count(o)) {
+          // Counted in floats: an int64 element takes two (bases stay 64-float aligned).
+          const int64_t floats = shape_numel(o->type.static_shape()) * (is_int64(o) ? 2 : 1);
+          int64_scratch_ = int64_scratch_ || is_int64(o);
           scratch_base_[o] = scratch_floats_;
-          scratch_floats_ += cpu::ceil_div(shape_numel(o->type.static_shape()), 64) * 64;
+          scratch_floats_ += cpu::ceil_div(floats, 64) * 64;
+        }
+        if (n->op == "TopK" && o == n->outputs[1]) {
+          level_[o] = level_.at(n->outputs[0]);  // made by the root of the values
+          continue;
         }
         if (output_.count(o) && n->op == "Concat" && n->is_view()) {
           // The concat's buffer is the output: its inputs made here are written into their
@@ -320,6 +379,11 @@ class Emitter {
       const auto cols = softmax_cols(n);
       if (!cols) return fail(n.label() + ": softmax axis");
       r.work /= std::max<int64_t>(1, cols->second);
+    }
+    if (n.op == "TopK") {
+      const auto k = topk_k(n);
+      if (!k) return fail(n.label() + ": K, axis or indices type");
+      r.work = *k == 0 ? 0 : shape_numel(n.input(0)->type.static_shape());
     }
     for (const Value* d : reads_of(v)) r.level = std::max(r.level, level_.at(d) + 1);
     if (dest < 0) level_[v] = r.level;
@@ -408,6 +472,20 @@ class Emitter {
     return std::make_pair(end, count);
   }
 
+  // A TopK's K (constant, at most the size of its axis) with int64 indices; nullopt otherwise.
+  std::optional<int64_t> topk_k(const Node& n) const {
+    const Shape xs = n.input(0)->type.static_shape();
+    const int64_t axis = norm_axis(n.attrs.get_int("axis", -1), xs.size());
+    const Value* kv = n.input(1);
+    if (axis < 0 || axis >= static_cast<int64_t>(xs.size()) || !kv || !kv->known() ||
+        kv->known()->numel() != 1 || !is_int64(n.outputs[1])) {
+      return std::nullopt;
+    }
+    const int64_t k = kv->known()->to_int64s()[0];
+    if (k < 0 || k > xs[static_cast<size_t>(axis)]) return std::nullopt;
+    return k;
+  }
+
   // --- code ----------------------------------------------------------------------------------
 
   const char* ix() const { return wide_ ? "yc_i64" : "int"; }
@@ -490,9 +568,15 @@ class Emitter {
                        offset(idx, *st), val));
     }
     if (root_->dest < 0 && forced_.count(v)) {
-      line(fmt::format("scratch_f[{} + {}] = {};", scratch_base_.at(v),
-                       offset(idx, dense_strides(v->type.static_shape())), val));
+      line(fmt::format("{} = {};", scratch_at(v, idx), val));
     }
+  }
+
+  // v's element idx in scratch (dense, logical order).
+  std::string scratch_at(const Value* v, const Idx& idx) const {
+    const std::string off = offset(idx, dense_strides(v->type.static_shape()));
+    if (is_int64(v)) return fmt::format("scratch_l[{} + {}]", scratch_base_.at(v) / 2, off);
+    return fmt::format("scratch_f[{} + {}]", scratch_base_.at(v), off);
   }
 
   bool emit_root(const Root& r, int64_t start) {
@@ -501,6 +585,7 @@ class Emitter {
     const Node& n = *producer(r.v);
     const std::string e = start == 0 ? "e" : fmt::format("e - {}", start);
     if (n.op == "Softmax") return emit_softmax(n, e);
+    if (n.op == "TopK") return emit_topk(n, e);
     const Idx idx = decompose(e, r.v->type.static_shape(), walk_order(r.v));
     const std::string val = at(r.v, idx);
     if (!why_.empty()) return false;
@@ -551,7 +636,43 @@ class Emitter {
     return why_.empty();
   }
 
-  // The name of a float holding v at idx; emits the statements that compute it.
+  // One element of a TopK's row: its rank is the count of the row's elements ordered before it
+  // (the reference executor's order: NaN first when largest, last otherwise, then the values,
+  // ties to the lower index: a strict total order, so the ranks are distinct); the element goes
+  // to its rank's place when that is under K. The count stops at K: most elements are out soon.
+  bool emit_topk(const Node& n, const std::string& e) {
+    const Value *x = n.input(0), *vals = n.outputs[0], *inds = n.outputs[1];
+    const Shape xs = x->type.static_shape();
+    const auto axis = static_cast<size_t>(norm_axis(n.attrs.get_int("axis", -1), xs.size()));
+    const int64_t k = *topk_k(n);
+    const bool largest = n.attrs.get_int("largest", 1) != 0;
+    std::vector<size_t> order(xs.size());
+    for (size_t d = 0; d < xs.size(); ++d) order[d] = d;
+    Idx idx = decompose(e, xs, order);
+    const std::string me = idx[axis], v = at(x, idx), vn = fresh("n"), rank = fresh("k");
+    line(fmt::format("const bool {} = {} != {};", vn, v, v));
+    line(fmt::format("{} {} = 0;", ix(), rank));
+    const std::string j = fresh("l");
+    open(fmt::format("for ({0} {1} = 0; {1} < {2}; ++{1})", ix(), j, xs[axis]));
+    Idx other = idx;
+    other[axis] = j;
+    const std::string u = at(x, other), un = fresh("n");
+    line(fmt::format("const bool {} = {} != {};", un, u, u));
+    // Whether element j comes before this one.
+    line(fmt::format("{} += {} != {} ? {} : (!{} && {} != {}) ? ({} {} {}) : ({} < {});", rank, un,
+                     vn, largest ? un : vn, un, u, v, u, largest ? ">" : "<", v, j, me));
+    line(fmt::format("if ({} >= {}) break;", rank, k));
+    close();
+    open(fmt::format("if ({} < {})", rank, k));
+    Idx out = idx;
+    out[axis] = rank;
+    store(vals, out, v);
+    store(inds, out, fmt::format("static_cast<yc_i64>({})", me));
+    close();
+    return why_.empty();
+  }
+
+  // The name of a variable holding v at idx; emits the statements that compute it.
   std::string at(const Value* v, const Idx& idx) {
     if (!why_.empty()) return "0.f";
     std::string key = std::to_string(v->id);
@@ -565,14 +686,15 @@ class Emitter {
     return r;
   }
 
-  std::string let(const std::string& expr) {
+  // A new variable of v's kernel type set to expr.
+  std::string let(const std::string& expr, const Value* v = nullptr) {
     const std::string t = fresh("t");
-    line(fmt::format("const float {} = {};", t, expr));
+    line(fmt::format("const {} {} = {};", ctype(v), t, expr));
     return t;
   }
 
   std::string compute(const Value* v, const Idx& idx) {
-    if (baked_scalar(v)) return float_literal(v->data.to_doubles().at(0));
+    if (baked_scalar(v)) return scalar_literal(v);
     if (const auto it = constant_.find(v); it != constant_.end()) {
       return let(fmt::format("c{}[{}]", it->second,
                              offset(idx, dense_strides(v->type.static_shape()))));
@@ -581,10 +703,7 @@ class Emitter {
       return let(fmt::format("yc_load(in{} + ({}))", it->second,
                              offset(idx, t_.inputs[it->second].strides)));
     }
-    if (forced_.count(v) && v != root_->v) {
-      return let(fmt::format("scratch_f[{} + {}]", scratch_base_.at(v),
-                             offset(idx, dense_strides(v->type.static_shape()))));
-    }
+    if (forced_.count(v) && v != root_->v) return let(scratch_at(v, idx), v);
     const Node* n = producer(v);
     if (!n) return fail("value " + v->name + " is not available"), "0.f";
     const std::string& op = n->op;
@@ -598,6 +717,10 @@ class Emitter {
     if (op == "Conv") return conv(*n, idx);
     if (op == "MatMul") return matmul(*n, idx);
     if (op == "MaxPool" || op == "AveragePool") return pool(*n, idx);
+    if (op == "Gather") return gather(*n, idx);
+    if (op == "GatherElements") return gather_elements(*n, idx);
+    if (op == "Tile") return tile(*n, idx);
+    if (op == "ReduceMax" || op == "ReduceMin") return reduce_extremum(*n, idx);
     return fail(n->label() + ": op not supported"), "0.f";
   }
 
@@ -625,7 +748,7 @@ class Emitter {
     auto e = cpu::elementwise_expr(n, args);
     if (!e) return fail(n.label() + ": elementwise op not supported"), "0.f";
     cpu::replace_all(*e, "std::", "yc_m::");
-    return let(*e);
+    return let(*e, n.outputs[0]);
   }
 
   // Reshape-like: dims grouped into runs of equal element count, each run re-indexed through
@@ -751,7 +874,7 @@ class Emitter {
       return at(parts[0].first, xi);
     }
     const std::string t = fresh("t");
-    line(fmt::format("float {};", t));
+    line(fmt::format("{} {};", ctype(n.outputs[0]), t));
     for (size_t k = 0; k < parts.size(); ++k) {
       const auto [x, first] = parts[k];
       const int64_t end = first + x->type.static_shape().at(axis);
@@ -764,6 +887,99 @@ class Emitter {
       close();
     }
     return t;
+  }
+
+  // An index variable: the int64 value ival clamped into a dim of `dim` (yc_index).
+  std::string index_var(const std::string& ival, int64_t dim) {
+    const std::string p = fresh("p");
+    line(fmt::format("const {0} {1} = static_cast<{0}>(yc_index({2}, {3}));", ix(), p, ival, dim));
+    return p;
+  }
+
+  // Gather: the data's dims before the axis, then the indices' dims, then the data's after it.
+  std::string gather(const Node& n, const Idx& idx) {
+    const Value *x = n.input(0), *ind = n.input(1);
+    const Shape xs = x->type.static_shape(), is = ind->type.static_shape();
+    const int64_t axis = norm_axis(n.attrs.get_int("axis", 0), xs.size());
+    if (!is_int64(ind) || axis < 0 || axis >= static_cast<int64_t>(xs.size())) {
+      return fail(n.label() + ": axis or indices type"), "0.f";
+    }
+    const auto a = static_cast<size_t>(axis);
+    const Idx ii(idx.begin() + axis, idx.begin() + axis + static_cast<int64_t>(is.size()));
+    Idx xi(idx.begin(), idx.begin() + axis);
+    xi.push_back(index_var(at(ind, ii), xs[a]));
+    xi.insert(xi.end(), idx.begin() + axis + static_cast<int64_t>(is.size()), idx.end());
+    return at(x, xi);
+  }
+
+  // GatherElements: the element at the output's own position but along the axis, where its
+  // index says.
+  std::string gather_elements(const Node& n, const Idx& idx) {
+    const Value *x = n.input(0), *ind = n.input(1);
+    const Shape xs = x->type.static_shape();
+    const int64_t axis = norm_axis(n.attrs.get_int("axis", 0), xs.size());
+    if (!is_int64(ind) || axis < 0 || axis >= static_cast<int64_t>(xs.size()) ||
+        ind->type.static_shape().size() != xs.size()) {
+      return fail(n.label() + ": axis or indices"), "0.f";
+    }
+    Idx xi = idx;
+    xi[static_cast<size_t>(axis)] = index_var(at(ind, idx), xs[static_cast<size_t>(axis)]);
+    return at(x, xi);
+  }
+
+  std::string tile(const Node& n, const Idx& idx) {
+    const Shape xs = n.input(0)->type.static_shape();
+    if (xs.size() != idx.size()) return fail(n.label() + ": rank"), "0.f";
+    Idx xi(xs.size(), "0");
+    for (size_t d = 0; d < xs.size(); ++d) {
+      if (xs[d] != 1) xi[d] = fmt::format("({} % {})", idx[d], xs[d]);
+    }
+    return at(n.input(0), xi);
+  }
+
+  // ReduceMax / ReduceMin over constant axes: a loop over the reduced dims from -inf / +inf (the
+  // int64 extremes), a NaN propagating as in the reference executor.
+  std::string reduce_extremum(const Node& n, const Idx& idx) {
+    const Value *x = n.input(0), *y = n.outputs[0];
+    const Shape xs = x->type.static_shape();
+    std::vector<int64_t> axes;
+    if (n.inputs.size() > 1 && n.input(1)) {
+      const auto a = ints(n, 1);
+      if (!a) return fail(n.label() + ": axes not known"), "0.f";
+      axes = *a;
+    }
+    std::vector<bool> reduced(xs.size(),
+                              axes.empty() && !n.attrs.get_int("noop_with_empty_axes", 0));
+    for (int64_t a : axes) {
+      const int64_t d = norm_axis(a, xs.size());
+      if (d < 0 || d >= static_cast<int64_t>(xs.size())) return fail(n.label() + ": axes"), "0.f";
+      reduced[static_cast<size_t>(d)] = true;
+    }
+    const bool keep = n.attrs.get_int("keepdims", 1) != 0;
+    const bool max = n.op == "ReduceMax";
+    const std::string acc = fresh("t");
+    const std::string init = is_int64(y) ? (max ? int_literal(std::numeric_limits<int64_t>::min())
+                                                : int_literal(std::numeric_limits<int64_t>::max()))
+                                         : (max ? "-yc_inf()" : "yc_inf()");
+    line(fmt::format("{} {} = {};", ctype(y), acc, init));
+    Idx xi(xs.size(), "0");
+    size_t out = 0;
+    int opened = 0;
+    for (size_t d = 0; d < xs.size(); ++d) {
+      if (!reduced[d]) {
+        xi[d] = idx.at(out++);
+        continue;
+      }
+      if (keep) ++out;
+      if (xs[d] == 1) continue;
+      xi[d] = fresh("l");
+      open(fmt::format("for ({0} {1} = 0; {1} < {2}; ++{1})", ix(), xi[d], xs[d]));
+      ++opened;
+    }
+    const std::string u = at(x, xi);
+    line(fmt::format("{0} = {1} {2} {0} || {1} != {1} ? {1} : {0};", acc, u, max ? ">" : "<"));
+    for (int k = 0; k < opened; ++k) close();
+    return acc;
   }
 
   std::string resize(const Node& n, const Idx& idx) {
@@ -983,6 +1199,9 @@ class Emitter {
     if (scratch_floats_ > 0) {
       casts += "  float* __restrict__ scratch_f = static_cast<float*>(scratch);\n";
     }
+    if (int64_scratch_) {
+      casts += "  yc_i64* __restrict__ scratch_l = static_cast<yc_i64*>(scratch);\n";
+    }
     return fmt::format(
         R"(YC_KERNEL void YC_LAUNCH_BOUNDS({threads}) {sym}({params}) {{
   YC_KERNEL_ENTRY();
@@ -1012,6 +1231,7 @@ class Emitter {
   int max_level_ = 0;
   int64_t scratch_floats_ = 0;
   bool wide_ = false;  ///< 64-bit index arithmetic
+  bool int64_scratch_ = false;
 
   std::string code_;
   int indent_ = 0;

@@ -9,14 +9,19 @@
 /// Concat, nearest Resize, broadcasting) are index arithmetic inlined into their consumer; Conv,
 /// MatMul and pooling become a loop inside the consumer's element computation (a MaxPool of a
 /// stride-1 "same" MaxPool is one pool with the composed window, so SPPF's chain costs 5x5, 9x9
-/// and 13x13 windows, not nested loops). A value is materialised, in scratch as dense fp32, only
-/// where inlining would nest loops (a loop node reading a loop node) and for the in-group
-/// consumers of a Softmax. A launch computes every value that is ready at its level: one thread
-/// per output element (a Softmax: per row), the elements of all the launch's roots laid end to
-/// end, each root walked in the physical order of what it writes (the innermost stride fastest,
-/// so NHWC writes are coalesced along channels). The yolov8n detect tail is two launches
-/// (Softmax of the DFL, then the whole output); a depthwise conv, SPPF's three pools, a Resize
-/// or an elementwise chain are one.
+/// and 13x13 windows, not nested loops; ReduceMax / ReduceMin loop over their reduced dims).
+/// int64 values (indices and their Div / Mod / Cast arithmetic, as the reference executor and
+/// the CPU tail compute them) are integer expressions; Gather, GatherElements and Tile are index
+/// arithmetic too. A value is materialised, in scratch as dense fp32 (int64: two floats an
+/// element), only where inlining would nest loops (a loop node reading a loop node), for the
+/// in-group consumers of a Softmax, and around a TopK (its input and both outputs). A launch
+/// computes every value that is ready at its level: one thread per output element (a Softmax:
+/// per row; a TopK: per input element, which counts the elements of its row ordered before it
+/// and lands at that rank when it is under K), the elements of all the launch's roots laid end
+/// to end, each root walked in the physical order of what it writes (the innermost stride
+/// fastest, so NHWC writes are coalesced along channels). The yolov8n detect tail is two launches
+/// (Softmax of the DFL, then the whole output), the yolov10n end-to-end tail seven; a depthwise
+/// conv, SPPF's three pools, a Resize or an elementwise chain are one.
 ///
 /// Kernel ABI: every launch of a group is an extern "C" __global__ function with the parameters
 ///   (const void* in_0, ..., const float* const_0, ..., void* out_0, ..., void* scratch)
@@ -62,8 +67,9 @@ struct GenericTask {
 };
 
 /// A task for group `grp` whose operands are described by `operand_of`; nullopt when a node
-/// (op, attribute, dtype) is not supported: TopK, GatherElements, non-nearest Resize, integer
-/// data among others. `why`, when given, receives the reason of a refusal.
+/// (op, attribute, dtype) is not supported: non-nearest Resize, int64 operands (int64 values
+/// live inside the group only), integer constant arrays among others. `why`, when given,
+/// receives the reason of a refusal.
 std::optional<GenericTask> generic_task_from_group(
     const Graph& g, const FusedGroup& grp,
     const std::function<CudaOperand(const Value*)>& operand_of, std::string* why = nullptr);
