@@ -25,7 +25,7 @@ ldd "$build/yoloc" | awk '/=> \//{print $3}' | while read -r lib; do
     *) cp -L "$lib" "$out/lib/" ;;
   esac
 done
-cp "$shared"/models/{yolov8n,yolox-nano-facemask,yolov5n-fp16-dynbatch,yolo11n-dynint8-320}.onnx \
+cp "$shared"/models/{yolov8n,yolox-nano-facemask,yolov5n-fp16-dynbatch,yolo11n-dynint8-320,yolov10n-dynint8-e2e,yolov8n-dynint8,yolov8n-dynint8-dynshape}.onnx \
   "$out/shared/models/"
 cp "$shared"/data/images/*.jpg "$out/shared/data/images/"
 cp -r "$shared"/data/coco-eval "$out/shared/data/"

@@ -48,7 +48,7 @@ for s in "$@"; do
       OUT=$out/tests bash scripts/gpu_smoke.sh build/cuda_gpu >>"$log" 2>&1 || { echo "FAILED: GPU tests" | tee -a "$log"; status=1; }
       ;;
     models)
-      for m in ${MODELS:-yolov8n yolox-nano-facemask yolov5n-fp16-dynbatch yolo11n-dynint8-320}; do
+      for m in ${MODELS:-yolov8n yolox-nano-facemask yolov5n-fp16-dynbatch yolo11n-dynint8-320 yolov10n-dynint8-e2e yolov8n-dynint8 yolov8n-dynint8-dynshape}; do
         for p in ${PRECISIONS:-fp32 fp16}; do
           step "compiled $m $p vs ONNX Runtime"
           check python3 tests/e2e/check_compiled.py --yoloc "$Y" --model "$S/models/$m.onnx" \
