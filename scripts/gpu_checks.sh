@@ -57,7 +57,7 @@ for s in "$@"; do
       done
       ;;
     detect)
-      for m in yolov8n yolox-nano-facemask; do
+      for m in ${DETECT_MODELS:-yolov8n yolox-nano-facemask yolov10n-dynint8-e2e}; do
         for p in fp32 fp16; do
           step "detections $m $p"
           check python3 tests/e2e/check_detections.py --yoloc "$Y" --decoder "$B/bin/yoloc_test_decode_image" \

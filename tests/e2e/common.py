@@ -129,6 +129,31 @@ def relative_error(y, r):
     return float(np.nanmax(diff)), float(np.mean(diff > 1e-4))
 
 
+def e2e_rows_error(y, r, separation):
+    """Error of an end-to-end head's output (batch x K x 6 rows of box, score, class, by score
+    descending) where near-tied scores may come out in either order (a TopK over scores that
+    differ in the last bits between two exp implementations): the scores as a sorted set, and
+    the whole row for each row whose reference score lies more than `separation` from its
+    neighbours' (its rank is then certain). Returns (relative error as relative_error gives it,
+    rows compared, rows)."""
+    import numpy as np
+
+    r64, y64 = r.astype(np.float64), y.astype(np.float64)
+    scale = max(float(np.nanmax(np.abs(r64))), 1e-6)
+    worst, compared = 0.0, 0
+    for b in range(r64.shape[0]):
+        rs, ys = r64[b, :, 4], y64[b, :, 4]
+        worst = max(worst, float(np.max(np.abs(np.sort(rs) - np.sort(ys)))) / scale)
+        gaps = np.abs(np.diff(rs))
+        before = np.concatenate([[np.inf], gaps])
+        after = np.concatenate([gaps, [np.inf]])
+        sure = (before > separation) & (after > separation)
+        compared += int(sure.sum())
+        if sure.any():
+            worst = max(worst, float(np.max(np.abs(r64[b][sure] - y64[b][sure]))) / scale)
+    return worst, compared, r64.shape[0] * r64.shape[1]
+
+
 # Shared models a target cannot compile yet, with the reason. Their compile must fail with a
 # one-line user error naming the missing kernel (checked), and the test is reported as skipped.
 UNSUPPORTED = {
