@@ -37,6 +37,7 @@ class CudaEngine final : public Engine {
   bool detects() const override { return exec_.can_detect(); }
   std::vector<detect::Detection> detect(const detect::Image& img, float conf, float iou,
                                         int max_det) override {
+    if (pipeline_) pipeline_->drain();  // the first lane is exec_ itself
     return exec_.detect({img}, conf, iou, max_det).at(0);
   }
   uint64_t submit(const detect::Image& img, float conf, float iou, int max_det) override {

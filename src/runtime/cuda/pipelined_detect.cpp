@@ -42,6 +42,11 @@ uint64_t PipelinedDetect::submit(const detect::Image& image, float conf, float i
   return lane.ticket;
 }
 
+void PipelinedDetect::drain() {
+  for (Lane& lane : lanes_)
+    if (lane.ticket != 0) finish(lane);
+}
+
 std::vector<detect::Detection> PipelinedDetect::wait(uint64_t ticket) {
   if (done_.find(ticket) == done_.end()) {
     for (Lane& lane : lanes_) {

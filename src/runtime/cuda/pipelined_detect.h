@@ -35,6 +35,10 @@ class PipelinedDetect {
   /// Raises a UserError for a ticket never given or already waited for.
   std::vector<detect::Detection> wait(uint64_t ticket);
 
+  /// Finishes every frame in flight (their detections are kept for their waits), so that the
+  /// base executor may be used directly.
+  void drain();
+
   int in_flight() const { return static_cast<int>(lanes_.size()); }
 
  private:
