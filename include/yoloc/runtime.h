@@ -67,6 +67,7 @@ class Detector {
  private:
   struct Impl;
   explicit Detector(std::unique_ptr<Impl> impl);
+  void check_detectable(const detect::Image& image) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -59,24 +59,25 @@ Detector Detector::load(const std::string& path, const DetectorOptions& options)
   return Detector(std::move(impl));
 }
 
-std::vector<detect::Detection> Detector::detect(const detect::Image& image) const {
+/// Raises the UserError of detect() and submit() for an artifact that cannot detect or a bad
+/// image.
+void Detector::check_detectable(const detect::Image& image) const {
   if (!impl_->detector)
     user_error("the artifact cannot detect: {}; use infer() for its raw outputs",
                impl_->no_detector_reason);
   if (image.empty() || image.bgr.size() != static_cast<size_t>(image.width) * image.height * 3)
     user_error("the image is empty or its pixel buffer does not match {}x{}x3", image.width,
                image.height);
+}
+
+std::vector<detect::Detection> Detector::detect(const detect::Image& image) const {
+  check_detectable(image);
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->detector->detect(image);
 }
 
 uint64_t Detector::submit(const detect::Image& image) const {
-  if (!impl_->detector)
-    user_error("the artifact cannot detect: {}; use infer() for its raw outputs",
-               impl_->no_detector_reason);
-  if (image.empty() || image.bgr.size() != static_cast<size_t>(image.width) * image.height * 3)
-    user_error("the image is empty or its pixel buffer does not match {}x{}x3", image.width,
-               image.height);
+  check_detectable(image);
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->engine->detects()) {
     const detect::DetectorConfig& c = impl_->config;
