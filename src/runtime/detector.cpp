@@ -15,7 +15,6 @@ struct Detector::Impl {
   std::unique_ptr<runtime::Engine> engine;
   std::optional<detect::Detector> detector;  ///< absent: not a batch-1 detector
   std::string no_detector_reason;
-  detect::DetectorConfig config;
   mutable std::mutex mu;
   // submit() on an engine that does not detect by itself: results by ticket.
   std::map<uint64_t, std::vector<detect::Detection>> done;
@@ -41,7 +40,6 @@ Detector Detector::load(const std::string& path, const DetectorOptions& options)
   const runtime::DetectorOverrides overrides{options.conf, options.iou, options.max_det};
   if (auto cfg = runtime::manifest_detector_config(art->manifest(), overrides, path,
                                                    &impl->no_detector_reason)) {
-    impl->config = *cfg;
     runtime::Engine* engine = impl->engine.get();
     auto network = [engine](const Tensor& input) { return engine->run({input}); };
     if (engine->detects()) {
@@ -80,7 +78,7 @@ uint64_t Detector::submit(const detect::Image& image) const {
   check_detectable(image);
   std::lock_guard<std::mutex> lock(impl_->mu);
   if (impl_->engine->detects()) {
-    const detect::DetectorConfig& c = impl_->config;
+    const detect::DetectorConfig& c = impl_->detector->config();
     return impl_->engine->submit(image, c.conf, c.iou, c.max_det);
   }
   const uint64_t ticket = impl_->next_ticket++;

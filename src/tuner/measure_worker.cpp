@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace yoloc::tuner {
 namespace {
@@ -202,12 +203,7 @@ SharedMemory::~SharedMemory() { munmap(data_, bytes_); }
 
 std::vector<Injection> parse_injections(const std::string& spec) {
   std::vector<Injection> out;
-  size_t pos = 0;
-  while (pos < spec.size()) {
-    size_t end = spec.find(';', pos);
-    if (end == std::string::npos) end = spec.size();
-    const std::string item = spec.substr(pos, end - pos);
-    pos = end + 1;
+  for (const std::string& item : split(spec, ';')) {
     if (item.empty()) continue;
     const auto colon = item.find(':');
     Injection inj;
@@ -220,13 +216,10 @@ std::vector<Injection> parse_injections(const std::string& spec) {
           "YOLOC_TUNE_INJECT '{}': expected ACTION[@TEMPLATE]:KNOB=V,... with ACTION "
           "crash, hang or wrong",
           item);
-    std::string knobs = item.substr(colon + 1);
-    size_t p = 0;
-    while (p < knobs.size()) {
-      size_t e = knobs.find(',', p);
-      if (e == std::string::npos) e = knobs.size();
-      const std::string kv = knobs.substr(p, e - p);
-      p = e + 1;
+    const std::vector<std::string> knobs = split(item.substr(colon + 1), ',');
+    for (size_t k = 0; k < knobs.size(); ++k) {
+      const std::string& kv = knobs[k];
+      if (kv.empty() && k + 1 == knobs.size()) break;  // "", or a trailing comma
       const auto eq = kv.find('=');
       try {
         if (eq == std::string::npos) throw std::invalid_argument(kv);

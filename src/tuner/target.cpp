@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/strings.h"
 
 namespace yoloc::tuner {
 namespace {
@@ -60,10 +61,7 @@ std::vector<int> parse_device_list(const std::string& devices) {
   };
   if (devices.empty()) fail("no device");
   std::vector<int> out;
-  size_t pos = 0;
-  for (;;) {
-    const size_t comma = std::min(devices.find(',', pos), devices.size());
-    const std::string item = devices.substr(pos, comma - pos);
+  for (const std::string& item : split(devices, ',')) {
     if (item.empty()) fail(fmt::format("item {} is empty", out.size() + 1));
     // Digits only: stoi alone would take " 1", "+1" or "1x".
     const auto digits = [](const std::string& v) {
@@ -76,9 +74,8 @@ std::vector<int> parse_device_list(const std::string& devices) {
     if (std::find(out.begin(), out.end(), id) != out.end())
       fail(fmt::format("device {} is listed twice", id));
     out.push_back(id);
-    if (comma == devices.size()) return out;
-    pos = comma + 1;
   }
+  return out;
 }
 
 TuneTarget resolve_target(const std::string& name, int device_id, codegen::cpu::CpuIsa isa) {

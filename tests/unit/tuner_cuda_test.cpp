@@ -54,6 +54,14 @@ TEST(TunerCudaRecords, RoundTripAndSelectionByCudaTarget) {
 #ifdef YOLOC_HAVE_CUDA
 
 /// Conv 3x3 (3 -> 16) of x[1,3,12,12], Conv 3x3 (16 -> 32), Sigmoid, optimized for cuda in fp16.
+// Measurement options for the tests whose devices do not exist: the build still runs.
+MeasureOptions no_device_options() {
+  MeasureOptions o;
+  o.timeout_s = 60;
+  o.build_jobs = 2;
+  return o;
+}
+
 std::unique_ptr<Graph> cuda_graph() {
   auto g = std::make_unique<Graph>();
   Value* x = yoloc::testing::input(*g, "x", {1, 3, 12, 12});
@@ -105,9 +113,7 @@ TEST(TunerCuda, MeasurerWithoutDeviceIsAClearError) {
   const auto g = cuda_graph();
   const std::vector<TuneTask> tasks = cuda_tuning_tasks(*g);
   ASSERT_FALSE(tasks.empty());
-  MeasureOptions o;
-  o.timeout_s = 60;
-  o.build_jobs = 2;
+  const MeasureOptions o = no_device_options();
   // No device 999 on any machine (and no driver on most build machines): the worker's setup
   // fails, and measure() says so, after building the candidate with NVRTC.
   const auto m = make_cuda_measurer(o, "sm_90", {999});
@@ -140,9 +146,7 @@ TEST(TunerCuda, SeveralDevicesWithoutDeviceIsAClearError) {
   const auto g = cuda_graph();
   const std::vector<TuneTask> tasks = cuda_tuning_tasks(*g);
   ASSERT_FALSE(tasks.empty());
-  MeasureOptions o;
-  o.timeout_s = 60;
-  o.build_jobs = 2;
+  const MeasureOptions o = no_device_options();
   // The reference runs first, on the first device: its failed setup is the error.
   const auto m = make_cuda_measurer(o, "sm_90", {998, 999});
   const TuneTask& t = tasks.back();
