@@ -38,7 +38,7 @@ class CudaEngine final : public Engine {
   std::vector<detect::Detection> detect(const detect::Image& img, float conf, float iou,
                                         int max_det) override {
     if (pipeline_) pipeline_->drain();  // the first lane is exec_ itself
-    return exec_.detect({img}, conf, iou, max_det).at(0);
+    return exec_.detect(std::span(&img, 1), conf, iou, max_det).at(0);
   }
   uint64_t submit(const detect::Image& img, float conf, float iou, int max_det) override {
     if (!pipeline_) pipeline_ = std::make_unique<cuda::PipelinedDetect>(exec_, in_flight_);

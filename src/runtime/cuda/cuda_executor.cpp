@@ -244,14 +244,14 @@ std::vector<std::vector<detect::Detection>> CudaExecutor::finish_detect() {
   return out;
 }
 
-std::vector<std::vector<detect::Detection>> CudaExecutor::run_detect(size_t images, float conf,
-                                                                    float iou, int max_det) {
-  launch_detect(images, conf, iou, max_det);
+std::vector<std::vector<detect::Detection>> CudaExecutor::detect(
+    std::span<const detect::Image> images, float conf, float iou, int max_det) {
+  start_detect(images, conf, iou, max_det);
   return finish_detect();
 }
 
-std::vector<std::vector<detect::Detection>> CudaExecutor::detect(
-    const std::vector<detect::Image>& images, float conf, float iou, int max_det) {
+void CudaExecutor::start_detect(std::span<const detect::Image> images, float conf, float iou,
+                                int max_det) {
   const int batch = detect_batch();
   if (images.empty() || static_cast<int>(images.size()) > batch)
     user_error("{} image(s) given; the artifact detects 1 to {} per run", images.size(), batch);
@@ -268,7 +268,7 @@ std::vector<std::vector<detect::Detection>> CudaExecutor::detect(
     detect_->gpu->set_frame(
         b, images[static_cast<size_t>(b) < images.size() ? static_cast<size_t>(b) : 0]);
   }
-  return run_detect(images.size(), conf, iou, max_det);
+  launch_detect(images.size(), conf, iou, max_det);
 }
 
 uint8_t* CudaExecutor::frame_buffer(int b, int width, int height, size_t* pitch) {

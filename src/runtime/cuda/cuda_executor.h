@@ -7,6 +7,7 @@
 ///   - detect(): frame upload, GPU pre-processing, the network, decoding and NMS, download of
 ///     the detections (when the artifact holds the detection kernels).
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,7 @@ class CudaExecutor {
   /// Detects objects in up to batch images (one CUDA graph: upload, pre-processing, network,
   /// decoding, NMS, download); detections per image mapped onto it. Raises a UserError without
   /// the detection kernels or for more images than the batch.
-  std::vector<std::vector<detect::Detection>> detect(const std::vector<detect::Image>& images,
+  std::vector<std::vector<detect::Detection>> detect(std::span<const detect::Image> images,
                                                      float conf, float iou, int max_det);
 
   /// Pinned host memory to write batch item b's frame of width x height BGR pixels into (rows
@@ -52,9 +53,11 @@ class CudaExecutor {
   /// detect() of the frames written into frame_buffer(): sizes[b] = {width, height}.
   std::vector<std::vector<detect::Detection>> detect_written(
       const std::vector<std::pair<int, int>>& sizes, float conf, float iou, int max_det);
-  /// detect_written() without waiting: launches the detection graph on this executor's stream
-  /// and returns; finish_detect() waits for it and returns the detections. Until then the frame
+  /// detect() / detect_written() without waiting: copies the images into the pinned frame
+  /// buffers (the first form), launches the detection graph on this executor's stream and
+  /// returns; finish_detect() waits for it and returns the detections. Until then the frame
   /// buffers must not be written (frame_buffer() and detect() refuse).
+  void start_detect(std::span<const detect::Image> images, float conf, float iou, int max_det);
   void start_detect(const std::vector<std::pair<int, int>>& sizes, float conf, float iou,
                     int max_det);
   std::vector<std::vector<detect::Detection>> finish_detect();
@@ -97,8 +100,6 @@ class CudaExecutor {
   void enqueue_network(const Stream& s) const;
   void prepare_detect(int width, int height);
   int detect_batch() const;
-  std::vector<std::vector<detect::Detection>> run_detect(size_t images, float conf, float iou,
-                                                         int max_det);
 
   std::shared_ptr<const artifact::Artifact> artifact_;
   CudaProgram program_;

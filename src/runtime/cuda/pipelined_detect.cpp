@@ -1,6 +1,6 @@
 #include "runtime/cuda/pipelined_detect.h"
 
-#include <cstring>
+#include <span>
 
 #include "core/error.h"
 
@@ -32,12 +32,7 @@ uint64_t PipelinedDetect::submit(const detect::Image& image, float conf, float i
     lane.exec = lane.own.get();
   }
   if (lane.ticket != 0) finish(lane);
-  size_t pitch = 0;
-  uint8_t* dst = lane.exec->frame_buffer(0, image.width, image.height, &pitch);
-  const size_t row = static_cast<size_t>(image.width) * 3;
-  for (int y = 0; y < image.height; ++y)
-    std::memcpy(dst + pitch * static_cast<size_t>(y), image.pixel(0, y), row);
-  lane.exec->start_detect({{image.width, image.height}}, conf, iou, max_det);
+  lane.exec->start_detect(std::span(&image, 1), conf, iou, max_det);
   lane.ticket = next_ticket_++;
   return lane.ticket;
 }
