@@ -8,6 +8,7 @@
 #                                     bench (yoloc bench of yolov8n and yolox-nano, batch 1),
 #                                     profile (per-kernel times), eval (mAP fp32 vs fp16),
 #                                     pdl (yolov8n with programmatic dependent launch on / off),
+#                                     streams (yolov8n with its kernels over 1..4 streams),
 #                                     tune-run (one tuning run, see the step's comment),
 #                                     tunecmp (benches of untuned vs tuned records),
 #                                     versus (bench/gpu_vs_torch.py: yoloc and the PyTorch peer at
@@ -74,7 +75,7 @@ for s in "$@"; do
         check "$Y" compile "$S/models/$m.onnx" --target cuda --precision fp16 --batch "$b" "${fam[@]}" \
           -o "$work/$m-b$b.ycm" --force
         check "$Y" bench "$work/$m-b$b.ycm" --iters 200 --warmup 20 --image "$S/data/images/bus.jpg" \
-          --json "$out/bench/yoloc-$m-b$b.json"
+          --streams 2 --json "$out/bench/yoloc-$m-b$b.json"
         tail -6 "$log"
       done
       ;;
@@ -90,13 +91,31 @@ for s in "$@"; do
         done
       done
       ;;
+    streams)  # the network's kernels over 1..4 streams (YOLOC_CUDA_STREAMS), yolov8n fp16
+      for b in ${BATCHES:-1 128}; do
+        model=$S/models/yolov8n.onnx
+        [[ $b == 1 ]] || model=$(python3 -c "import sys; sys.path.insert(0, 'bench'); from onnx_twin import dynamic_batch_twin as t; print(t('$model', '$work'))")
+        check "$Y" compile "$model" --target cuda --precision fp16 --batch "$b" -o "$work/st-b$b.ycm" --force
+        for n in ${STREAMS:-1 2 3 4}; do
+          step "bench yolov8n fp16 batch $b, YOLOC_CUDA_STREAMS=$n"
+          YOLOC_CUDA_STREAMS=$n check "$Y" bench "$work/st-b$b.ycm" --iters $((b > 8 ? 60 : 400)) \
+            --warmup 30 --image "$S/data/images/bus.jpg" --json "$out/bench/streams$n-b$b.json"
+          tail -7 "$log" | grep -E "network alone|pinned"
+        done
+      done
+      ;;
     profile)
-      for m in yolov8n yolox-nano-facemask; do
-        fam=(); [[ $m == yolox* ]] && fam=(--family yolox)
-        step "profile $m fp16"
-        check "$Y" compile "$S/models/$m.onnx" --target cuda --precision fp16 "${fam[@]}" \
-          -o "$work/$m-prof.ycm" --force
-        check "$Y" profile "$work/$m-prof.ycm" --iters 20 --top 40 --json "$out/bench/profile-$m.json"
+      for m in ${PROFILE_MODELS:-yolov8n yolox-nano-facemask}; do
+        for b in ${BATCHES:-1}; do
+          fam=(); [[ $m == yolox* ]] && fam=(--family yolox)
+          model=$S/models/$m.onnx
+          [[ $b == 1 ]] || model=$(python3 -c "import sys; sys.path.insert(0, 'bench'); from onnx_twin import dynamic_batch_twin as t; print(t('$model', '$work'))")
+          step "profile $m fp16 batch $b"
+          check "$Y" compile "$model" --target cuda --precision fp16 --batch "$b" "${fam[@]}" \
+            -o "$work/$m-b$b-prof.ycm" --force
+          check "$Y" profile "$work/$m-b$b-prof.ycm" --iters 20 --top 40 \
+            --json "$out/bench/profile-$m-b$b.json"
+        done
       done
       ;;
     eval)

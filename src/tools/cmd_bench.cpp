@@ -241,8 +241,10 @@ void run_bench(const BenchOptions& o) {
     j["arch"] = cuda->device().arch();
     j["kernels"] = cuda->program().launches.size();
     j["programmatic_launch"] = cuda->programmatic_launch();
-    fmt::print("  network alone (one CUDA graph{}, device memory): median {:.3f} ms  p99 {:.3f} ms  "
-               "{:.1f} images/s\n",
+    j["graph_streams"] = cuda->network_streams();
+    fmt::print("  network alone (one CUDA graph over {} stream{}{}, device memory): median {:.3f} ms"
+               "  p99 {:.3f} ms  {:.1f} images/s\n",
+               cuda->network_streams(), cuda->network_streams() > 1 ? "s" : "",
                cuda->programmatic_launch() ? ", programmatic dependent launch" : "", net.median,
                net.p99, net_ips);
     if (engine->detects()) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Compiles a shared model for CUDA (`yoloc compile --target cuda --precision fp16`: NVRTC, no
 GPU needed) and checks the artifact's structure: target and precision in the manifest, a CUDA
-program whose every launch names a module of cubins (ELF images) with a launchable geometry and
-bindings inside the arena or the weights, programmatic dependent launch allowed (sm_90), one
+program whose every launch names a module of cubins (ELF images) with a launchable geometry,
+bindings inside the arena or the weights and the arena arguments it writes (for the streams), programmatic dependent launch allowed (sm_90), one
 module per task plus the detection module of a detector, an arena below the naive sum. For
 yolov8n it also checks that the shipped tuning records (records/cuda-sm_90.jsonl) still apply (a
 change of workload keys would leave them silently unused) and that --no-records applies none.
@@ -56,6 +56,12 @@ def main():
         threads = launch["block"][0] * launch["block"][1] * launch["block"][2]
         if min(launch["grid"] + launch["block"]) < 1 or threads > 1024:
             problems.append(f"launch {i} geometry {launch['grid']} x {launch['block']}")
+        writes = launch.get("writes")
+        if not isinstance(writes, list) or not writes or \
+                any(not 0 <= w < len(launch["args"]) or launch["args"][w]["buffer"] != "arena"
+                    for w in writes):
+            problems.append(f"launch {i} writes {writes}: the executor could not tell which "
+                            "launches may run on other streams")
         for a in launch["args"]:
             size = {"arena": arena, "weights": weights}.get(a["buffer"])
             if a["buffer"] != "null" and (size is None or a["offset"] + a["bytes"] > size):

@@ -108,7 +108,10 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
     const CudaLowered l = t.lower(ct.config, prefix);
     out.scratch_bytes = std::max(out.scratch_bytes, align_to_arena(l.scratch_bytes));
     std::vector<runtime::Binding> args;
+    std::vector<int> writes;  // the task's outputs and its scratch
     for (const CudaArg& a : l.args) {
+      if (a.kind == CudaArg::Kind::kScratch || (a.kind == CudaArg::Kind::kActivation && a.output))
+        writes.push_back(static_cast<int>(args.size()));
       switch (a.kind) {
         case CudaArg::Kind::kNull: args.push_back({runtime::cuda::kNullBuffer, 0, 0}); break;
         case CudaArg::Kind::kScratch:
@@ -143,6 +146,7 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
       launch.block = k.block;
       launch.shared_bytes = k.shared_bytes;
       launch.args = args;
+      launch.writes = writes;
       launch.task = {{"group", t.group_name}, {"template", t.template_name}, {"key", t.key},
                      {"config", ct.config.str()}, {"tuned", ct.tuned}, {"flops", t.flops},
                      {"task", i}};

@@ -257,6 +257,10 @@ Stream::~Stream() {
 
 void Stream::synchronize() const { YOLOC_CU(cuStreamSynchronize(stream_)); }
 
+void Stream::wait(const Event& event) const {
+  YOLOC_CU(cuStreamWaitEvent(stream_, event.get(), CU_EVENT_WAIT_DEFAULT));
+}
+
 void Stream::begin_capture() {
   YOLOC_CU(cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
 }

@@ -30,7 +30,7 @@ namespace yoloc::runtime::cuda {
                       X(cuMemAllocHost) X(cuMemFreeHost) X(cuMemcpyHtoD) X(cuMemcpyDtoH)           \
                           X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD8)                  \
                               X(cuMemsetD8Async) X(cuStreamCreate) X(cuStreamDestroy)              \
-                                  X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy)        \
+                                  X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy)        \
                                       X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) \
                                           X(cuStreamBeginCapture) X(cuStreamEndCapture)            \
                                               X(cuGraphInstantiate) X(cuGraphLaunch)               \
@@ -187,6 +187,7 @@ class HostBuffer {
 };
 
 class Graph;
+class Event;
 
 /// A non-blocking stream.
 class Stream {
@@ -196,6 +197,9 @@ class Stream {
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
   void synchronize() const;
+  /// Makes later work on this stream wait for `event`'s last record (a graph dependency while
+  /// capturing).
+  void wait(const Event& event) const;
   /// Starts recording the work issued on this stream into a graph (thread-local capture mode).
   void begin_capture();
   /// Ends the recording and instantiates it.

@@ -30,6 +30,28 @@ void check_arch(const std::string& arch, const DeviceInfo& d, const std::string&
                where, arch, d.ordinal, d.name, d.arch(), d.arch());
 }
 
+/// The plan of the network's launches over at most max_streams streams; one stream when an
+/// artifact does not say what its launches write.
+StreamPlan network_stream_plan(const CudaProgram& p, int max_streams) {
+  std::vector<LaunchAccess> access(p.launches.size());
+  bool known = true;
+  for (size_t j = 0; j < p.launches.size(); ++j) {
+    const CudaLaunch& l = p.launches[j];
+    if (!l.writes) {
+      known = false;
+      break;
+    }
+    for (size_t k = 0; k < l.args.size(); ++k) {
+      const Binding& a = l.args[k];
+      if (a.buffer != kArena) continue;
+      const bool w = std::find(l.writes->begin(), l.writes->end(), static_cast<int>(k)) !=
+                     l.writes->end();
+      (w ? access[j].writes : access[j].reads).push_back({a.offset, a.offset + a.bytes});
+    }
+  }
+  return plan_streams(access, known ? max_streams : 1);
+}
+
 }  // namespace
 
 /// The GPU detection pipeline: its kernels, buffers and the captured graph for one frame
@@ -68,6 +90,11 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const artifact::Artifact> artifact, i
   const char* pdl_env = std::getenv("YOLOC_CUDA_PDL");
   pdl_ = program_.pdl && context_->info().cc_major >= 9 &&
          !(pdl_env && std::string(pdl_env) == "0");
+  const char* streams_env = std::getenv("YOLOC_CUDA_STREAMS");
+  const int streams = streams_env ? std::atoi(streams_env) : kNetworkStreams;
+  if (streams < 1 || streams > 16)
+    user_error("YOLOC_CUDA_STREAMS={}: expected the number of streams, 1 to 16", streams_env);
+  plan_ = network_stream_plan(program_, streams);
   prepare_lane();
 }
 
@@ -77,7 +104,8 @@ CudaExecutor::CudaExecutor(const CudaExecutor& base, LaneTag)
       context_(base.context_),
       modules_(base.modules_),
       weights_(base.weights_),
-      pdl_(base.pdl_) {
+      pdl_(base.pdl_),
+      plan_(base.plan_) {
   context_->make_current();
   prepare_lane();
 }
@@ -90,11 +118,19 @@ void CudaExecutor::prepare_lane() {
   const std::string& where = artifact_->path();
   arena_ = DeviceBuffer(program_.arena_bytes);
   arena_.fill_bytes(0);
-  for (const CudaLaunch& l : program_.launches) {
+  std::vector<bool> stream_used(static_cast<size_t>(plan_.streams), false);
+  for (size_t j = 0; j < program_.launches.size(); ++j) {
+    const CudaLaunch& l = program_.launches[j];
+    const StreamStep& step = plan_.steps[j];
     Bound b;
     b.fn = modules_->at(static_cast<size_t>(l.module))->function(l.symbol);
     if (l.shared_bytes > 48 * 1024) set_max_dynamic_shared(b.fn, static_cast<int>(l.shared_bytes));
-    b.dims = {l.grid, l.block, l.shared_bytes, pdl_ && !launches_.empty()};
+    // Programmatic only after a kernel of its own stream and no other (an event's wait is a
+    // full dependency).
+    const auto su = static_cast<size_t>(step.stream);
+    b.dims = {l.grid, l.block, l.shared_bytes, pdl_ && stream_used[su] && step.waits.empty()};
+    stream_used[su] = true;
+    events_.push_back(step.signals ? std::make_unique<Event>() : nullptr);
     for (const Binding& a : l.args) {
       CUdeviceptr p = 0;
       if (a.buffer == kArena) p = arena_.ptr() + a.offset;
@@ -111,6 +147,13 @@ void CudaExecutor::prepare_lane() {
     for (CUdeviceptr& v : b.values) b.params.push_back(&v);
   }
   stream_ = std::make_unique<Stream>();
+  if (plan_.streams > 1) {
+    fork_ = std::make_unique<Event>();
+    for (int k = 1; k < plan_.streams; ++k) {
+      aux_streams_.push_back(std::make_unique<Stream>());
+      joins_.push_back(std::make_unique<Event>());
+    }
+  }
   const artifact::Manifest& m = manifest();
   for (size_t i = 0; i < m.inputs.size(); ++i)
     host_inputs_.push_back(std::make_unique<HostBuffer>(spec_bytes(m.inputs[i], where)));
@@ -134,8 +177,22 @@ void CudaExecutor::prepare_lane() {
 CudaExecutor::~CudaExecutor() = default;
 
 void CudaExecutor::enqueue_network(const Stream& s) const {
-  for (const Bound& b : launches_)
-    launch(b.fn, b.dims, const_cast<void**>(b.params.data()), &s);
+  if (fork_) {
+    fork_->record(s);
+    for (const auto& aux : aux_streams_) aux->wait(*fork_);
+  }
+  for (size_t j = 0; j < launches_.size(); ++j) {
+    const StreamStep& step = plan_.steps[j];
+    const Stream& on = step.stream == 0 ? s : *aux_streams_[static_cast<size_t>(step.stream - 1)];
+    for (int w : step.waits) on.wait(*events_[static_cast<size_t>(w)]);
+    const Bound& b = launches_[j];
+    launch(b.fn, b.dims, const_cast<void**>(b.params.data()), &on);
+    if (step.signals) events_[j]->record(on);
+  }
+  for (size_t k = 0; k < aux_streams_.size(); ++k) {
+    joins_[k]->record(*aux_streams_[k]);
+    s.wait(*joins_[k]);
+  }
 }
 
 std::vector<Tensor> CudaExecutor::run(const std::vector<Tensor>& inputs) {

@@ -17,6 +17,7 @@
 #include "detect/image.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/cuda_program.h"
+#include "runtime/cuda/stream_plan.h"
 
 namespace yoloc::runtime::cuda {
 
@@ -81,6 +82,10 @@ class CudaExecutor {
   /// True when the network's kernels are launched with programmatic dependent launch (an
   /// sm_90+ artifact on an sm_90+ device, unless YOLOC_CUDA_PDL=0).
   bool programmatic_launch() const { return pdl_; }
+  /// The streams the network's kernels are spread over (1: one after the other; see
+  /// stream_plan.h; YOLOC_CUDA_STREAMS caps it, default kNetworkStreams).
+  int network_streams() const { return plan_.streams; }
+  static constexpr int kNetworkStreams = 4;
   /// Bytes of device memory this executor allocated (arena, weights, detection buffers).
   uint64_t device_bytes() const;
 
@@ -112,6 +117,13 @@ class CudaExecutor {
   std::vector<Bound> launches_;
   bool pdl_ = false;
   std::unique_ptr<Stream> stream_;
+  // The network's kernels over stream_ and aux_streams_: aux stream k is stream k + 1 of plan_;
+  // events_[j] is recorded after launch j when another stream waits for it; fork_ starts the
+  // aux streams after what stream_ holds, joins_ end them into stream_.
+  StreamPlan plan_;
+  std::vector<std::unique_ptr<Stream>> aux_streams_;
+  std::vector<std::unique_ptr<Event>> events_, joins_;
+  std::unique_ptr<Event> fork_;
   std::vector<std::unique_ptr<HostBuffer>> host_inputs_, host_outputs_;
   std::unique_ptr<Graph> network_graph_, run_graph_;
   struct DetectState;

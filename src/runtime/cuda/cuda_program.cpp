@@ -140,6 +140,16 @@ CudaProgram parse_cuda_program(const artifact::Manifest& m, const std::string& w
       }
       c.args.push_back(r.binding(args[k], apath, m, p.arena_bytes));
     }
+    if (auto it = l.find("writes"); it != l.end()) {
+      if (!it->is_array()) r.fail(path + ".writes", "is not an array of argument indices");
+      c.writes.emplace();
+      for (const json& w : *it) {
+        if (!w.is_number_integer() || w.get<int64_t>() < 0 ||
+            w.get<uint64_t>() >= c.args.size())
+          r.fail(path + ".writes", "holds " + w.dump() + ", which is not an index of its args");
+        c.writes->push_back(w.get<int>());
+      }
+    }
     if (auto it = l.find("task"); it != l.end() && it->is_object()) c.task = *it;
     p.launches.push_back(std::move(c));
   }
@@ -167,6 +177,7 @@ nlohmann::json cuda_program_to_json(const CudaProgram& p) {
     }
     json l = {{"module", c.module}, {"symbol", c.symbol}, {"grid", c.grid},
               {"block", c.block},   {"shared", c.shared_bytes}, {"args", args}};
+    if (c.writes) l["writes"] = *c.writes;
     if (!c.task.empty()) l["task"] = c.task;
     launches.push_back(std::move(l));
   }

@@ -15,6 +15,9 @@
 ///        "args": [{"buffer": "arena", "offset": 0, "bytes": 4096},
 ///                 {"buffer": "weights", "offset": 128, "bytes": 256},
 ///                 {"buffer": "null"}],
+///        "writes": [2],                 // optional: the args it writes (the others it
+///                                       // reads); the executor runs independent launches
+///                                       // on several streams only when every launch has it
 ///        "task": {"group": "Conv+SiLU", ...}}   // optional: for tools
 ///     ],
 ///     "detect": {"module": 3, "family": "yolov8", ...}, // optional: GPU pre/post-processing
@@ -45,6 +48,8 @@ struct CudaLaunch {
   std::array<unsigned, 3> block{1, 1, 1};
   unsigned shared_bytes = 0;
   std::vector<Binding> args;  ///< buffer "arena", a blob name, or kNullBuffer
+  /// The indices of the args the kernel writes; nullopt when the artifact does not say.
+  std::optional<std::vector<int>> writes;
   nlohmann::json task = nlohmann::json::object();
 };
 
