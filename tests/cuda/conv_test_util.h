@@ -164,7 +164,8 @@ inline std::vector<ScheduleConfig> tc_configs(const CudaConvTask& t) {
       {{"bm", 128}, {"bn", 64}, {"bk", 32}, {"wm", 64}, {"wn", 32}, {"stages", 4}},
       {{"bm", 128}, {"bn", 128}, {"bk", 32}, {"wm", 64}, {"wn", 32}, {"stages", 3}},
       {{"bm", 256}, {"bn", 128}, {"bk", 32}, {"wm", 64}, {"wn", 64}, {"stages", 3}},
-      {{"bm", 64}, {"bn", 128}, {"bk", 64}, {"wm", 32}, {"wn", 64}, {"stages", 2}}};
+      {{"bm", 64}, {"bn", 128}, {"bk", 64}, {"wm", 32}, {"wn", 64}, {"stages", 2}},
+      {{"bm", 32}, {"bn", 32}, {"bk", 128}, {"wm", 16}, {"wn", 16}, {"stages", 4}}};
   for (const auto& v : tries) {
     const ScheduleConfig c(v);
     if (TensorCoreConvTemplate::valid(t, c) && !(c == out[0])) out.push_back(c);

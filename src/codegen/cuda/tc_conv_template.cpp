@@ -239,7 +239,7 @@ ScheduleSpace TensorCoreConvTemplate::space(const CudaConvTask&) {
   ScheduleSpace s;
   s.knobs.push_back({"bm", "output pixels per block tile", {32, 64, 128, 256}});
   s.knobs.push_back({"bn", "output channels per block tile", {16, 32, 64, 128, 256}});
-  s.knobs.push_back({"bk", "GEMM depth per pipeline step", {16, 32, 64}});
+  s.knobs.push_back({"bk", "GEMM depth per pipeline step", {16, 32, 64, 128}});
   s.knobs.push_back({"wm", "output pixels per warp tile", {16, 32, 64}});
   s.knobs.push_back({"wn", "output channels per warp tile", {16, 32, 64}});
   s.knobs.push_back({"stages", "shared-memory pipeline depth", {2, 3, 4}});
