@@ -266,8 +266,8 @@ int WorkerProcess::kill_and_reap() {
   return reap();
 }
 
-void WorkerProcess::stop() {
-  if (pid_ < 0) return;
+int WorkerProcess::stop() {
+  if (pid_ < 0) return -1;
   // The worker ends when its socket closes; one that does not within a second is killed.
   forget_end(fd_);
   fd_ = -1;
@@ -284,6 +284,7 @@ void WorkerProcess::stop() {
     usleep(1000);
   }
   pid_ = -1;
+  return status;
 }
 
 }  // namespace yoloc::tuner

@@ -72,8 +72,8 @@ class WorkerProcess {
   Outcome call(std::string_view request);
 
   /// Closes the worker's socket, which ends it, and reaps it (killed when it has not exited
-  /// within a second).
-  void stop();
+  /// within a second). Returns its wait status; -1 when none ran.
+  int stop();
   /// Workers started so far.
   int starts() const { return starts_.load(); }
   /// The running worker's process id; -1 when none runs.
