@@ -209,6 +209,13 @@ WorkerProcess::Received WorkerProcess::receive(std::string& frame, WireClock::ti
 
 WorkerProcess::Outcome WorkerProcess::call(std::string_view request) {
   Outcome out;
+  int status = 0;
+  if (pid_ >= 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
+    // It died while idle (killed from outside, say): no request of ours is to blame.
+    forget_end(fd_);
+    pid_ = -1;
+    fd_ = -1;
+  }
   if (pid_ < 0) {
     out.fatal = start();
     if (!out.fatal.empty()) return out;
@@ -219,7 +226,6 @@ WorkerProcess::Outcome WorkerProcess::call(std::string_view request) {
   // A failed write means the worker is gone or stuck: receive() tells which.
   write_frame(fd_, request, deadline);
   std::string frame;
-  int status = 0;
   try {
     switch (receive(frame, deadline, status)) {
       case Received::kTimeout:

@@ -127,6 +127,19 @@ TEST(TunerWorker, CrashAndHangCostOneRequestAndTheNextGetsAFreshWorker) {
   EXPECT_EQ(w.starts(), 3);
 }
 
+TEST(TunerWorker, AWorkerThatDiedWhileIdleIsReplacedWithoutBlame) {
+  WorkerProcess w(echo_spec());
+  ASSERT_TRUE(w.call("measure").reply.result.ok());
+  const pid_t first = w.pid();
+  kill(first, SIGKILL);
+  ASSERT_TRUE(ends_within(first, 5));
+  const WorkerProcess::Outcome o = w.call("measure");
+  EXPECT_TRUE(o.reply.result.ok()) << o.reply.result.error;
+  EXPECT_NE(w.pid(), first);
+  EXPECT_EQ(waitpid(first, nullptr, WNOHANG), -1);
+  EXPECT_EQ(w.starts(), 2);
+}
+
 TEST(TunerWorker, ExceptionsStopTheWorkerOnlyWhenAsked) {
   WorkerProcess keep(echo_spec(10, false));
   ASSERT_TRUE(keep.call("measure").reply.result.ok());
