@@ -49,7 +49,7 @@ std::vector<std::string> WorkerPool::run(const WorkerBatch& batch,
   std::vector<char> finished(n, 0);  // not vector<bool>: the threads set distinct elements
   std::vector<std::string> fatal(workers_.size());
   std::mutex mutex;
-  std::string reference_failure;  // the reference candidate's error, once it failed
+  std::string reference_failure;  // why the reference failed (in any worker), once it did
   std::vector<std::exception_ptr> raised(workers_.size());  // by a fork that failed
   const auto serve = [&](size_t d) {
     WorkerProcess& w = *workers_[d];
@@ -80,7 +80,11 @@ std::vector<std::string> WorkerPool::run(const WorkerBatch& batch,
           }
         }
         if (o.fatal.empty() && o.reply.need_reference) {
-          results[i] = no_reference("the default config failed in a worker (" + why + ")");
+          // The reference is deterministic: where it failed once, the others would wait for
+          // it to fail again (a hang: a deadline each).
+          const std::lock_guard<std::mutex> lock(mutex);
+          if (reference_failure.empty()) reference_failure = why;
+          results[i] = no_reference("the default config failed (" + reference_failure + ")");
           finished[i] = 1;
           continue;
         }

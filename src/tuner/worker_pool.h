@@ -8,7 +8,8 @@
 /// (and is timed like any candidate); a worker that gets a candidate of a task it holds no
 /// reference for (another device's worker, or a fresh one after a crash) answers so, is sent
 /// the task's reference request, then the candidate again. So the devices never wait for each
-/// other. A reference that fails skips the task's candidates left ("no reference: ...").
+/// other. A reference that fails (in any worker) skips the batch's candidates left ("no
+/// reference: ...").
 #include <string>
 #include <vector>
 

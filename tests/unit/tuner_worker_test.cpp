@@ -103,8 +103,7 @@ TEST(TunerWorker, CrashAndHangCostOneRequestAndTheNextGetsAFreshWorker) {
   const WorkerProcess::Outcome crash = w.call("crash");
   // "crashed: signal 11 (...)"; under AddressSanitizer, which turns the fault into exit 1,
   // "crashed: the worker exited with status 1".
-  EXPECT_EQ(crash.reply.result.error.rfind("crashed: ", 0), 0u)
-      << crash.reply.result.error;
+  EXPECT_EQ(crash.reply.result.error.rfind("crashed: ", 0), 0u) << crash.reply.result.error;
   EXPECT_EQ(w.pid(), -1);
   EXPECT_TRUE(ended(first));
   EXPECT_EQ(waitpid(first, nullptr, WNOHANG), -1) << "reaped: no zombie left";
@@ -321,6 +320,21 @@ TEST(TunerWorkerPool, AFailedReferenceSkipsTheRest) {
     EXPECT_TRUE(r[i].skipped) << r[i].error;
     EXPECT_EQ(r[i].error.rfind("no reference: ", 0), 0u) << r[i].error;
   }
+
+  // A later batch on a fresh worker whose reference request fails: tried once, not per
+  // candidate.
+  WorkerPool lone({fake_device(0)});
+  batch.requests = {"cand", "cand", "cand"};
+  batch.reference = -1;
+  r.assign(3, MeasureResult{});
+  done.assign(3, false);
+  lone.run(batch, r, done);
+  for (const MeasureResult& m : r) {
+    EXPECT_TRUE(m.skipped);
+    EXPECT_EQ(m.error.rfind("no reference: the default config failed (crashed: ", 0), 0u)
+        << m.error;
+  }
+  EXPECT_EQ(lone.starts(), 1);
 }
 
 TEST(TunerWire, CpuRequestsRoundTripAndTruncationIsMalformed) {
