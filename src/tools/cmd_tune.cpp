@@ -223,11 +223,11 @@ void run_tune(const TuneCliOptions& o) {
     const tuner::TuneSummary s = tuner::tune(tasks, t, *measurer, progress);
     fmt::print(
         "tuned {} tasks in {}: {} trials and {} re-measurements ({} failed), building "
-        "{:.0f} s, measuring {:.0f} s{}; records in {}\n",
+        "{:.0f} s, measuring {:.0f} s{} ({} worker start{}); records in {}\n",
         tasks.size(), tuner::format_duration(s.seconds), s.trials, s.verify_trials, s.errors,
         s.build_s, s.run_s,
         devices.size() > 1 ? fmt::format(" on {} devices", devices.size()) : std::string(),
-        o.records);
+        s.worker_starts, s.worker_starts == 1 ? "" : "s", o.records);
     if (in_model) {
       InModelOptions im = o.in_model;
       im.threads = threads;

@@ -1,11 +1,11 @@
 #pragma once
 /// Measuring candidate configs. A Measurer builds a batch of candidates of one task and times
 /// them on its device; the CPU one builds several candidates per shared object with at most
-/// `build_jobs` host compilers at once, then runs them in a forked worker process, one
-/// candidate after the other, with a deadline each: a candidate that crashes, hangs or computes
-/// something else than the task's reference costs one failed result, and the worker is
-/// restarted for the rest. A GPU target implements the same interface (NVRTC builds, one
-/// worker per device).
+/// `build_jobs` host compilers at once, then sends them to its worker process, one candidate
+/// after the other, with a deadline each. The worker is forked at the first batch and serves
+/// the whole tuning run (worker_pool.h): a candidate that crashes, hangs or computes something
+/// else than the task's reference costs one failed result, and a fresh worker takes the rest.
+/// A GPU target implements the same interface (NVRTC builds, one worker per device).
 ///
 /// A run of a candidate: its first run's outputs are checked against the reference (the
 /// default config's outputs on the same random inputs); then one warm-up run, then `repeats`
@@ -74,9 +74,12 @@ class Measurer {
   /// Seconds spent building and running so far.
   virtual double build_seconds() const = 0;
   virtual double run_seconds() const = 0;
+  /// Measurement worker processes started so far (one per device that measured, plus one per
+  /// restart after a crash, a timeout or a stop); 0 for a measurer without workers.
+  virtual int worker_starts() const { return 0; }
 };
 
-/// The CPU measurer (host compiler, forked worker).
+/// The CPU measurer (host compiler, one persistent worker process).
 std::unique_ptr<Measurer> make_cpu_measurer(const MeasureOptions& options);
 
 }  // namespace yoloc::tuner

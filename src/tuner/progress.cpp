@@ -26,12 +26,17 @@ std::string progress_line(const Progress& p) {
   const auto gflops = [&](double s) { return s > 0 ? p.flops / s / 1e9 : 0.0; };
   std::string trials = p.trial_budget > 0 ? fmt::format("{}/{}", p.trials, p.trial_budget)
                                           : fmt::format("{}", p.trials);
+  // Workers live for the whole run: more starts than devices are restarts after failures.
+  const std::string workers =
+      p.worker_starts > 0
+          ? fmt::format(", {} worker start{}", p.worker_starts, p.worker_starts == 1 ? "" : "s")
+          : std::string();
   return fmt::format(
-      "[task {}/{}] {} | trials {} ({} failed) | best {} ({:.1f} GFLOP/s) cur {} | model {} "
+      "[task {}/{}] {} | trials {} ({} failed{}) | best {} ({:.1f} GFLOP/s) cur {} | model {} "
       "(default {}) | {} elapsed, ETA {}",
-      p.task, p.tasks, p.task_name, trials, p.errors, format_seconds(p.best_s), gflops(p.best_s),
-      format_seconds(p.current_s), format_seconds(p.latency_s), format_seconds(p.default_latency_s),
-      format_duration(p.elapsed_s), format_duration(p.eta_s));
+      p.task, p.tasks, p.task_name, trials, p.errors, workers, format_seconds(p.best_s),
+      gflops(p.best_s), format_seconds(p.current_s), format_seconds(p.latency_s),
+      format_seconds(p.default_latency_s), format_duration(p.elapsed_s), format_duration(p.eta_s));
 }
 
 ProgressDisplay::ProgressDisplay(std::FILE* out, bool enabled)

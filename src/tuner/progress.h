@@ -14,6 +14,7 @@ struct Progress {
   int64_t trials = 0;        ///< measured this run
   int64_t trial_budget = 0;  ///< 0: none
   int64_t errors = 0;
+  int worker_starts = 0;  ///< measurement workers started so far; 0: not shown
   double best_s = 0, current_s = 0;             ///< the task's best time and the last round's best
   double flops = 0;                             ///< of one run of the task
   double latency_s = 0, default_latency_s = 0;  ///< the model's estimated latency

@@ -238,6 +238,7 @@ void Tuner::show(int i, double current_s) {
   p.trials = sum_.trials + sum_.verify_trials;
   p.trial_budget = o_.trials > 0 ? o_.trials : 0;
   p.errors = sum_.errors;
+  p.worker_starts = measurer_.worker_starts();
   p.best_s = run.best_s;
   p.current_s = current_s;
   p.flops = task.task.flops;
@@ -278,6 +279,7 @@ TuneSummary Tuner::run() {
   sum_.seconds = elapsed();
   sum_.build_s = measurer_.build_seconds();
   sum_.run_s = measurer_.run_seconds();
+  sum_.worker_starts = measurer_.worker_starts();
   return sum_;
 }
 

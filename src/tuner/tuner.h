@@ -45,6 +45,7 @@ struct TuneSummary {
   int resumed = 0;                 ///< matching records read from the file
   int stale = 0;                   ///< records of other versions in the file (ignored)
   double seconds = 0, build_s = 0, run_s = 0;
+  int worker_starts = 0;      ///< measurement worker processes started (Measurer::worker_starts)
   bool budget_spent = false;  ///< stopped by the trial or time budget (else: all tasks done)
 };
 

@@ -1,8 +1,9 @@
 // GPU test of the CUDA measurer (label gpu; skips without a CUDA device): yolov8n's SPPF at 20x20
-// (generic tasks), each task's default and other configs measured in the forked worker, with
-// injected faults: a crash and a hang cost their own result (the worker restarts), a wrong output
-// is caught by the check against the default config; with two devices (when there are), the
-// same split over one worker per device. This file is linked first into its binary:
+// (generic tasks), each task's default and other configs measured by the persistent worker, with
+// injected faults: a crash and a hang cost their own result (the worker restarts, and only then),
+// a wrong output is caught by the check against the default config; with two devices (when there
+// are), the same spread over one worker per device, which are reused from batch to batch and
+// finish a batch sooner than one device does. This file is linked first into its binary:
 // the measurer forks, so this process must not have initialised CUDA (the other GPU tests do);
 // run alone with --gtest_filter='CudaTuneGpu.*' when in doubt.
 #include <fmt/format.h>
@@ -78,24 +79,27 @@ TEST(CudaTuneGpu, MeasuresChecksAndSurvivesFaults) {
   const std::vector<TuneTask> tasks = cuda_tuning_tasks(*g);
   ASSERT_FALSE(tasks.empty());
   const auto m = make_cuda_measurer(fault_options(), target.arch, {0});
-  int checked = 0;
+  int checked = 0, faults = 0;
   for (const TuneTask& t : tasks) {
     if (t.task.template_name != "generic") continue;
     const std::vector<codegen::ScheduleConfig> configs = fault_batch(t);
     const std::vector<MeasureResult> r = m->measure(t, configs, 0);
     expect_faults(t, configs, r);
     if (HasFatalFailure()) return;
+    for (const auto& c : configs) faults += c.get("threads") == 64 || c.get("threads") == 128;
     // A second batch of the task: checked against the reference kept from the first.
     const std::vector<MeasureResult> again = m->measure(t, {t.task.default_config}, r[0].median);
     EXPECT_TRUE(again[0].ok()) << again[0].error;
     if (++checked == 2) break;
   }
   EXPECT_GT(checked, 0) << "no generic task";
+  // One worker for every batch of every task, and one more after each crash and each hang.
+  EXPECT_EQ(m->worker_starts(), 1 + faults);
 }
 
 // Two devices measure a batch in parallel: one result per config, in its place, with the checks
 // and faults of one device (a crash on one device's worker is a crash, not a timeout: the other
-// device's worker holds no end of its pipe). The device count is asked through cuda_target (a
+// device's worker holds no end of its socket). The device count is asked through cuda_target (a
 // child process): this process must not initialise CUDA.
 TEST(CudaTuneGpu, SeveralDevicesMeasureInParallel) {
   TuneTarget target;
@@ -127,13 +131,34 @@ TEST(CudaTuneGpu, SeveralDevicesMeasureInParallel) {
     const std::vector<MeasureResult> alone = one->measure(t, configs, 0);
     ASSERT_EQ(alone.size(), r.size());
     for (size_t i = 0; i < r.size(); ++i)
-      EXPECT_EQ(alone[i].ok(), r[i].ok()) << configs[i].str() << ": " << alone[i].error << " / "
-                                          << r[i].error;
-    // A later batch, reference known: every candidate is split over both devices, and each
-    // worker checks against the reference measured on device 0.
+      EXPECT_EQ(alone[i].ok(), r[i].ok())
+          << configs[i].str() << ": " << alone[i].error << " / " << r[i].error;
+    EXPECT_GE(two->worker_starts(), 2) << "both devices measured";
     std::vector<codegen::ScheduleConfig> good;
     for (size_t i = 0; i < configs.size(); ++i)
       if (r[i].ok()) good.push_back(configs[i]);
+    // Clean batches: the first restarts a worker its device lost at a fault, if any; then the
+    // same workers serve every batch, and two devices finish one sooner than one device.
+    two->measure(t, good, r[0].median);
+    one->measure(t, good, r[0].median);
+    const int two_starts = two->worker_starts(), one_starts = one->worker_starts();
+    double two_s = 0, one_s = 0;
+    for (int k = 0; k < 3; ++k) {
+      double before = two->run_seconds();
+      for (const MeasureResult& m : two->measure(t, good, r[0].median))
+        EXPECT_TRUE(m.ok()) << m.error;
+      two_s += two->run_seconds() - before;
+      before = one->run_seconds();
+      for (const MeasureResult& m : one->measure(t, good, r[0].median))
+        EXPECT_TRUE(m.ok()) << m.error;
+      one_s += one->run_seconds() - before;
+    }
+    EXPECT_EQ(two->worker_starts(), two_starts) << "the workers of both devices are reused";
+    EXPECT_EQ(one->worker_starts(), one_starts);
+    fmt::print("{} good configs, 3 batches: two devices {:.3f} s, one device {:.3f} s\n",
+               good.size(), two_s, one_s);
+    EXPECT_LT(two_s, one_s) << "two devices should finish a batch sooner than one";
+    // A later batch with a crash: each worker checks against its own reference.
     for (const auto& c : configs)
       if (c.get("threads") == 64) good.push_back(c);  // a crash among them, on some device
     const std::vector<MeasureResult> again = two->measure(t, good, r[0].median);

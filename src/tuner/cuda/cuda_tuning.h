@@ -1,16 +1,17 @@
 #pragma once
 /// Tuning for the CUDA target (built with it: YOLOC_HAVE_CUDA). The tasks of a graph optimized for
 /// "cuda", the target a device gives, and the CUDA measurer: candidates built by NVRTC in
-/// parallel, then run in a forked worker process per device that owns the CUDA context (this
+/// parallel, then run by a persistent worker process per device that owns the CUDA context (this
 /// process never initialises CUDA: a context does not survive fork), one after the other with a
-/// deadline each, as the CPU measurer does (measure_worker.h). A candidate that crashes the
-/// context costs its own result; the worker is restarted for the rest.
+/// deadline each, as the CPU measurer does (worker_pool.h, cuda_worker.h). A candidate that
+/// crashes the context costs its own result; a fresh worker takes the rest.
 ///
 /// In the worker each kernel argument gets a device buffer of its own: an activation as many
-/// elements as it addresses (its element offset plus its strided span), inputs filled with
-/// random values in [-1, 1] of the value's storage dtype (the same for every candidate of a task),
-/// outputs with all-ones bytes (NaN: unwritten elements show), constants as the compiler stores
-/// them, scratch zeroed. The default config's outputs are the reference; a candidate's outputs
+/// elements as it addresses (its element offset plus its strided span; kept per task across
+/// rounds), inputs filled with random values in [-1, 1] of the value's storage dtype (the same
+/// for every candidate of a task), outputs with all-ones bytes (NaN: unwritten elements show),
+/// constants as the compiler stores them, scratch zeroed. The default config's outputs, as the
+/// worker's device computes them, are the reference; a candidate's outputs
 /// must match them within the dtype's tolerance (fp16: 1e-2 relative and absolute, bf16: 5e-2,
 /// fp32: MeasureOptions::rtol/atol). Then one warm-up run and `repeats` timed repeats, each of
 /// as many back-to-back runs as last min_repeat_s, timed by CUDA events around the batch: the
@@ -39,8 +40,9 @@ TuneTarget cuda_target(const std::vector<int>& devices, const std::string& arch)
 TuneTarget cuda_target(int device_id, const std::string& arch);
 
 /// The CUDA measurer: kernels built for `arch`, run on `devices` (all of one kind, see
-/// cuda_target): a batch's candidates are split round-robin over the devices, one forked worker
-/// per device at once; a task's reference (its default config) runs first, on the first device.
+/// cuda_target): one persistent worker per device, started at its first candidate; the devices
+/// take a batch's candidates one by one, in parallel, each worker checking against its own run
+/// of the task's reference (its default config, first in the task's first batch).
 /// MeasureOptions used: repeats, min_repeat_s, timeout_s, build_jobs (NVRTC compilations at
 /// once), max_slowdown, rtol / atol (fp32 outputs), inject. measure() raises a UserError naming
 /// the device when a worker cannot set up (no driver, no such device).

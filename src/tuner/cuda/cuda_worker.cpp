@@ -1,0 +1,349 @@
+#include "tuner/cuda/cuda_worker.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "runtime/cuda/cuda_driver.h"
+
+namespace yoloc::tuner {
+namespace {
+
+using codegen::cuda::CudaArg;
+namespace rt = runtime::cuda;
+
+/// Tasks a worker keeps (the least recently used go first), with their device buffers.
+constexpr size_t kCachedTasks = 32;
+
+/// An element of a float storage dtype as a double; NaN for other dtypes (compared bytewise).
+double element(const std::string& bytes, DType t, uint64_t i) {
+  const char* p = bytes.data();
+  switch (t) {
+    case DType::kFloat32: {
+      float v;
+      std::memcpy(&v, p + i * 4, 4);
+      return v;
+    }
+    case DType::kFloat16: {
+      uint16_t b;
+      std::memcpy(&b, p + i * 2, 2);
+      return half_bits_to_float(b);
+    }
+    case DType::kBFloat16: {
+      BFloat16 v;
+      std::memcpy(&v.bits, p + i * 2, 2);
+      return static_cast<float>(v);
+    }
+    default: return std::nan("");
+  }
+}
+
+void set_element(std::string& bytes, DType t, uint64_t i, float v) {
+  char* p = bytes.data();
+  if (t == DType::kFloat32) {
+    std::memcpy(p + i * 4, &v, 4);
+  } else if (t == DType::kFloat16) {
+    const uint16_t b = float_to_half_bits(v);
+    std::memcpy(p + i * 2, &b, 2);
+  } else if (t == DType::kBFloat16) {
+    const BFloat16 h(v);
+    std::memcpy(p + i * 2, &h.bits, 2);
+  }
+}
+
+bool float_dtype(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
+}
+
+uint64_t arg_bytes(const CudaRequest::Arg& a) { return a.elements * dtype_size(a.dtype); }
+
+class CudaWorker {
+ public:
+  CudaWorker(int device, const MeasureOptions& o) : opt_(o), context_(device) {}
+  WorkerReply serve(std::string_view message);
+
+ private:
+  /// What the candidates of a task share in this worker: the random inputs (host bytes), a
+  /// device buffer per activation, and the reference outputs (host bytes), by argument index.
+  struct TaskState {
+    std::vector<std::string> inputs, reference;
+    std::vector<rt::DeviceBuffer> activations;
+    bool has_reference = false;
+    uint64_t used = 0;
+  };
+  TaskState& task_state(const CudaRequest& q);
+  MeasureResult run(const CudaRequest& q, TaskState& t);
+
+  MeasureOptions opt_;
+  rt::Context context_;  // first: the buffers and the stream go before it
+  rt::Stream stream_;
+  std::map<std::string, TaskState> tasks_;
+  uint64_t tick_ = 0;
+};
+
+CudaWorker::TaskState& CudaWorker::task_state(const CudaRequest& q) {
+  auto [it, fresh] = tasks_.try_emplace(q.task);
+  TaskState& t = it->second;
+  t.used = ++tick_;
+  if (fresh) {
+    // Inputs in [-1, 1] from a fixed seed: every candidate of the task, in every worker, sees
+    // the same data.
+    std::mt19937 rng(12345);
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    t.inputs.resize(q.args.size());
+    t.reference.resize(q.args.size());
+    t.activations.resize(q.args.size());
+    for (size_t i = 0; i < q.args.size(); ++i) {
+      const CudaRequest::Arg& a = q.args[i];
+      if (a.kind != CudaArg::Kind::kActivation) continue;
+      t.activations[i] = rt::DeviceBuffer(std::max<uint64_t>(arg_bytes(a), 16));
+      if (a.output) continue;
+      t.inputs[i].assign(arg_bytes(a), '\0');  // other dtypes: zeros
+      if (!float_dtype(a.dtype)) continue;
+      for (uint64_t e = 0; e < a.elements; ++e) set_element(t.inputs[i], a.dtype, e, dist(rng));
+    }
+  }
+  // The arguments of a workload are the same for every config.
+  YOLOC_CHECK(t.activations.size() == q.args.size(), "tuner: {} arguments of {}, {} before",
+              q.args.size(), q.task, t.activations.size());
+  for (size_t i = 0; i < q.args.size(); ++i) {
+    const CudaRequest::Arg& a = q.args[i];
+    if (a.kind == CudaArg::Kind::kActivation)
+      YOLOC_CHECK(t.activations[i].bytes() == std::max<uint64_t>(arg_bytes(a), 16),
+                  "tuner: argument {} of {} changed size", i, q.task);
+  }
+  while (tasks_.size() > kCachedTasks) {
+    auto oldest = tasks_.begin();
+    for (auto j = tasks_.begin(); j != tasks_.end(); ++j)
+      if (j->second.used < oldest->second.used) oldest = j;
+    tasks_.erase(oldest);  // never the one just used
+  }
+  return t;
+}
+
+WorkerReply CudaWorker::serve(std::string_view message) {
+  const CudaRequest q = decode_cuda_request(message);
+  TaskState& t = task_state(q);
+  WorkerReply rep;
+  if (q.role == MeasureRole::kCandidate && !t.has_reference) {
+    rep.need_reference = true;
+    return rep;
+  }
+  if (q.role != MeasureRole::kCandidate) t.has_reference = false;
+  rep.result = run(q, t);
+  return rep;
+}
+
+MeasureResult CudaWorker::run(const CudaRequest& q, TaskState& t) {
+  MeasureResult r;
+  const bool reference = q.role != MeasureRole::kCandidate;
+  const rt::Module module(*q.cubin);
+  std::vector<CUfunction> fns;
+  std::vector<rt::LaunchDims> dims;
+  for (const CudaRequest::Launch& k : q.launches) {
+    fns.push_back(module.function(k.symbol));
+    if (k.shared_bytes > 48 * 1024)
+      rt::set_max_dynamic_shared(fns.back(), static_cast<int>(k.shared_bytes));
+    dims.push_back({k.grid, k.block, k.shared_bytes});
+  }
+  // Constants (their layout depends on the config) and scratch are the candidate's own; the
+  // activations' buffers are the task's, the inputs copied in again (a candidate that wrote
+  // past its outputs would otherwise change the next one's inputs).
+  std::vector<rt::DeviceBuffer> own(q.args.size());
+  std::vector<CUdeviceptr> values(q.args.size(), 0);
+  for (size_t i = 0; i < q.args.size(); ++i) {
+    const CudaRequest::Arg& a = q.args[i];
+    switch (a.kind) {
+      case CudaArg::Kind::kNull: continue;
+      case CudaArg::Kind::kScratch:
+        own[i] = rt::DeviceBuffer(std::max<uint64_t>(q.scratch_bytes, 16));
+        own[i].fill_bytes(0);
+        values[i] = own[i].ptr();
+        continue;
+      case CudaArg::Kind::kConstant:
+        own[i] = rt::DeviceBuffer(std::max<size_t>(a.data.size(), 16));
+        if (!a.data.empty()) YOLOC_CU(cuMemcpyHtoD(own[i].ptr(), a.data.data(), a.data.size()));
+        values[i] = own[i].ptr();
+        continue;
+      case CudaArg::Kind::kActivation: {
+        rt::DeviceBuffer& b = t.activations[i];
+        if (a.output) {
+          b.fill_bytes(0xff);  // NaN in every float dtype: unwritten elements show
+        } else if (arg_bytes(a) > 0) {
+          YOLOC_CU(cuMemcpyHtoD(b.ptr(), t.inputs[i].data(), arg_bytes(a)));
+        }
+        values[i] = b.ptr();
+        continue;
+      }
+    }
+  }
+  std::vector<void*> params;
+  for (CUdeviceptr& v : values) params.push_back(&v);
+
+  if (q.action == "crash") std::raise(SIGSEGV);
+  if (q.action == "hang")
+    for (;;) pause();
+  const auto run_once = [&] {
+    for (size_t k = 0; k < fns.size(); ++k) rt::launch(fns[k], dims[k], params.data(), &stream_);
+  };
+  rt::Event start, stop;
+  // Seconds of `runs` back-to-back runs (an illegal address surfaces here as a UserError).
+  const auto timed = [&](int runs) {
+    start.record(stream_);
+    for (int k = 0; k < runs; ++k) run_once();
+    stop.record(stream_);
+    stop.synchronize();
+    return static_cast<double>(stop.elapsed_ms_since(start)) * 1e-3;
+  };
+  const double first = timed(1);
+
+  // The check against the reference (or, for the reference itself, keeping its outputs).
+  for (size_t i = 0; i < q.args.size(); ++i) {
+    const CudaRequest::Arg& a = q.args[i];
+    if (a.kind != CudaArg::Kind::kActivation || !a.output) continue;
+    const DType dt = a.dtype;
+    const uint64_t n = a.elements, bytes = arg_bytes(a);
+    std::string got(bytes, '\0');
+    if (bytes > 0) YOLOC_CU(cuMemcpyDtoH(got.data(), t.activations[i].ptr(), bytes));
+    if (q.action == "wrong" && n > 0) {
+      const auto e = static_cast<uint64_t>(a.element_offset);
+      if (float_dtype(dt)) {
+        const double v = element(got, dt, e);
+        set_element(got, dt, e, std::isnan(v) ? 1.f : static_cast<float>(v) + 1.f);
+      } else {
+        got[e * dtype_size(dt)] ^= 1;
+      }
+    }
+    if (reference) {
+      t.reference[i] = std::move(got);
+      continue;
+    }
+    const std::string& ref = t.reference[i];
+    if (!float_dtype(dt)) {
+      if (got != ref)
+        r.error = fmt::format("wrong output: argument {} differs from the default config's", i);
+      if (!r.error.empty()) return r;
+      continue;
+    }
+    const double rtol = dt == DType::kFloat16    ? std::max(opt_.rtol, 1e-2)
+                        : dt == DType::kBFloat16 ? std::max(opt_.rtol, 5e-2)
+                                                 : opt_.rtol;
+    const double atol = dt == DType::kFloat16    ? std::max(opt_.atol, 1e-2)
+                        : dt == DType::kBFloat16 ? std::max(opt_.atol, 5e-2)
+                                                 : opt_.atol;
+    for (uint64_t e = 0; e < n; ++e) {
+      const double x = element(got, dt, e), y = element(ref, dt, e);
+      if (x == y || (std::isnan(x) && std::isnan(y))) continue;  // also equal infinities
+      if (!(std::fabs(x - y) <= atol + rtol * std::fabs(y))) {
+        r.error = fmt::format(
+            "wrong output: argument {} element {} is {} where the default config computes {}", i, e,
+            x, y);
+        return r;
+      }
+    }
+  }
+  if (reference) t.has_reference = true;
+
+  if (q.role == MeasureRole::kReferenceOnly ||
+      (q.best_known_s > 0 && first > opt_.max_slowdown * q.best_known_s)) {
+    r.times = {first};
+  } else {
+    const double warm = std::max(timed(1), 1e-7);  // warm-up, also calibrates the runs per repeat
+    const int number = static_cast<int>(std::clamp(std::ceil(opt_.min_repeat_s / warm), 1.0, 1e5));
+    for (int rep = 0; rep < std::max(1, opt_.repeats); ++rep)
+      r.times.push_back(timed(number) / number);
+  }
+  std::vector<double> sorted = r.times;
+  std::sort(sorted.begin(), sorted.end());
+  r.median = sorted[sorted.size() / 2];
+  return r;
+}
+
+}  // namespace
+
+std::string encode_cuda_request(const CudaRequest& q) {
+  ByteWriter w;
+  w.u8(static_cast<uint8_t>(q.role));
+  w.bytes(q.task);
+  w.u64(q.args.size());
+  for (const CudaRequest::Arg& a : q.args) {
+    w.u8(static_cast<uint8_t>(a.kind));
+    w.boolean(a.output);
+    w.u8(static_cast<uint8_t>(a.dtype));
+    w.u64(a.elements);
+    w.i64(a.element_offset);
+    w.bytes(a.data);
+  }
+  w.u64(q.scratch_bytes);
+  w.u64(q.launches.size());
+  for (const CudaRequest::Launch& l : q.launches) {
+    w.bytes(l.symbol);
+    for (unsigned v : l.grid) w.u64(v);
+    for (unsigned v : l.block) w.u64(v);
+    w.u64(l.shared_bytes);
+  }
+  w.bytes(q.cubin ? std::string_view(*q.cubin) : std::string_view());
+  w.bytes(q.action);
+  w.f64(q.best_known_s);
+  return w.take();
+}
+
+CudaRequest decode_cuda_request(std::string_view message) {
+  ByteReader r(message);
+  CudaRequest q;
+  q.role = measure_role(r.u8());
+  q.task = std::string(r.bytes());
+  const uint64_t n = r.u64();
+  if (n > message.size()) throw MalformedMessage("a request with too many arguments");
+  q.args.resize(n);
+  for (CudaRequest::Arg& a : q.args) {
+    const uint8_t kind = r.u8();
+    if (kind > static_cast<uint8_t>(CudaArg::Kind::kNull))
+      throw MalformedMessage("an argument of an unknown kind");
+    a.kind = static_cast<CudaArg::Kind>(kind);
+    a.output = r.boolean();
+    const uint8_t dtype = r.u8();
+    if (dtype > static_cast<uint8_t>(DType::kBool))
+      throw MalformedMessage("an argument of an unknown dtype");
+    a.dtype = static_cast<DType>(dtype);
+    a.elements = r.u64();
+    a.element_offset = r.i64();
+    a.data = std::string(r.bytes());
+  }
+  q.scratch_bytes = r.u64();
+  const uint64_t launches = r.u64();
+  if (launches > message.size()) throw MalformedMessage("a request with too many launches");
+  q.launches.resize(launches);
+  const auto dim = [&r] {
+    const uint64_t v = r.u64();
+    if (v > 0xffffffffu) throw MalformedMessage("a launch dimension out of range");
+    return static_cast<unsigned>(v);
+  };
+  for (CudaRequest::Launch& l : q.launches) {
+    l.symbol = std::string(r.bytes());
+    for (unsigned& v : l.grid) v = dim();
+    for (unsigned& v : l.block) v = dim();
+    l.shared_bytes = dim();
+  }
+  q.cubin = std::make_shared<const std::string>(r.bytes());
+  q.action = std::string(r.bytes());
+  q.best_known_s = r.f64();
+  if (!r.done()) throw MalformedMessage("a request with bytes after its end");
+  return q;
+}
+
+std::function<WorkerReply(std::string_view)> start_cuda_worker(int device,
+                                                               const MeasureOptions& options) {
+  auto worker = std::make_shared<CudaWorker>(device, options);
+  return [worker](std::string_view message) { return worker->serve(message); };
+}
+
+}  // namespace yoloc::tuner

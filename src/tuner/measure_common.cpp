@@ -1,0 +1,73 @@
+#include "tuner/measure_common.h"
+
+#include <algorithm>
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+
+#include "core/error.h"
+#include "core/strings.h"
+
+namespace yoloc::tuner {
+
+std::vector<Injection> parse_injections(const std::string& spec) {
+  std::vector<Injection> out;
+  for (const std::string& item : split(spec, ';')) {
+    if (item.empty()) continue;
+    const auto colon = item.find(':');
+    Injection inj;
+    const auto at = item.find('@');
+    inj.action = item.substr(0, std::min(colon, at));
+    if (at < colon) inj.template_name = item.substr(at + 1, colon - at - 1);
+    if (colon == std::string::npos ||
+        (inj.action != "crash" && inj.action != "hang" && inj.action != "wrong"))
+      user_error(
+          "YOLOC_TUNE_INJECT '{}': expected ACTION[@TEMPLATE]:KNOB=V,... with ACTION "
+          "crash, hang or wrong",
+          item);
+    const std::vector<std::string> knobs = split(item.substr(colon + 1), ',');
+    for (size_t k = 0; k < knobs.size(); ++k) {
+      const std::string& kv = knobs[k];
+      if (kv.empty() && k + 1 == knobs.size()) break;  // "", or a trailing comma
+      const auto eq = kv.find('=');
+      try {
+        if (eq == std::string::npos) throw std::invalid_argument(kv);
+        inj.knobs[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+      } catch (const std::exception&) {
+        user_error("YOLOC_TUNE_INJECT '{}': '{}' is not KNOB=INTEGER", item, kv);
+      }
+    }
+    out.push_back(std::move(inj));
+  }
+  return out;
+}
+
+std::string injected_action(const std::vector<Injection>& injections, const std::string& tmpl,
+                            const codegen::ScheduleConfig& c) {
+  for (const Injection& inj : injections) {
+    bool all = !inj.knobs.empty() && (inj.template_name.empty() || inj.template_name == tmpl);
+    for (const auto& [k, v] : inj.knobs) {
+      const auto it = c.values().find(k);
+      all = all && it != c.values().end() && it->second == v;
+    }
+    if (all) return inj.action;
+  }
+  return "";
+}
+
+void parallel_for_each(size_t n, int jobs, const std::function<void(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) fn(i);
+  };
+  std::vector<std::thread> threads;
+  for (int j = 1; j < jobs && static_cast<size_t>(j) < n; ++j) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+}
+
+std::string first_lines(const std::string& log, size_t max_chars) {
+  return log.size() <= max_chars ? log : log.substr(0, max_chars) + "\n...";
+}
+
+}  // namespace yoloc::tuner

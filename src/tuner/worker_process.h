@@ -1,0 +1,102 @@
+#pragma once
+/// A persistent measurement worker: a forked child process that serves requests (one candidate
+/// each) for a whole tuning run, so that what it sets up once (a CUDA context, a thread pool) and
+/// what it keeps per task (inputs, reference outputs, device buffers) is not made again for every
+/// round. Requests and replies are frames on a stream socket (wire.h).
+///
+/// The parent keeps a deadline per request: a worker that runs past it is killed ("timeout: ..."),
+/// one that dies is reaped ("crashed: signal 11 (...)"); either way the next request starts a
+/// fresh worker. The worker ends when its socket closes (the parent's destructor, or the parent's
+/// death), even in the middle of a request: a thread of the worker watches the socket.
+#include <sys/types.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "tuner/measure.h"
+#include "tuner/wire.h"
+
+namespace yoloc::tuner {
+
+/// What a measurement request asks of its worker (the requests of every target carry it).
+enum class MeasureRole : uint8_t {
+  kCandidate,      ///< checked against the task's reference, then timed
+  kReference,      ///< makes the task's reference in this worker, then is timed
+  kReferenceOnly,  ///< makes the task's reference in this worker; not timed
+};
+
+/// The role encoded as `v`; raises MalformedMessage for another value.
+MeasureRole measure_role(uint8_t v);
+
+/// What a worker answers to one request.
+struct WorkerReply {
+  MeasureResult result;
+  /// The request needs task state the worker lacks (a reference made by an earlier request, lost
+  /// with an earlier worker or evicted): nothing was run. The parent sends what makes it, then
+  /// the request again.
+  bool need_reference = false;
+};
+
+/// How a worker starts and serves requests.
+struct WorkerSpec {
+  /// Seconds each request may take (and the start as long).
+  double timeout_s = 10;
+  /// End the worker after a request that threw (its state may be broken, as a CUDA context is
+  /// after an illegal address), so that the next request gets a fresh worker.
+  bool stop_after_exception = false;
+  /// In the worker, once, after the fork: sets it up and returns the function that serves each
+  /// request (which owns the worker's state). An exception here is the worker's fatal error; one
+  /// from a request is that request's error ("failed: ...").
+  std::function<std::function<WorkerReply(std::string_view request)>()> start;
+};
+
+/// One worker process, started at the first request and again after a crash, a timeout or a
+/// stop. Not thread-safe: one thread at a time calls it (a device's thread of a round).
+class WorkerProcess {
+ public:
+  explicit WorkerProcess(WorkerSpec spec) : spec_(std::move(spec)) {}
+  /// Ends the worker (see stop()).
+  ~WorkerProcess();
+  WorkerProcess(const WorkerProcess&) = delete;
+  WorkerProcess& operator=(const WorkerProcess&) = delete;
+
+  /// The outcome of a request: the reply (a timeout or a crash is its result's error), or the
+  /// fatal error of a worker that could not start (then no reply).
+  struct Outcome {
+    WorkerReply reply;
+    std::string fatal;
+  };
+  /// Sends `request` to the worker (started first when none runs) and waits for its reply.
+  Outcome call(std::string_view request);
+
+  /// Closes the worker's socket, which ends it, and reaps it (killed when it has not exited
+  /// within a second). Returns its wait status; -1 when none ran.
+  int stop();
+  /// Workers started so far.
+  int starts() const { return starts_.load(); }
+  /// The running worker's process id; -1 when none runs.
+  pid_t pid() const { return pid_; }
+
+ private:
+  /// Forks the worker and waits until it is set up; returns its fatal error (empty: it runs).
+  std::string start();
+  enum class Received { kFrame, kTimeout, kGone };
+  /// Waits for the worker's next frame until `deadline`. On a timeout the worker is killed; on a
+  /// timeout or the end of the stream it is reaped, with its wait status in `status`. Raises
+  /// MalformedMessage for a frame over the limit.
+  Received receive(std::string& frame, WireClock::time_point deadline, int& status);
+  /// Kills the worker and reaps it; returns its wait status.
+  int kill_and_reap();
+  /// Waits for the worker to end; returns its wait status.
+  int reap();
+
+  WorkerSpec spec_;
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  FrameReader frames_{0};
+  std::atomic<int> starts_{0};
+};
+
+}  // namespace yoloc::tuner
