@@ -202,20 +202,34 @@ YC_DEVICE void get(const float* __restrict__ d, float (&v)[VL]) {
   }
 }
 // The region of x from pixel (h0, w0), channels c0..c0+CB, as fp32 [RH][RP] rows of RW pixels
-// of CB channels; -inf outside the image (ONNX MaxPool's padding) and past the channels.
+// of CB channels; -inf outside the image (ONNX MaxPool's padding) and past the channels. A
+// thread issues LB loads before it waits for the first: they are unconditional (positions
+// outside read the nearest element inside, then take -inf), so no branch stands between them.
 YC_DEVICE void load(const T* __restrict__ x, float* __restrict__ a, int n, int h0, int w0,
                     int c0) {
-  for (int u = static_cast<int>(threadIdx.x); u < RH * RW * (CB / VL); u += THREADS) {
-    const int cv = u % (CB / VL), p = u / (CB / VL), r = p / RW, col = p % RW;
-    const int h = h0 + r, w = w0 + col, c = c0 + cv * VL;
-    float v[VL];
-    if (h >= 0 && h < H && w >= 0 && w < W && c < C) {
-      load_vec(x + (static_cast<yc_i64>((n * H + h) * W + w) * IS + IO + c), v);
-    } else {
+  enum : int { UNITS = RH * RW * (CB / VL), LB = 4 };
+  for (int u0 = static_cast<int>(threadIdx.x); u0 < UNITS; u0 += LB * THREADS) {
+    float v[LB][VL];
 #pragma unroll
-      for (int e = 0; e < VL; ++e) v[e] = neg_inf();
+    for (int k = 0; k < LB; ++k) {
+      const int u = u0 + k * THREADS;
+      const int cv = u % (CB / VL), p = u / (CB / VL), r = p / RW, col = p % RW;
+      const int h = h0 + r, w = w0 + col, c = c0 + cv * VL;
+      const int hc = h < 0 ? 0 : h < H ? h : H - 1, wc = w < 0 ? 0 : w < W ? w : W - 1;
+      const bool inside = u < UNITS && h == hc && w == wc && c < C;
+      load_vec(x + (static_cast<yc_i64>((n * H + hc) * W + wc) * IS + IO + (c < C ? c : C - VL)),
+               v[k]);
+#pragma unroll
+      for (int e = 0; e < VL; ++e) v[k][e] = inside ? v[k][e] : neg_inf();
     }
-    put(a + r * RP + col * CB + cv * VL, v);
+#pragma unroll
+    for (int k = 0; k < LB; ++k) {
+      const int u = u0 + k * THREADS;
+      if (u < UNITS) {
+        const int cv = u % (CB / VL), p = u / (CB / VL);
+        put(a + (p / RW) * RP + (p % RW) * CB + cv * VL, v[k]);
+      }
+    }
   }
 }
 // dst[j] = the max of src[j + d], d in [-P, K - P), over the positions inside the line: LEN
@@ -256,6 +270,7 @@ YC_DEVICE void stage(float* __restrict__ a, float* __restrict__ b, int cn) {
 template <yc_i64 OS, yc_i64 OO>
 YC_DEVICE void store_tile(const float* __restrict__ a, T* __restrict__ y, int n, int h0, int w0,
                           int c0) {
+#pragma unroll 4
   for (int u = static_cast<int>(threadIdx.x); u < TH * TW * (CB / VL); u += THREADS) {
     const int cv = u % (CB / VL), p = u / (CB / VL), i = p / TW, j = p % TW;
     const int h = h0 + i, w = w0 + j, c = c0 + cv * VL;
