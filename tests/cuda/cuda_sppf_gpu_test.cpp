@@ -133,7 +133,8 @@ void run_workload(const Workload& w) {
       SCOPED_TRACE(cfgs[i].str());
       const CudaKernel& k = kernels[i];
       const CUfunction fn = module.function(k.symbol);
-      if (k.shared_bytes > 48 * 1024) rt::set_max_dynamic_shared(fn, static_cast<int>(k.shared_bytes));
+      if (k.shared_bytes > 48 * 1024)
+        rt::set_max_dynamic_shared(fn, static_cast<int>(k.shared_bytes));
       const double us = dev.check_and_time(
           [&](rt::Stream& s) {
             rt::launch(fn, {k.grid, k.block, k.shared_bytes}, args.data(), &s);
@@ -169,11 +170,11 @@ void run_workload(const Workload& w) {
         false);
     // Traffic of a concat of x and three pools: x read, three slices written.
     const size_t bytes = d.inputs[0].size() / 4 + d.outputs[0].size() * 3 / 4;
-    std::printf("[timing] %-36s %-4s sppf default %8.2f us (%s, %6.1f GB/s) best %8.2f us (%s) "
-                "generic %8.2f us\n",
-                w.what, short_dtype_name(dtype), default_us, cfgs[0].str().c_str(),
-                static_cast<double>(bytes) / default_us * 1e-3, best_us, best.c_str(),
-                generic_us);
+    std::printf(
+        "[timing] %-36s %-4s sppf default %8.2f us (%s, %6.1f GB/s) best %8.2f us (%s) "
+        "generic %8.2f us\n",
+        w.what, short_dtype_name(dtype), default_us, cfgs[0].str().c_str(),
+        static_cast<double>(bytes) / default_us * 1e-3, best_us, best.c_str(), generic_us);
   }
 }
 

@@ -118,8 +118,8 @@ TEST(SppfTask, ChainsAndPoolsSideBySideBecomeIncrementalStages) {
   EXPECT_EQ(a.dtype, DType::kFloat32);
   EXPECT_EQ(std::vector<int64_t>({a.n, a.c, a.h, a.w}), std::vector<int64_t>({2, 16, 9, 11}));
   EXPECT_EQ(a.in, (ChannelSlice{64, 0}));
-  EXPECT_EQ(stages_of(a), std::vector<std::string>({"5x5+2+2 0:64+16", "5x5+2+2 0:64+32",
-                                                    "5x5+2+2 0:64+48"}));
+  EXPECT_EQ(stages_of(a),
+            std::vector<std::string>({"5x5+2+2 0:64+16", "5x5+2+2 0:64+32", "5x5+2+2 0:64+48"}));
   EXPECT_EQ(a.halo(), (std::array<int64_t, 4>{6, 6, 6, 6}));
   EXPECT_EQ(a.key(),
             "cuda_sppf f32 n2 c16 h9 w11 in64+0 5x5 p2x2 out0:64+16 5x5 p2x2 out0:64+32 5x5 p2x2 "
@@ -271,8 +271,8 @@ ScheduleConfig config(int64_t channels, int64_t tile, int64_t threads) {
 
 TEST(SppfEmulated, Yolov8Shape20x20AllDtypesAndConfigs) {
   const auto g = optimized(sppf_graph(1, 16, 20, 20));
-  const auto cases = cases_of(*g, "sppf 20x20", {DType::kFloat32, DType::kFloat16,
-                                                 DType::kBFloat16});
+  const auto cases =
+      cases_of(*g, "sppf 20x20", {DType::kFloat32, DType::kFloat16, DType::kBFloat16});
   // The default: the whole image, no halo, 8 channels a block.
   const ScheduleConfig def = SppfTemplate::default_config(cases[1].task);
   EXPECT_EQ(def.get("channels"), 8);
@@ -396,7 +396,10 @@ TEST(SppfNvrtc, KernelsBuild) {
     opts.arch = arch;
     opts.extra_options = {"--ptxas-options=--verbose"};
     const CompiledModule out = nvrtc_compile(source, symbols.front(), opts);
-    EXPECT_EQ(out.cubin.compare(0, 4, "\x7f" "ELF"), 0);
+    EXPECT_EQ(out.cubin.compare(0, 4,
+                                "\x7f"
+                                "ELF"),
+              0);
     for (const std::string& sym : symbols) {
       EXPECT_NE(out.ptx.find(".entry " + sym + "("), std::string::npos) << sym;
     }

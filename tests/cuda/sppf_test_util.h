@@ -53,8 +53,8 @@ inline std::unique_ptr<Graph> pools_graph(int64_t n, int64_t c, int64_t h, int64
 
 /// YOLOv5's older SPP: pools 5, 9 and 13 side by side on x, concatenated with it.
 inline std::unique_ptr<Graph> spp_graph(int64_t n, int64_t c, int64_t h, int64_t w) {
-  return pools_graph(n, c, h, w, {{5, 5, {2, 2, 2, 2}}, {9, 9, {4, 4, 4, 4}}, {13, 13, {6, 6, 6, 6}}},
-                     true);
+  return pools_graph(n, c, h, w,
+                     {{5, 5, {2, 2, 2, 2}}, {9, 9, {4, 4, 4, 4}}, {13, 13, {6, 6, 6, 6}}}, true);
 }
 
 /// One group for the SPPF template: its task (storage `dtype`), and the same group as a generic

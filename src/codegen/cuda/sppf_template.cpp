@@ -314,8 +314,8 @@ std::array<int64_t, 4> SppfTask::halo() const {
 }
 
 std::string SppfTask::key() const {
-  std::string k = fmt::format("cuda_sppf {} n{} c{} h{} w{} in{}+{}", short_dtype_name(dtype), n,
-                              c, h, w, in.stride, in.offset);
+  std::string k = fmt::format("cuda_sppf {} n{} c{} h{} w{} in{}+{}", short_dtype_name(dtype), n, c,
+                              h, w, in.stride, in.offset);
   for (const SppfStage& s : stages) {
     k += fmt::format(" {}x{} p{}x{}", s.kh, s.kw, s.pt, s.pl);
     for (size_t i = 0; i < s.stores.size(); ++i) {
@@ -361,8 +361,8 @@ std::optional<SppfTask> sppf_task_from_group(const Graph& g, const FusedGroup& g
     } else {
       x = in;
     }
-    window[n->outputs[0]] = Win{base.kh + win->kh - 1, base.kw + win->kw - 1, base.pt + win->pt,
-                                base.pl + win->pl};
+    window[n->outputs[0]] =
+        Win{base.kh + win->kh - 1, base.kw + win->kw - 1, base.pt + win->pt, base.pl + win->pl};
   }
   if (!x) return refuse("no MaxPool");
   if (!nhwc(x) || !is_storage(x->type.dtype)) return refuse("input not NHWC fp32/fp16/bf16");
@@ -455,8 +455,8 @@ bool SppfTemplate::matches(const SppfTask& t) {
 ScheduleSpace SppfTemplate::space(const SppfTask&) {
   ScheduleSpace s;
   s.knobs.push_back({"channels", "channels per block", {4, 8, 16, 32}});
-  s.knobs.push_back({"tile", "edge of a block's spatial tile (an axis no longer is one tile)",
-                     {8, 16, 32, 64}});
+  s.knobs.push_back(
+      {"tile", "edge of a block's spatial tile (an axis no longer is one tile)", {8, 16, 32, 64}});
   s.knobs.push_back({"threads", "threads per block", {64, 128, 192, 256, 384, 512}});
   return s;
 }
@@ -532,30 +532,29 @@ CudaKernel SppfTemplate::emit(const SppfTask& t, const ScheduleConfig& cfg,
     }
   }
   std::string body = kKernel;
-  const std::pair<const char*, std::string> subs[] = {
-      {"@SYM@", symbol},
-      {"@T@", cuda_storage_type(t.dtype)},
-      {"@N@", std::to_string(t.n)},
-      {"@C@", std::to_string(t.c)},
-      {"@H@", std::to_string(t.h)},
-      {"@W@", std::to_string(t.w)},
-      {"@CB@", std::to_string(cb)},
-      {"@VL@", std::to_string(vector_width(t, cb))},
-      {"@THREADS@", std::to_string(threads)},
-      {"@TH@", std::to_string(b.h.tile)},
-      {"@TW@", std::to_string(b.w.tile)},
-      {"@RH@", std::to_string(b.h.region)},
-      {"@RW@", std::to_string(b.w.region)},
-      {"@RP@", std::to_string(b.pitch)},
-      {"@OFF_H@", std::to_string(b.h.offset)},
-      {"@OFF_W@", std::to_string(b.w.offset)},
-      {"@TILES_H@", std::to_string(b.h.tiles)},
-      {"@TILES_W@", std::to_string(b.w.tiles)},
-      {"@CHUNKS@", std::to_string(b.chunks)},
-      {"@IS@", std::to_string(t.in.stride)},
-      {"@IO@", std::to_string(t.in.offset)},
-      {"@PARAMS@", params},
-      {"@STAGES@", stages}};
+  const std::pair<const char*, std::string> subs[] = {{"@SYM@", symbol},
+                                                      {"@T@", cuda_storage_type(t.dtype)},
+                                                      {"@N@", std::to_string(t.n)},
+                                                      {"@C@", std::to_string(t.c)},
+                                                      {"@H@", std::to_string(t.h)},
+                                                      {"@W@", std::to_string(t.w)},
+                                                      {"@CB@", std::to_string(cb)},
+                                                      {"@VL@", std::to_string(vector_width(t, cb))},
+                                                      {"@THREADS@", std::to_string(threads)},
+                                                      {"@TH@", std::to_string(b.h.tile)},
+                                                      {"@TW@", std::to_string(b.w.tile)},
+                                                      {"@RH@", std::to_string(b.h.region)},
+                                                      {"@RW@", std::to_string(b.w.region)},
+                                                      {"@RP@", std::to_string(b.pitch)},
+                                                      {"@OFF_H@", std::to_string(b.h.offset)},
+                                                      {"@OFF_W@", std::to_string(b.w.offset)},
+                                                      {"@TILES_H@", std::to_string(b.h.tiles)},
+                                                      {"@TILES_W@", std::to_string(b.w.tiles)},
+                                                      {"@CHUNKS@", std::to_string(b.chunks)},
+                                                      {"@IS@", std::to_string(t.in.stride)},
+                                                      {"@IO@", std::to_string(t.in.offset)},
+                                                      {"@PARAMS@", params},
+                                                      {"@STAGES@", stages}};
   for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
   CudaKernel k;
   k.symbol = symbol;

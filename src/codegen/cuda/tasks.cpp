@@ -110,8 +110,8 @@ std::optional<CudaTask> sppf_task(const Graph& g, const FusedGroup& grp) {
   task.key = t->key();
   // The comparisons of the separable window maxes.
   for (const SppfStage& s : t->stages) {
-    task.flops += static_cast<double>(t->n * t->c * t->h * t->w) *
-                  static_cast<double>(s.kh + s.kw - 2);
+    task.flops +=
+        static_cast<double>(t->n * t->c * t->h * t->w) * static_cast<double>(s.kh + s.kw - 2);
   }
   set_schedule<SppfTemplate>(task, *t);
   task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& prefix) {
