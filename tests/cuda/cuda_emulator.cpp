@@ -214,13 +214,21 @@ inline void yc_mma_bf16(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b)[2
   yc_mma_host<yc_bf16_to_float>(d, a, b);
 }
 
-using yc_kernel_fn = void (*)(const void*, const void*, const float*, const void*, void*);
+// A pointer that converts to any parameter type: the trampolines (yc_call_<kernel>, see
+// trampolines()) pass their argument array to kernels of any parameter list.
+struct yc_any_ptr {
+  void* p;
+  template <class T>
+  operator T*() const {
+    return static_cast<T*>(p);
+  }
+};
+using yc_trampoline = void (*)(void* const*);
 
 // Runs fn over the grid, one block after the other; returns "" or the first error.
 extern "C" __attribute__((visibility("default"))) const char* yc_emulate(
-    yc_kernel_fn fn, unsigned gx, unsigned gy, unsigned threads, unsigned smem_bytes,
-    const void* const* args, const void* const* range_data, const size_t* range_bytes,
-    int ranges) {
+    yc_trampoline fn, unsigned gx, unsigned gy, unsigned threads, unsigned smem_bytes,
+    void* const* args, const void* const* range_data, const size_t* range_bytes, int ranges) {
   yc_error.clear();
   yc_globals.clear();
   for (int i = 0; i < ranges; ++i) yc_globals.push_back({range_data[i], range_bytes[i]});
@@ -235,8 +243,7 @@ extern "C" __attribute__((visibility("default"))) const char* yc_emulate(
           blockIdx = {bx, by, 0};
           states[t].block = &block;
           yc_self = &states[t];
-          fn(args[0], args[1], static_cast<const float*>(args[2]), args[3],
-             const_cast<void*>(args[4]));
+          fn(args);
           if (!states[t].pending.empty() || !states[t].groups.empty()) {
             yc_fail("cp.async copies still in flight at the end of the kernel");
           }
@@ -249,17 +256,8 @@ extern "C" __attribute__((visibility("default"))) const char* yc_emulate(
 }
 )HOST";
 
-// The sequential runner of generic kernels, and a pointer that converts to any parameter type
-// (the trampolines pass their argument array to kernels of any parameter list).
+// The sequential runner of generic kernels.
 constexpr const char* kGenericRunner = R"HOST(
-struct yc_any_ptr {
-  void* p;
-  template <class T>
-  operator T*() const {
-    return static_cast<T*>(p);
-  }
-};
-using yc_trampoline = void (*)(void* const*);
 extern "C" __attribute__((visibility("default"))) const char* yc_emulate_sequential(
     yc_trampoline fn, unsigned gx, unsigned threads, void* const* args) {
   yc_error.clear();
@@ -288,22 +286,14 @@ std::string compile(const std::string& source) {
   return cpu::compile_shared_object(source, opts).bytes;
 }
 
-std::string build(const std::vector<CudaKernel>& kernels) {
-  std::string source = kHostPrelude;
-  for (const CudaKernel& k : kernels) source += k.source;
-  return compile(source);
-}
-
-// One trampoline per launch: yc_call_<symbol>(args) calls the kernel with args[0..n).
-std::string build_generic(const GenericKernels& kernels) {
-  YOLOC_CHECK(kernels.source.find("YC_SYNC();") == std::string::npos,
-              "generic kernels with barriers cannot run sequentially");
-  std::string source = std::string(kHostPrelude) + kGenericRunner + kernels.source;
-  for (const CudaKernel& k : kernels.launches) {
-    YOLOC_CHECK(k.shared_bytes == 0, "generic kernel {} uses shared memory", k.symbol);
+// One trampoline per kernel of `source`: yc_call_<symbol>(args) calls the kernel with
+// args[0..n).
+std::string trampolines(const std::string& source, const std::vector<std::string>& symbols) {
+  std::string out;
+  for (const std::string& sym : symbols) {
     // The parameter count, from the kernel's definition.
-    const size_t at = source.find(" " + k.symbol + "(");
-    YOLOC_CHECK(at != std::string::npos, "no kernel {} in the source", k.symbol);
+    const size_t at = source.find(" " + sym + "(");
+    YOLOC_CHECK(at != std::string::npos, "no kernel {} in the source", sym);
     const size_t end = source.find(')', at);
     const size_t params =
         static_cast<size_t>(std::count(source.begin() + static_cast<std::ptrdiff_t>(at),
@@ -313,12 +303,34 @@ std::string build_generic(const GenericKernels& kernels) {
     for (size_t i = 0; i < params; ++i) {
       call += fmt::format("{}yc_any_ptr{{a[{}]}}", i ? ", " : "", i);
     }
-    source += fmt::format(
+    out += fmt::format(
         "extern \"C\" __attribute__((visibility(\"default\"))) void yc_call_{0}(void* const* a) "
         "{{\n  {0}({1});\n}}\n",
-        k.symbol, call);
+        sym, call);
   }
-  return compile(source);
+  return out;
+}
+
+std::string build(const std::vector<CudaKernel>& kernels) {
+  std::string source = kHostPrelude;
+  std::vector<std::string> symbols;
+  for (const CudaKernel& k : kernels) {
+    source += k.source;
+    symbols.push_back(k.symbol);
+  }
+  return compile(source + trampolines(source, symbols));
+}
+
+std::string build_generic(const GenericKernels& kernels) {
+  YOLOC_CHECK(kernels.source.find("YC_SYNC();") == std::string::npos,
+              "generic kernels with barriers cannot run sequentially");
+  const std::string source = std::string(kHostPrelude) + kGenericRunner + kernels.source;
+  std::vector<std::string> symbols;
+  for (const CudaKernel& k : kernels.launches) {
+    YOLOC_CHECK(k.shared_bytes == 0, "generic kernel {} uses shared memory", k.symbol);
+    symbols.push_back(k.symbol);
+  }
+  return compile(source + trampolines(source, symbols));
 }
 
 }  // namespace
@@ -327,17 +339,27 @@ EmulatedKernels::EmulatedKernels(const std::vector<CudaKernel>& kernels) : lib_(
 
 std::string EmulatedKernels::launch(const CudaKernel& k, Buffer x, Buffer w, const float* bias,
                                     Buffer res, void* y, size_t y_bytes) const {
-  using Emulate = const char* (*)(void*, unsigned, unsigned, unsigned, unsigned, const void* const*,
+  return launch(k, {x, w, {bias, 0}, res, {y, y_bytes}});
+}
+
+std::string EmulatedKernels::launch(const CudaKernel& k, const std::vector<Buffer>& args) const {
+  using Emulate = const char* (*)(void*, unsigned, unsigned, unsigned, unsigned, void* const*,
                                   const void* const*, const size_t*, int);
   const auto emulate = reinterpret_cast<Emulate>(lib_.symbol("yc_emulate"));
   YOLOC_CHECK(k.grid[2] == 1 && k.block[1] == 1 && k.block[2] == 1 && k.block[0] % 32 == 0,
               "emulation of a {}x{}x{} block, grid z {}", k.block[0], k.block[1], k.block[2],
               k.grid[2]);
-  const void* args[] = {x.data, w.data, bias, res.data, y};
-  const void* data[] = {x.data, w.data, res.data, y};
-  const size_t bytes[] = {x.bytes, w.bytes, res.bytes, y_bytes};
-  return emulate(lib_.symbol(k.symbol), k.grid[0], k.grid[1], k.block[0], k.shared_bytes, args,
-                 data, bytes, 4);
+  std::vector<void*> ptrs;
+  std::vector<const void*> data;
+  std::vector<size_t> bytes;
+  for (const Buffer& b : args) {
+    ptrs.push_back(const_cast<void*>(b.data));
+    data.push_back(b.data);
+    bytes.push_back(b.bytes);
+  }
+  return emulate(lib_.symbol("yc_call_" + k.symbol), k.grid[0], k.grid[1], k.block[0],
+                 k.shared_bytes, ptrs.data(), data.data(), bytes.data(),
+                 static_cast<int>(args.size()));
 }
 
 EmulatedGenericKernels::EmulatedGenericKernels(const GenericKernels& kernels)

@@ -1,5 +1,5 @@
 #pragma once
-/// Runs generated CUDA conv kernels on the CPU, so their indexing, pipeline and epilogue are
+/// Runs generated CUDA kernels (conv, SPPF) on the CPU, so their indexing, pipeline and epilogue are
 /// tested where there is no GPU. The kernel source is compiled by the host compiler after a host
 /// version of the prelude's device part (see codegen/cuda/cuda_emit.h): every CUDA thread of a
 /// block is a std::thread; __syncthreads is a barrier of the block; ldmatrix and mma.sync are
@@ -36,6 +36,9 @@ class EmulatedKernels {
   /// floats). Returns "" or the first error the emulation detected.
   std::string launch(const CudaKernel& k, Buffer x, Buffer w, const float* bias, Buffer res,
                      void* y, size_t y_bytes) const;
+  /// Runs kernel k over its grid with `args`, its parameters in order (host buffers, which the
+  /// kernel may write). Returns "" or the first error the emulation detected.
+  std::string launch(const CudaKernel& k, const std::vector<Buffer>& args) const;
 
  private:
   runtime::KernelLibrary lib_;

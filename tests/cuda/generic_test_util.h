@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -83,6 +84,7 @@ inline Placement placement(const Graph& g, const Value* v, int depth = 0) {
 struct GroupCase {
   std::string what;
   const Graph* graph = nullptr;
+  int group = -1;  ///< FusedGroup::id
   GenericTask task;
   std::vector<int64_t> in_offset, out_offset;
 };
@@ -104,6 +106,7 @@ inline std::vector<GroupCase> generic_cases(const Graph& g, DType dtype, const s
     GroupCase c;
     c.what = fmt::format("{} group {} '{}' {}", what, grp.id, grp.name, short_dtype_name(dtype));
     c.graph = &g;
+    c.group = grp.id;
     std::string why;
     const auto t = generic_task_from_group(
         g, grp, [&](const Value* v) { return CudaOperand{v, dtype, placement(g, v).strides}; },
@@ -200,7 +203,9 @@ struct CaseData {
 /// outputs of the group on them. A group with a TopK gets inputs on the float16 grid: what it
 /// selects must not hang on the last-ulp rounding of the ops before it (a kernel's sigmoid one
 /// ulp off the reference's swaps two scores that close), and equal inputs make exact ties.
-inline CaseData make_data(const GroupCase& c, uint32_t seed) {
+/// `values`, when given, are the inputs instead (logical shapes, any float dtype).
+inline CaseData make_data(const GroupCase& c, uint32_t seed,
+                          const std::vector<Tensor>* values = nullptr) {
   CaseData d;
   const bool selects = std::any_of(c.task.nodes.begin(), c.task.nodes.end(),
                                    [](const Node* n) { return n->op == "TopK"; });
@@ -210,10 +215,11 @@ inline CaseData make_data(const GroupCase& c, uint32_t seed) {
   for (size_t k = 0; k < c.task.inputs.size(); ++k) {
     const CudaOperand& o = c.task.inputs[k];
     const Shape s = o.value->type.static_shape();
-    const Tensor stored = yoloc::testing::random_tensor(s, seed + static_cast<uint32_t>(k), -2.f,
-                                                        2.f)
-                              .cast(selects ? DType::kFloat16 : o.dtype)
-                              .cast(o.dtype);
+    const Tensor stored =
+        (values ? values->at(k)
+                : yoloc::testing::random_tensor(s, seed + static_cast<uint32_t>(k), -2.f, 2.f))
+            .cast(selects ? DType::kFloat16 : o.dtype)
+            .cast(o.dtype);
     feeds[sub->inputs[k]->name] = stored.cast(o.value->type.dtype);
     stored_inputs[o.value] = stored;
     std::vector<uint8_t> buf(buffer_bytes(o, c.in_offset[k]), 0x7f);
@@ -264,10 +270,12 @@ inline double tolerance(DType t) {
   return t == DType::kFloat32 ? 1e-5 : t == DType::kFloat16 ? 1e-3 : 8e-3;
 }
 
-/// Compares output buffers with the reference, and checks the bytes no element of the outputs
-/// lies on still hold kFill.
+/// Compares output buffers with the reference (`exact`: bit for bit, as a max must be; else
+/// within tolerance(); equal values, infinities too, always match), and checks the bytes no
+/// element of the outputs lies on still hold kFill.
 inline ::testing::AssertionResult check_outputs(const GroupCase& c, const CaseData& d,
-                                                const std::vector<std::vector<uint8_t>>& got) {
+                                                const std::vector<std::vector<uint8_t>>& got,
+                                                bool exact = false) {
   for (size_t k = 0; k < c.task.outputs.size(); ++k) {
     const CudaOperand& o = c.task.outputs[k];
     const size_t es = dtype_size(o.dtype);
@@ -288,8 +296,10 @@ inline ::testing::AssertionResult check_outputs(const GroupCase& c, const CaseDa
       mine[at] = true;
       const float g = load_as_float(&got[k][at * es], o.dtype);
       const double err =
-          std::fabs(static_cast<double>(g) - want[i]) /
-          std::max({1.0, std::fabs(static_cast<double>(want[i])), 0.01 * largest});
+          g == want[i] ? 0.0
+          : exact      ? std::numeric_limits<double>::infinity()
+                       : std::fabs(static_cast<double>(g) - want[i]) /
+                        std::max({1.0, std::fabs(static_cast<double>(want[i])), 0.01 * largest});
       if (!(err <= tolerance(o.dtype))) {
         if (bad++ == 0) first = fmt::format("element {}: got {}, want {}", i, g, want[i]);
       } else {

@@ -4,8 +4,9 @@ GPU needed) and checks the artifact's structure: target and precision in the man
 program whose every launch names a module of cubins (ELF images) with a launchable geometry,
 bindings inside the arena or the weights and the arena arguments it writes (for the streams), programmatic dependent launch allowed (sm_90), one
 module per task plus the detection module of a detector, an arena below the naive sum. For
-yolov8n it also checks that the shipped tuning records (records/cuda-sm_90.jsonl) still apply (a
-change of workload keys would leave them silently unused) and that --no-records applies none.
+yolov8n it also checks that its SPPF is one launch of the SPPF template, that the shipped tuning
+records (records/cuda-sm_90.jsonl) still apply (a change of workload keys would leave them
+silently unused) and that --no-records applies none.
 Models the CUDA target cannot compile must fail with one clear error line (reported as skipped).
 The outputs themselves are checked on a GPU machine (`scripts/gpu_checks.sh models`,
 check_compiled.py --target cuda).
@@ -70,6 +71,11 @@ def main():
     if not 0 < plan.get("arena_bytes", 0) < plan.get("naive_bytes", 0):
         problems.append(f"arena {plan.get('arena_bytes')} vs naive {plan.get('naive_bytes')}")
     if os.path.basename(args.model) == "yolov8n.onnx":
+        # Its SPPF is one kernel of the SPPF template; no max pool is left to the generic one.
+        templates = [launch["task"] for launch in prog.get("launches", [])]
+        if [t["template"] for t in templates].count("sppf") != 1 or any(
+                t["template"] == "generic" and "MaxPool" in t["key"] for t in templates):
+            problems.append("the SPPF group is not one launch of the sppf template")
         tuned = re.search(r"; (\d+) tuned,", p.stdout)
         if not tuned or int(tuned.group(1)) == 0:
             problems.append("the shipped records/cuda-sm_90.jsonl no longer apply to yolov8n")

@@ -1,8 +1,8 @@
 #pragma once
-/// The generic CUDA template: every fused group the conv templates do not take (the detect tail,
-/// SPPF's max-pool chain, nearest Resize, elementwise chains, depthwise / grouped convs, YOLOX's
-/// Focus slices, attention blocks with MatMul and Softmax), as a few kernels generated from the
-/// group's IR.
+/// The generic CUDA template: every fused group the conv and SPPF templates do not take (the
+/// detect tail, nearest Resize, elementwise chains, depthwise / grouped convs, YOLOX's Focus
+/// slices, attention blocks with MatMul and Softmax; SPPF's max-pool chain where the SPPF
+/// template refuses it), as a few kernels generated from the group's IR.
 ///
 /// Each value of the group is an expression over its logical (ONNX) indices. Elementwise and
 /// view-like nodes (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Transpose, Slice, Split,

@@ -7,6 +7,7 @@
 #include "codegen/cpu/emit_util.h"
 #include "codegen/cpu/tasks.h"
 #include "codegen/cuda/simt_conv_template.h"
+#include "codegen/cuda/sppf_template.h"
 #include "codegen/cuda/tc_conv_template.h"
 
 namespace yoloc::codegen::cuda {
@@ -101,9 +102,36 @@ std::optional<CudaTask> generic_task(const Graph& g, const FusedGroup& grp) {
   return task;
 }
 
+std::optional<CudaTask> sppf_task(const Graph& g, const FusedGroup& grp) {
+  const auto t = sppf_task_from_group(g, grp);
+  if (!t) return std::nullopt;
+  CudaTask task;
+  task.template_name = "sppf";
+  task.key = t->key();
+  // The comparisons of the separable window maxes.
+  for (const SppfStage& s : t->stages) {
+    task.flops +=
+        static_cast<double>(t->n * t->c * t->h * t->w) * static_cast<double>(s.kh + s.kw - 2);
+  }
+  set_schedule<SppfTemplate>(task, *t);
+  task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& prefix) {
+    CudaLowered l;
+    CudaKernel k = SppfTemplate::emit(t, cfg, prefix);
+    l.source = std::move(k.source);
+    l.launches.push_back(std::move(k));
+    l.args.push_back(activation(t.x, t.in.offset, false));
+    for (size_t i = 0; i < t.outputs.size(); ++i) {
+      l.args.push_back(activation(t.outputs[i], t.out_slices[i].offset, true));
+    }
+    return l;
+  };
+  return task;
+}
+
 std::optional<CudaTask> task_of_group(const Graph& g, const FusedGroup& grp) {
   if (auto t = conv_task<TensorCoreConvTemplate>(g, grp, "tc_conv")) return t;
   if (auto t = conv_task<SimtConvTemplate>(g, grp, "simt_conv")) return t;
+  if (auto t = sppf_task(g, grp)) return t;
   return generic_task(g, grp);
 }
 

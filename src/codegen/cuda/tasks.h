@@ -2,12 +2,14 @@
 /// Task extraction for the CUDA target: every kernel group of an optimized graph (target "cuda")
 /// becomes a CudaTask, the one interface the compiler driver (cuda_compiler.h) and the tuner use.
 /// Convolutions over channels-last activations go to the tensor-core template (fp16 / bf16
-/// storage) or the SIMT template (fp32); every other group (detect tail, SPPF, resize, depthwise
-/// convs, elementwise chains, convs that read or write NCHW) to the generic template.
+/// storage) or the SIMT template (fp32); stride-1 same-size MaxPools over one NHWC input with
+/// their view Concats (SPPF) to the SPPF template; every other group (detect tail, resize,
+/// depthwise convs, elementwise chains, convs that read or write NCHW, pools the SPPF template
+/// does not take) to the generic template.
 ///
 /// A task lowers to one CUDA source with one or more launches that all take the same parameter
-/// list (CudaLowered::args): the conv templates' (x, w, bias, res, y), or the generic template's
-/// (inputs..., constants..., outputs..., scratch).
+/// list (CudaLowered::args): the conv templates' (x, w, bias, res, y), the SPPF template's
+/// (x, outputs...), or the generic template's (inputs..., constants..., outputs..., scratch).
 #include <functional>
 #include <string>
 #include <vector>
@@ -48,7 +50,7 @@ struct CudaLowered {
 struct CudaTask {
   int group = -1;
   std::string group_name;     ///< FusedGroup::name
-  std::string template_name;  ///< "tc_conv", "simt_conv", "generic"
+  std::string template_name;  ///< "tc_conv", "simt_conv", "sppf", "generic"
   std::string key;            ///< workload key
   double flops = 0;
   ScheduleSpace space;
