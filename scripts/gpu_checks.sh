@@ -11,6 +11,7 @@
 #                                     streams (yolov8n with its kernels over 1..4 streams),
 #                                     tune-run (one tuning run, see the step's comment),
 #                                     tunecmp (benches of untuned vs tuned records),
+#                                     tunedev (one tuning run on one GPU and on several),
 #                                     versus (bench/gpu_vs_torch.py: yoloc and the PyTorch peer at
 #                                     batch 1..128; RECORDS=FILE applies tuning records,
 #                                     NO_PEER=1 skips the peer)
@@ -151,6 +152,17 @@ for s in "$@"; do
       check "$Y" tune "$model" --target cuda --precision fp16 --batch "$b" --devices "${DEVICE:-0}" \
         --records "$recs" --time-budget "${TUNE_BUDGET:-3m}"
       grep -E "trials|latency|tuned" "$log" | tail -4
+      ;;
+    tunedev)  # the same tuning run (yolov8n fp16 batch 1, TUNE_TRIALS trials, fresh records) on
+      # one GPU and on DEVICES (default 0,1): wall time and worker starts of each
+      for devs in 0 ${DEVICES:-0,1}; do
+        step "tune yolov8n fp16 batch 1, ${TUNE_TRIALS:-192} trials on devices $devs"
+        start=$(date +%s.%N)
+        check "$Y" tune "$S/models/yolov8n.onnx" --target cuda --precision fp16 --batch 1 \
+          --devices "$devs" --records "$work/tunedev-${devs/,/-}.jsonl" --trials "${TUNE_TRIALS:-192}"
+        echo "devices $devs: $(python3 -c "import time; print(round(time.time() - $start, 1))") s wall" | tee -a "$log"
+        grep -E "worker start|trials" "$log" | tail -2
+      done
       ;;
     versus)  # yoloc and the PyTorch peer in one run: bench/gpu_vs_torch.py
       step "yoloc vs PyTorch (eager, torch.compile)"
