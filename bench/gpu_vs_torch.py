@@ -10,7 +10,8 @@ the same twin. Writes JSON: machine (GPU, driver, clocks), versions, every row, 
 (yoloc network images/s over torch.compile's, latency ratios).
 
 usage (GPU machine): gpu_vs_torch.py --yoloc BIN --models DIR --peers DIR --image bus.jpg
-                     --json OUT [--batches 1,8,32,128] [--records FILE] [--no-peer]
+                     --json OUT [--batches 1,8,32,128] [--only yolov8n.onnx] [--records FILE]
+                     [--no-peer]
 """
 import argparse
 import datetime
@@ -50,6 +51,7 @@ def main():
     ap.add_argument("--image", required=True)
     ap.add_argument("--json", required=True)
     ap.add_argument("--batches", default="1,8,32,128")
+    ap.add_argument("--only", help="comma-separated model file names to run (default: all)")
     ap.add_argument("--records")
     ap.add_argument("--iters", type=int, default=200)
     ap.add_argument("--no-peer", action="store_true")
@@ -60,6 +62,8 @@ def main():
     work = tempfile.mkdtemp()
     rows, peer = [], []
     for name, hw, fam in MODELS:
+        if a.only and name not in a.only.split(","):
+            continue
         path = os.path.join(a.models, name)
         twin = dynamic_batch_twin(path, work)
         for b in batches:
