@@ -1,9 +1,10 @@
 #pragma once
 /// Task extraction for the CUDA target: every kernel group of an optimized graph (target "cuda")
 /// becomes a CudaTask, the one interface the compiler driver (cuda_compiler.h) and the tuner use.
-/// Convolutions over channels-last activations go to the tensor-core template (fp16 / bf16
-/// storage) or the SIMT template (fp32); every other group (detect tail, SPPF, resize, depthwise
-/// convs, elementwise chains, convs that read or write NCHW) to the generic template.
+/// Convolutions over channels-last activations (writing NHWC, or NCHW: the detect head's last
+/// convs) go to the tensor-core template (fp16 / bf16 storage) or the SIMT template (fp32); every
+/// other group (detect tail, SPPF, resize, depthwise convs, elementwise chains, convs that read
+/// NCHW other than the image) to the generic template.
 ///
 /// A task lowers to one CUDA source with one or more launches that all take the same parameter
 /// list (CudaLowered::args): the conv templates' (x, w, bias, res, y), or the generic template's
