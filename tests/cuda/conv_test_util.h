@@ -1,8 +1,8 @@
 #pragma once
 /// What the CUDA conv tests share (the host emulation and the GPU tests): random operands of a
 /// task, the reference output from the reference executor on a one-node-chain graph, the NHWC
-/// (or, for an NCHW output and residual, NCHW) slice buffers the kernels read and write, the comparison with per-dtype tolerances, and the
-/// configs each template is tested with.
+/// (or, for an NCHW output and residual, NCHW) slice buffers the kernels read and write, the
+/// comparison with per-dtype tolerances, and the configs each template is tested with.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -122,9 +122,8 @@ inline ::testing::AssertionResult check_output(const CudaConvTask& task,
   for (int64_t b = 0; b < t.n; ++b)
     for (int64_t p = 0; p < hw; ++p)
       for (int64_t ch = 0; ch < task.out.stride; ++ch) {
-        const size_t at = static_cast<size_t>(buffer_element(b, ch, p, task.out.stride, hw,
-                                                             task.out_nchw)) *
-                          es;
+        const size_t at =
+            static_cast<size_t>(buffer_element(b, ch, p, task.out.stride, hw, task.out_nchw)) * es;
         const int64_t k = ch - task.out.offset;
         if (k < 0 || k >= t.k) {
           for (size_t i = 0; i < es; ++i) {

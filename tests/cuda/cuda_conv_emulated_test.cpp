@@ -145,9 +145,8 @@ TEST(CudaConvEmulated, SimtNchwOutputFp32) { run(Template::kSimt, nchw_tasks(DTy
 
 // The NCHW output is a workload of its own for the tuner: same shapes, another key.
 TEST(CudaConvEmulated, NchwOutputHasItsOwnKey) {
-  const CudaConvTask t =
-      CudaConvTask::dense(ConvTask::make(1, 64, 80, 80, 64, 1, 1, 0), DType::kFloat16,
-                          DType::kFloat16);
+  const CudaConvTask t = CudaConvTask::dense(ConvTask::make(1, 64, 80, 80, 64, 1, 1, 0),
+                                             DType::kFloat16, DType::kFloat16);
   EXPECT_EQ(nchw_out(t).key(), t.key() + " out-nchw");
 }
 
