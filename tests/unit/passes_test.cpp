@@ -203,6 +203,24 @@ TEST(Views, ConcatOfKernelOutputsIsAView) {
   }
 }
 
+// A value a reshape view reads stays a dense tensor of its own: in a concat buffer it would be a
+// strided slice (batch 2), which the reshape would address as dense.
+TEST(Views, ConcatDoesNotTakeAValueAReshapeViewReads) {
+  Graph g;
+  Value* x = input(g, "x", {2, 4, 8, 8});
+  Attrs axis1;
+  axis1.set("axis", int64_t{1});
+  Value* a = conv(g, x, 4, 4, 3, 1);
+  Value* cat = node(g, "Concat", {a, conv(g, x, 4, 4, 1, 2)}, axis1);
+  g.outputs.push_back(node(g, "Relu", {cat}));
+  Value* r = node(g, "Reshape", {a, g.add_constant("shape", Tensor::from_vector<int64_t>(
+                                                                 {3}, {2, 4, 64}))});
+  g.outputs.push_back(node(g, "Sigmoid", {r}));
+  EXPECT_TRUE(apply<Views>(g));
+  EXPECT_TRUE(r->producer->is_view());
+  EXPECT_FALSE(cat->producer->is_view());
+}
+
 TEST(Fusion, ConvEpilogueAndSppfAreOneKernelEach) {
   Graph g;
   Value* x = input(g, "x", {1, 4, 8, 8});
