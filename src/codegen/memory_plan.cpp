@@ -270,7 +270,9 @@ MemoryPlan plan_memory(const Graph& g) {
           plan.allocations.push_back(a);
         }
         Allocation& a = plan.allocations[it->second];
-        a.first = std::min(a.first, span.at(n).first);
+        // A view node writes nothing: inside a fused group its span would start the buffer's
+        // life at the group's first node, before the kernel that writes the buffer.
+        if (!n->is_view()) a.first = std::min(a.first, span.at(n).first);
         a.last = std::max(a.last, span.at(n).second);
         for (const Node* u : g.users(v)) a.last = std::max(a.last, span.at(u).second);
         if (g.is_output(v)) a.last = end;

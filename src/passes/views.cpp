@@ -20,6 +20,15 @@ bool kernel_written(const Graph& g, const Value* v) {
 /// Reshape-like ops re-address contiguous memory and never need a copy.
 bool is_reshape_like(const Node& n) { return n.def->has(kTraitReshape); }
 
+/// Whether a reshape view reads v: it addresses v as a dense tensor, so v cannot also lie in a
+/// concat buffer as a slice (strided at batch > 1: an NCHW head conv's output, say).
+bool reshaped_in_place(const Graph& g, const Value* v) {
+  for (const Node* u : g.users(v)) {
+    if (is_reshape_like(*u) && u->is_view()) return true;
+  }
+  return false;
+}
+
 /// Whether every value of `vals` lies in `whole`'s memory as a tensor of its own layout: all
 /// share the layout, and in a blocked layout (NCHWc) each part is a run of whole channel blocks
 /// (a part of 8 channels inside a 16-channel block is interleaved with its neighbour).
@@ -93,14 +102,16 @@ bool Views::run(Graph& g, PassContext&) {
         bool run = true;
         for (size_t k = 0; k < p->outputs.size(); ++k) run &= n->input(i + k) == p->outputs[k];
         const Value* src = p->input(0);
-        if (run && kernel_written(g, src) && !claimed.count(src) && mine.insert(src).second &&
+        if (run && kernel_written(g, src) && !reshaped_in_place(g, src) && !claimed.count(src) &&
+            mine.insert(src).second &&
             p->attrs.get_int("axis", 0) == n->attrs.get_int("axis", 0)) {
           split_runs.push_back(p);
           i += p->outputs.size();
           continue;
         }
         ok = false;
-      } else if (kernel_written(g, in) && !claimed.count(in) && mine.insert(in).second) {
+      } else if (kernel_written(g, in) && !reshaped_in_place(g, in) && !claimed.count(in) &&
+                 mine.insert(in).second) {
         ++i;
       } else {
         ok = false;

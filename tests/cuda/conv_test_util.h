@@ -1,8 +1,8 @@
 #pragma once
 /// What the CUDA conv tests share (the host emulation and the GPU tests): random operands of a
 /// task, the reference output from the reference executor on a one-node-chain graph, the NHWC
-/// slice buffers the kernels read and write, the comparison with per-dtype tolerances, and the
-/// configs each template is tested with.
+/// (or, for an NCHW output and residual, NCHW) slice buffers the kernels read and write, the
+/// comparison with per-dtype tolerances, and the configs each template is tested with.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -76,10 +76,17 @@ inline ConvOperands make_operands(const CudaConvTask& task, uint32_t seed) {
   return o;
 }
 
-/// An NCHW float32 tensor stored as dtype in channel slice s of an NHWC buffer; the channels of
-/// the buffer outside the slice hold `fill` bytes.
+/// Element of image b, channel ch (of the buffer), pixel p in a buffer of `stride` channels of hw
+/// pixels: NHWC, or NCHW when `planes`.
+inline int64_t buffer_element(int64_t b, int64_t ch, int64_t p, int64_t stride, int64_t hw,
+                              bool planes) {
+  return planes ? (b * stride + ch) * hw + p : (b * hw + p) * stride + ch;
+}
+
+/// An NCHW float32 tensor stored as dtype in channel slice s of an NHWC buffer (an NCHW buffer
+/// when `planes`); the channels of the buffer outside the slice hold `fill` bytes.
 inline std::vector<uint8_t> to_nhwc_buffer(const Tensor& nchw, DType dtype, ChannelSlice s,
-                                           uint8_t fill) {
+                                           uint8_t fill, bool planes = false) {
   const int64_t n = nchw.dim(0), c = nchw.dim(1), hw = nchw.dim(2) * nchw.dim(3);
   const size_t es = dtype_size(dtype);
   std::vector<uint8_t> buf(static_cast<size_t>(n * hw * s.stride) * es, fill);
@@ -88,14 +95,16 @@ inline std::vector<uint8_t> to_nhwc_buffer(const Tensor& nchw, DType dtype, Chan
   for (int64_t b = 0; b < n; ++b)
     for (int64_t ch = 0; ch < c; ++ch)
       for (int64_t p = 0; p < hw; ++p) {
-        const int64_t from = (b * c + ch) * hw + p, to = (b * hw + p) * s.stride + s.offset + ch;
+        const int64_t from = (b * c + ch) * hw + p;
+        const int64_t to = buffer_element(b, s.offset + ch, p, s.stride, hw, planes);
         std::memcpy(&buf[static_cast<size_t>(to) * es], src + static_cast<size_t>(from) * es, es);
       }
   return buf;
 }
 
-/// Compares the kernel's output buffer (NHWC, out_dtype, the task's output slice) with the
-/// reference, and checks that the bytes outside the slice still hold `fill`.
+/// Compares the kernel's output buffer (NHWC or, for task.out_nchw, NCHW; out_dtype; the task's
+/// output slice) with the reference, and checks that the bytes outside the slice still hold
+/// `fill`.
 inline ::testing::AssertionResult check_output(const CudaConvTask& task,
                                                const std::vector<uint8_t>& y, const Tensor& want,
                                                uint8_t fill) {
@@ -113,7 +122,8 @@ inline ::testing::AssertionResult check_output(const CudaConvTask& task,
   for (int64_t b = 0; b < t.n; ++b)
     for (int64_t p = 0; p < hw; ++p)
       for (int64_t ch = 0; ch < task.out.stride; ++ch) {
-        const size_t at = static_cast<size_t>((b * hw + p) * task.out.stride + ch) * es;
+        const size_t at =
+            static_cast<size_t>(buffer_element(b, ch, p, task.out.stride, hw, task.out_nchw)) * es;
         const int64_t k = ch - task.out.offset;
         if (k < 0 || k >= t.k) {
           for (size_t i = 0; i < es; ++i) {
@@ -205,6 +215,12 @@ inline CudaConvTask sliced(const ConvTask& conv, DType dtype, DType out_dtype, C
   t.in = in;
   t.out = out;
   t.res = res;
+  return t;
+}
+
+/// t with its output and residual stored NCHW.
+inline CudaConvTask nchw_out(CudaConvTask t) {
+  t.out_nchw = true;
   return t;
 }
 

@@ -1,8 +1,8 @@
 // The CUDA conv templates run in the host emulation (cuda_emulator.h) against the reference
 // executor: every kernel variant (16-byte and element-wise input loads, stride, dilation, padding,
 // channel counts that are not multiples of the tiles, batch 2, ReLU/SiLU, residual, channel
-// slices of the input, residual and output, fp16/bf16/fp32 in, fp16/bf16/fp32 out) x several
-// configs.
+// slices of the input, residual and output, fp16/bf16/fp32 in, fp16/bf16/fp32 out, NHWC and NCHW
+// outputs) x several configs.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -51,7 +51,7 @@ void run(Template tmpl, const std::vector<CudaConvTask>& tasks) {
         t.in_nchw_f32 ? std::vector<uint8_t>(static_cast<const uint8_t*>(o.x.raw()),
                                              static_cast<const uint8_t*>(o.x.raw()) + o.x.nbytes())
                       : to_nhwc_buffer(o.x, t.dtype, t.in, 0x7f);
-    const std::vector<uint8_t> res = to_nhwc_buffer(o.res, t.out_dtype, t.res, 0x7f);
+    const std::vector<uint8_t> res = to_nhwc_buffer(o.res, t.out_dtype, t.res, 0x7f, t.out_nchw);
     std::vector<uint8_t> y(static_cast<size_t>(t.conv.n * t.conv.oh * t.conv.ow * t.out.stride) *
                                dtype_size(t.out_dtype),
                            0x5a);
@@ -117,6 +117,38 @@ TEST(CudaConvEmulated, TensorCoreNarrowHeadSlices) {
 }
 
 TEST(CudaConvEmulated, SimtFp32) { run(Template::kSimt, tasks(DType::kFloat32)); }
+
+// Output and residual stored NCHW (the detect head's last convs): every task above so, plus 1x1
+// and 3x3 convs at batch 2 over 35 and 30 pixels, so that pixel tiles span two images, the 3x3
+// one with a residual and channel slices of its output and residual.
+std::vector<CudaConvTask> nchw_tasks(DType dtype) {
+  const DType f32 = DType::kFloat32, out = dtype == f32 ? f32 : DType::kFloat16;
+  std::vector<CudaConvTask> all;
+  for (const CudaConvTask& t : tasks(dtype)) all.push_back(nchw_out(t));
+  all.push_back(
+      nchw_out(CudaConvTask::dense(ConvTask::make(2, 32, 5, 7, 24, 1, 1, 0), dtype, out)));
+  all.push_back(nchw_out(sliced(ConvTask::make(2, 16, 6, 5, 20, 3, 1, 1, Activation::kSilu, true),
+                                dtype, f32, {16, 0}, {48, 16}, {40, 8})));
+  return all;
+}
+
+TEST(CudaConvEmulated, TensorCoreNchwOutputFp16) {
+  run(Template::kTensorCore, nchw_tasks(DType::kFloat16));
+}
+
+TEST(CudaConvEmulated, TensorCoreNchwOutputBf16) {
+  const std::vector<CudaConvTask> all = nchw_tasks(DType::kBFloat16);
+  run(Template::kTensorCore, {all[1], all[3], all[6], all[7]});
+}
+
+TEST(CudaConvEmulated, SimtNchwOutputFp32) { run(Template::kSimt, nchw_tasks(DType::kFloat32)); }
+
+// The NCHW output is a workload of its own for the tuner: same shapes, another key.
+TEST(CudaConvEmulated, NchwOutputHasItsOwnKey) {
+  const CudaConvTask t = CudaConvTask::dense(ConvTask::make(1, 64, 80, 80, 64, 1, 1, 0),
+                                             DType::kFloat16, DType::kFloat16);
+  EXPECT_EQ(nchw_out(t).key(), t.key() + " out-nchw");
+}
 
 }  // namespace
 }  // namespace yoloc::codegen::cuda::testing

@@ -28,6 +28,7 @@ struct Layer {
   const char* what;
   ConvTask conv;
   ChannelSlice in{0, 0}, out{0, 0}, res{0, 0};  // stride 0: dense
+  bool out_nchw = false;
 };
 
 // The conv layers of yolov8n at 640x640 (a selection covering every size and form).
@@ -52,6 +53,19 @@ std::vector<Layer> yolov8n_layers() {
       {"model.8 C2f 256->256 3x3 @20", ConvTask::make(1, 256, 20, 20, 256, 3, 1, 1, silu)},
       {"model.9 SPPF cv2 512->256 1x1 @20", ConvTask::make(1, 512, 20, 20, 256, 1, 1, 0, silu)},
       {"head cv3 class conv 80->80 1x1 @40", ConvTask::make(1, 80, 40, 40, 80, 1, 1, 0)},
+      // The head's last convs as compiled: NCHW out, for the detect tail (layout_selection).
+      {"head cv2 box conv 64->64 1x1 @80 NCHW out",
+       ConvTask::make(1, 64, 80, 80, 64, 1, 1, 0),
+       {0, 0},
+       {0, 0},
+       {0, 0},
+       true},
+      {"head cv3 class conv 80->80 1x1 @40 NCHW out batch 2",
+       ConvTask::make(2, 80, 40, 40, 80, 1, 1, 0),
+       {0, 0},
+       {0, 0},
+       {0, 0},
+       true},
   };
 }
 
@@ -60,6 +74,7 @@ CudaConvTask make_task(const Layer& s, DType dtype, DType out_dtype) {
   if (s.in.stride) t.in = s.in;
   if (s.out.stride) t.out = s.out;
   if (s.res.stride) t.res = s.res;
+  t.out_nchw = s.out_nchw;
   return t;
 }
 
@@ -138,7 +153,7 @@ void run_layer(const Layer& s, const Built& built) {
                               ? TensorCoreConvTemplate::pack_weights(t, o.w.data<float>())
                               : SimtConvTemplate::pack_weights(t, o.w.data<float>());
     const std::vector<uint8_t> x = to_nhwc_buffer(o.x, t.dtype, t.in, 0x7f);
-    const std::vector<uint8_t> res = to_nhwc_buffer(o.res, t.out_dtype, t.res, 0x7f);
+    const std::vector<uint8_t> res = to_nhwc_buffer(o.res, t.out_dtype, t.res, 0x7f, t.out_nchw);
     std::vector<uint8_t> y(static_cast<size_t>(t.conv.n * t.conv.oh * t.conv.ow * t.out.stride) *
                                dtype_size(t.out_dtype),
                            0x5a);

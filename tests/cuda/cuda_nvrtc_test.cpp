@@ -1,7 +1,7 @@
-// NVRTC: every CUDA conv template x several configs (the default among them) builds for sm_80
-// and sm_90, with the instructions the template is about in its PTX and no register spills in
-// the default configs; compile errors and unknown architectures are UserErrors that say what and
-// where.
+// NVRTC: every CUDA conv template x several configs (the default among them; NHWC and NCHW
+// outputs) builds for sm_80 and sm_90, with the instructions the template is about in its PTX and
+// no register spills in the default configs; compile errors and unknown architectures are
+// UserErrors that say what and where.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -25,7 +25,11 @@ std::vector<CudaConvTask> tasks(DType dtype, DType out) {
                  {16, 0}, {48, 32}, {48, 16}),
           CudaConvTask::dense(ConvTask::make(2, 64, 20, 20, 80, 1, 1, 0), dtype, DType::kFloat32),
           sliced(ConvTask::make(1, 12, 7, 6, 20, 3, 1, 1, Activation::kRelu), dtype,
-                 DType::kFloat16, {12, 0}, {21, 1}, {20, 0})};
+                 DType::kFloat16, {12, 0}, {21, 1}, {20, 0}),
+          // NCHW outputs: a detect head's 1x1 box conv, a residual into channel slices.
+          nchw_out(CudaConvTask::dense(ConvTask::make(2, 64, 80, 80, 64, 1, 1, 0), dtype, out)),
+          nchw_out(sliced(ConvTask::make(1, 16, 20, 20, 16, 3, 1, 1, Activation::kSilu, true),
+                          dtype, out, {16, 0}, {48, 32}, {48, 16}))};
 }
 
 struct Module {

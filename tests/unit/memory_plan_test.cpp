@@ -211,6 +211,30 @@ TEST(MemoryPlan, FusedKernelInputsAndOutputsLiveTogether) {
   EXPECT_EQ(p.naive_bytes, 256u);
 }
 
+// A view node writes nothing: c's buffer lives from node 2, which writes it, although the
+// reshape view of c belongs to a kernel (nodes 1, 3, 4: a detect tail reading the head's
+// outputs through views) whose first node comes before.
+TEST(MemoryPlan, AViewInAFusedGroupDoesNotStartItsBuffersLife) {
+  Graph g;
+  Value* x = input(g, "x", {1, 16});
+  Value* a = node(g, "Relu", {x});
+  Value* ra = node(g, "Reshape", {a, ints(g, "sa", {4, 4})});
+  Value* c = node(g, "Sigmoid", {x});
+  Value* rc = node(g, "Reshape", {c, ints(g, "sc", {4, 4})});
+  g.outputs.push_back(node(g, "Add", {ra, rc}));
+  run_views(g);
+  ASSERT_TRUE(rc->producer->is_view());
+  const int groups[] = {0, 2, 1, 2, 2};
+  for (size_t i = 0; i < 5; ++i) g.nodes()[i]->group = groups[i];
+  for (int k = 0; k < 3; ++k) g.groups.push_back(FusedGroup{k, GroupKind::kElementwise, -1, "k"});
+  const MemoryPlan p = plan_memory(g);
+  verify_memory_plan(p);
+  EXPECT_EQ(alloc_of(p, c->name).first, 2);
+  EXPECT_EQ(alloc_of(p, c->name).last, 4);
+  EXPECT_EQ(alloc_of(p, a->name).first, 0);
+  EXPECT_EQ(alloc_of(p, rc->name).value, c->name);
+}
+
 TEST(MemoryPlan, RejectsSymbolicShapes) {
   Graph g;
   Value* x = g.add_value("x", TensorType(DType::kFloat32, {Dim::sym("batch"), Dim(4)}));

@@ -203,6 +203,24 @@ TEST(Views, ConcatOfKernelOutputsIsAView) {
   }
 }
 
+// A value a reshape view reads stays a dense tensor of its own: in a concat buffer it would be a
+// strided slice (batch 2), which the reshape would address as dense.
+TEST(Views, ConcatDoesNotTakeAValueAReshapeViewReads) {
+  Graph g;
+  Value* x = input(g, "x", {2, 4, 8, 8});
+  Attrs axis1;
+  axis1.set("axis", int64_t{1});
+  Value* a = conv(g, x, 4, 4, 3, 1);
+  Value* cat = node(g, "Concat", {a, conv(g, x, 4, 4, 1, 2)}, axis1);
+  g.outputs.push_back(node(g, "Relu", {cat}));
+  Value* r = node(g, "Reshape", {a, g.add_constant("shape", Tensor::from_vector<int64_t>(
+                                                                 {3}, {2, 4, 64}))});
+  g.outputs.push_back(node(g, "Sigmoid", {r}));
+  EXPECT_TRUE(apply<Views>(g));
+  EXPECT_TRUE(r->producer->is_view());
+  EXPECT_FALSE(cat->producer->is_view());
+}
+
 TEST(Fusion, ConvEpilogueAndSppfAreOneKernelEach) {
   Graph g;
   Value* x = input(g, "x", {1, 4, 8, 8});
@@ -310,6 +328,156 @@ TEST(LayoutSelection, BlockedInsideConvRegionsNchwAtTheEdges) {
   g2.outputs.push_back(conv(g2, y, 16, 16, 1, 4));
   EXPECT_FALSE(LayoutSelection().run(g2, reference));
   EXPECT_EQ(count_layout_conversions(g2), 0u);
+}
+
+namespace {
+
+Value* int_list(Graph& g, std::vector<int64_t> v) {
+  return g.add_constant("ints", Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+}
+
+Attrs int_attr(const char* name, int64_t v) {
+  Attrs a;
+  a.set(name, v);
+  return a;
+}
+
+// A one-level YOLOv8-like detect head on an 8x8 map: a backbone conv, a box branch (3x3 conv,
+// 1x1 conv to 16 = 4 sides x 4 bins; Reshape, Transpose, Softmax over the bins, the 1x1 DFL conv)
+// and a class branch (3x3 conv, 1x1 conv to 6, Sigmoid), concatenated into [1, 10, 64]: the
+// anchors innermost.
+struct V8Head {
+  Graph g;
+  Value *feature = nullptr, *box = nullptr, *cls = nullptr, *cls_sigmoid = nullptr;
+};
+
+void build_v8_head(V8Head& h) {
+  Graph& g = h.g;
+  Value* x = input(g, "x", {1, 8, 8, 8});
+  h.feature = node(g, "SiLU", {conv(g, x, 8, 16, 3, 1)});
+  h.box = conv(g, node(g, "SiLU", {conv(g, h.feature, 16, 16, 3, 11)}), 16, 16, 1, 3);
+  Value* bins = node(g, "Reshape", {h.box, int_list(g, {1, 4, 4, 64})});
+  Attrs perm;
+  perm.set("perm", std::vector<int64_t>{0, 2, 1, 3});
+  Value* soft = node(g, "Softmax", {node(g, "Transpose", {bins}, perm)}, int_attr("axis", 1));
+  Value* sides = node(g, "Reshape", {conv(g, soft, 4, 1, 1, 5), int_list(g, {1, 4, 64})});
+  h.cls = conv(g, node(g, "SiLU", {conv(g, h.feature, 16, 16, 3, 13)}), 16, 6, 1, 7);
+  h.cls_sigmoid = node(g, "Sigmoid", {h.cls});
+  Value* scores = node(g, "Reshape", {h.cls_sigmoid, int_list(g, {1, 6, 64})});
+  g.outputs.push_back(node(g, "Concat", {sides, scores}, int_attr("axis", 1)));
+}
+
+}  // namespace
+
+// On CUDA the head's last convs (and the Sigmoid between a conv and the tail) store NCHW: the
+// tail walks the anchors, which NCHW lays out consecutively. The backbone stays NHWC (convs read
+// it). Other targets keep their layouts.
+TEST(LayoutSelection, CudaHeadConvsStoreNchwForATailWalkingAnchors) {
+  V8Head h;
+  build_v8_head(h);
+  PassContext cuda;
+  cuda.target = "cuda";
+  EXPECT_TRUE(LayoutSelection().run(h.g, cuda));
+  EXPECT_EQ(h.feature->layout.str(), "NHWC");
+  EXPECT_EQ(h.box->layout.str(), "NCHW");
+  EXPECT_EQ(h.cls->layout.str(), "NCHW");
+  EXPECT_EQ(h.cls_sigmoid->layout.str(), "NCHW");
+  EXPECT_FALSE(LayoutSelection().run(h.g, cuda));  // the same choice again
+
+  V8Head c;
+  build_v8_head(c);
+  PassContext cpu;
+  cpu.target = "cpu";
+  EXPECT_TRUE(LayoutSelection().run(c.g, cpu));
+  EXPECT_EQ(c.feature->layout.str(), "NCHW16c");
+  EXPECT_EQ(c.box->layout.str(), "NCHW16c");
+  EXPECT_EQ(c.cls->layout.str(), "NCHW");  // 6 channels: not blocked
+
+  V8Head r;
+  build_v8_head(r);
+  PassContext reference;
+  EXPECT_FALSE(LayoutSelection().run(r.g, reference));
+  EXPECT_EQ(r.box->layout.str(), "NCHW");
+}
+
+// YOLOv5's tail: Reshape to [1, 3, 40, 8, 8], Transpose to [1, 3, 8, 8, 40] and on to
+// [1, 192, 40], the channels innermost: NHWC reads those consecutively, so the conv keeps it.
+TEST(LayoutSelection, CudaHeadConvKeepsNhwcForATailWalkingChannels) {
+  Graph g;
+  Value* x = input(g, "x", {1, 8, 8, 8});
+  Value* feature = node(g, "SiLU", {conv(g, x, 8, 16, 3, 1)});
+  Value* head = conv(g, feature, 16, 120, 1, 3);
+  Attrs perm;
+  perm.set("perm", std::vector<int64_t>{0, 1, 3, 4, 2});
+  Value* t = node(g, "Transpose", {node(g, "Reshape", {head, int_list(g, {1, 3, 40, 8, 8})})},
+                  perm);
+  g.outputs.push_back(node(g, "Reshape", {node(g, "Sigmoid", {t}), int_list(g, {1, 192, 40})}));
+  PassContext cuda;
+  cuda.target = "cuda";
+  LayoutSelection().run(g, cuda);
+  EXPECT_EQ(head->layout.str(), "NHWC");
+  EXPECT_EQ(feature->layout.str(), "NHWC");
+}
+
+// A conv output that another conv reads stays NHWC, whatever its other readers walk.
+TEST(LayoutSelection, CudaConvOutputReadByAConvStaysNhwc) {
+  Graph g;
+  Value* x = input(g, "x", {1, 8, 8, 8});
+  Value* a = conv(g, x, 8, 16, 1, 1);
+  g.outputs.push_back(node(g, "Reshape", {a, int_list(g, {1, 16, 64})}));
+  g.outputs.push_back(conv(g, a, 16, 8, 3, 3));
+  PassContext cuda;
+  cuda.target = "cuda";
+  LayoutSelection().run(g, cuda);
+  EXPECT_EQ(a->layout.str(), "NHWC");
+}
+
+// At fp16 on CUDA the NCHW head outputs are stored float16 as the NHWC activations are, and so
+// are the reshape views the tail reads them through (one buffer, one type); the output stays
+// float32.
+TEST(StoragePrecision, CudaFp16NarrowsNchwHeadOutputsAndTheirViews) {
+  V8Head h;
+  build_v8_head(h);
+  PassContext ctx;
+  ctx.target = "cuda";
+  ctx.precision = Precision::kFp16;
+  optimize(h.g, ctx);
+  int head_convs = 0, views = 0;
+  for (const Node* n : h.g.nodes()) {
+    const Value* y = n->outputs[0];
+    if (n->op == "Conv" && y->layout.layout == Layout::kNCHW &&
+        n->input(0)->layout.layout == Layout::kNHWC) {
+      ++head_convs;
+      EXPECT_EQ(y->type.dtype, DType::kFloat16) << y->name;
+    }
+    if (n->op == "Reshape" && n->is_view() && n->input(0)->layout.layout == Layout::kNCHW) {
+      ++views;
+      EXPECT_EQ(y->type.dtype, DType::kFloat16) << y->name;
+    }
+  }
+  EXPECT_EQ(head_convs, 2);
+  EXPECT_EQ(views, 2);  // of the box conv, of the class Sigmoid
+  EXPECT_EQ(h.g.outputs[0]->type.dtype, DType::kFloat32);
+}
+
+// A conv whose output a reshape view hands out as the graph output: the buffer is the output's,
+// float32, and the conv writes float32 into it.
+TEST(StoragePrecision, CudaBufferOfAGraphOutputStaysFloat32) {
+  Graph g;
+  Value* x = input(g, "x", {1, 8, 8, 8});
+  Value* feature = node(g, "SiLU", {conv(g, x, 8, 16, 3, 1)});
+  Value* head = conv(g, feature, 16, 16, 1, 3);
+  g.outputs.push_back(node(g, "Reshape", {head, int_list(g, {1, 16, 64})}));
+  PassContext ctx;
+  ctx.target = "cuda";
+  ctx.precision = Precision::kFp16;
+  optimize(g, ctx);
+  const Node* reshape = g.outputs[0]->producer;
+  ASSERT_TRUE(reshape->is_view());
+  EXPECT_EQ(reshape->input(0)->layout.str(), "NCHW");
+  EXPECT_EQ(reshape->input(0)->type.dtype, DType::kFloat32);
+  EXPECT_EQ(g.outputs[0]->type.dtype, DType::kFloat32);
+  EXPECT_EQ(reshape->input(0)->producer->input(0)->type.dtype, DType::kFloat16);  // the feature
 }
 
 namespace {

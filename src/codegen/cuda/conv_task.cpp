@@ -152,6 +152,7 @@ std::string CudaConvTask::key() const {
       out.offset);
   if (t.residual) k += fmt::format(" res{}+{}", res.stride, res.offset);
   if (in_nchw_f32) k += " in-nchw-f32";
+  if (out_nchw) k += " out-nchw";
   return k;
 }
 

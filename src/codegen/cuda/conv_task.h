@@ -5,7 +5,9 @@
 /// Activations are NHWC. Each of the input, the residual and the output may be a channel slice of
 /// a wider NHWC buffer (a view Split of the input, a view Concat the output is written into): its
 /// pixel p, channel c lies at element p * stride + offset + c of the buffer. In NHWC a channel
-/// slice is one stride and one offset at any batch size.
+/// slice is one stride and one offset at any batch size. The output (with its residual) may be
+/// NCHW instead (CudaConvTask::out_nchw): there, channel c of pixel p of image i lies at element
+/// (i * stride + offset + c) * OH*OW + p, the same stride and offset counted in channel planes.
 ///
 /// Every CUDA conv kernel has the parameters
 ///   (const void* x, const void* w, const float* bias, const void* res, void* y)
@@ -26,7 +28,7 @@ namespace yoloc::codegen::cuda {
 using cpu::Activation;
 using cpu::ConvTask;
 
-/// Where a tensor of `channels` channels lies in an NHWC buffer (see the file comment).
+/// Where a tensor of `channels` channels lies in an NHWC (or NCHW) buffer (see the file comment).
 struct ChannelSlice {
   int64_t stride = 0;  ///< channels per pixel of the buffer
   int64_t offset = 0;  ///< first channel of the slice
@@ -43,13 +45,18 @@ struct CudaConvTask {
   /// The input is a dense NCHW float32 tensor (the network's image input) instead of NHWC
   /// `dtype`: the tensor-core template converts it while gathering its tiles.
   bool in_nchw_f32 = false;
+  /// The output and the residual are NCHW (see the file comment): the layout the detect head's
+  /// last convs store in, so that the tail kernel reading them walks consecutive pixels
+  /// (layout_selection). Bias and activation are per channel as in NHWC.
+  bool out_nchw = false;
 
   /// A task on dense NHWC tensors (slices as wide as the tensors).
   static CudaConvTask dense(const ConvTask& conv, DType dtype, DType out_dtype);
   /// True when every slice holds its tensor: offset >= 0, offset + channels <= stride.
   bool slices_valid() const;
   /// Canonical workload key, e.g. "cuda_conv2d_nhwc f16->f16 n1 c64 h80 w80 k64 3x3 s1x1 p1x1
-  /// d1x1 silu add in64+0 out128+64 res64+0".
+  /// d1x1 silu add in64+0 out128+64 res64+0", with " in-nchw-f32" / " out-nchw" appended for
+  /// those forms: an NCHW output stores in another pattern, so it is tuned on its own.
   std::string key() const;
 };
 

@@ -171,13 +171,29 @@ enum : int {{
   RES = {res}
 }};
 enum : yc_i64 {{ IS = {is}, IO = {io}, OS = {os}, OO = {oo}, RS = {rs}, RO = {ro} }};
-enum : int {{ PAIR_Y = OS % 2 == 0 && OO % 2 == 0, PAIR_R = RS % 2 == 0 && RO % 2 == 0 }};
+// The output and the residual: channels innermost (NHWC), or planes of OH*OW pixels (NCHW: the
+// detect head's convs, whose readers walk the pixels). Only NHWC pairs channels n, n + 1.
+enum : int {{
+  OUT_NCHW = {out_nchw},
+  PAIR_Y = !OUT_NCHW && OS % 2 == 0 && OO % 2 == 0,
+  PAIR_R = !OUT_NCHW && RS % 2 == 0 && RO % 2 == 0
+}};
+// Element of pixel m, channel n in a buffer of `stride` channels whose slice starts at channel
+// `offset`.
+YC_DEVICE yc_i64 out_at(int m, int n, yc_i64 stride, yc_i64 offset) {{
+  if constexpr (OUT_NCHW) {{
+    const int img = m / (OH * OW);
+    return (static_cast<yc_i64>(img) * stride + offset + n) * (OH * OW) + (m - img * (OH * OW));
+  }} else {{
+    return static_cast<yc_i64>(m) * stride + offset + n;
+  }}
+}}
 YC_DEVICE void epilogue(OutT* __restrict__ y, const OutT* __restrict__ res,
                         const float* __restrict__ bias, int m, int n, float v) {{
   if (m >= M || n >= K) return;
   v = {act}(v + bias[n]);
-  if constexpr (RES) v += yc_load(res + (static_cast<yc_i64>(m) * RS + RO + n));
-  yc_store(y + (static_cast<yc_i64>(m) * OS + OO + n), v);
+  if constexpr (RES) v += yc_load(res + out_at(m, n, RS, RO));
+  yc_store(y + out_at(m, n, OS, OO), v);
 }}
 YC_DEVICE void epilogue2(OutT* __restrict__ y, const OutT* __restrict__ res,
                          const float* __restrict__ bias, int m, int n, float v0, float v1) {{
@@ -188,9 +204,8 @@ YC_DEVICE void epilogue2(OutT* __restrict__ y, const OutT* __restrict__ res,
   }}
   v0 = {act}(v0 + bias[n]);
   v1 = {act}(v1 + bias[n + 1]);
-  const yc_i64 r = static_cast<yc_i64>(m) * RS + RO + n;
-  const yc_i64 o = static_cast<yc_i64>(m) * OS + OO + n;
   if constexpr (RES) {{
+    const yc_i64 r = out_at(m, n, RS, RO);
     if constexpr (PAIR_R) {{
       float a, b;
       yc_load2(res + r, a, b);
@@ -198,14 +213,15 @@ YC_DEVICE void epilogue2(OutT* __restrict__ y, const OutT* __restrict__ res,
       v1 += b;
     }} else {{
       v0 += yc_load(res + r);
-      v1 += yc_load(res + r + 1);
+      v1 += yc_load(res + out_at(m, n + 1, RS, RO));
     }}
   }}
+  const yc_i64 o = out_at(m, n, OS, OO);
   if constexpr (PAIR_Y) {{
     yc_store2(y + o, v0, v1);
   }} else {{
     yc_store(y + o, v0);
-    yc_store(y + o + 1, v1);
+    yc_store(y + out_at(m, n + 1, OS, OO), v1);
   }}
 }}
 )",
@@ -217,7 +233,8 @@ YC_DEVICE void epilogue2(OutT* __restrict__ y, const OutT* __restrict__ res,
       fmt::arg("dw", t.dw), fmt::arg("is", task.in.stride), fmt::arg("io", task.in.offset),
       fmt::arg("os", task.out.stride), fmt::arg("oo", task.out.offset),
       fmt::arg("rs", task.res.stride), fmt::arg("ro", task.res.offset),
-      fmt::arg("res", t.residual ? 1 : 0), fmt::arg("act", act));
+      fmt::arg("res", t.residual ? 1 : 0), fmt::arg("out_nchw", task.out_nchw ? 1 : 0),
+      fmt::arg("act", act));
 }
 
 }  // namespace yoloc::codegen::cuda

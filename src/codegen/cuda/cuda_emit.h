@@ -29,7 +29,8 @@ std::string cuda_storage_type(DType t);
 /// The declarations a conv kernel's namespace starts with: the task's sizes as constexprs (N, C,
 /// H, W, K, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW; M = N*OH*OW output pixels; KG = KH*KW*C the
 /// GEMM depth; IS/IO, OS/OO, RS/RO the strides and offsets of the input, output and residual
-/// slices), the types InT and OutT, and
+/// slices; OUT_NCHW for an output and residual stored NCHW, see CudaConvTask::out_nchw), the
+/// types InT and OutT, and
 ///   epilogue(y, res, bias, m, n, v)           one output element (pixel m, channel n)
 ///   epilogue2(y, res, bias, m, n, v0, v1)     channels n and n + 1 (n even)
 /// which add the bias, apply the activation, add the residual, convert to OutT and store, for

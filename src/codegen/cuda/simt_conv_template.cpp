@@ -17,9 +17,9 @@ int64_t shared_bytes(int64_t bm, int64_t bn, int64_t bk) { return (bk * (bm + 4)
 // The kernel after the common declarations of conv_common_source (in the same namespace).
 constexpr const char* kKernel = R"(enum : int {
   BM = @BM@, BN = @BN@, BK = @BK@, TM = @TM@, TN = @TN@,
-  TX = BN / TN, THREADS = (BM / TM) * TX,
-  // A is stored depth-major [BK][LDA]: a thread's TM pixels are adjacent; +4 keeps rows 16-byte
-  // aligned while moving consecutive depth rows to other banks.
+  TX = BN / TN, TY = BM / TM, THREADS = TY * TX,
+  // A is stored depth-major [BK][LDA]; +4 keeps rows 16-byte aligned while moving consecutive
+  // depth rows to other banks.
   LDA = BM + 4,
   KT = (KG + BK - 1) / BK,
   A_ELEMS = BM * BK, B_ELEMS = BK * BN,
@@ -41,7 +41,13 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
   OutT* y = static_cast<OutT*>(y_);
   float* sa = yc_smem;
   float* sb = yc_smem + BK * LDA;
-  const int tid = static_cast<int>(threadIdx.x), tx = tid % TX, ty = tid / TX;
+  // Thread (tx, ty) computes channels tx * TN + j of pixels row(i). NHWC: consecutive threads
+  // take consecutive channel groups and a thread TM adjacent pixels. NCHW output: consecutive
+  // threads take consecutive pixels (pixel i * TY + ty), so that each of the epilogue's stores
+  // writes a run of one channel plane.
+  const int tid = static_cast<int>(threadIdx.x);
+  const int tx = OUT_NCHW ? tid / TY : tid % TX, ty = OUT_NCHW ? tid % TY : tid / TX;
+  const auto row = [ty](int i) { return OUT_NCHW ? i * TY + ty : ty * TM + i; };
   const int m0 = static_cast<int>(blockIdx.x) * BM, n0 = static_cast<int>(blockIdx.y) * BN;
 
   // Consecutive threads load consecutive depth indices (channels of one pixel: coalesced); the
@@ -91,7 +97,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
     for (int k = 0; k < BK; ++k) {
       float a[TM], b[TN];
 #pragma unroll
-      for (int i = 0; i < TM; ++i) a[i] = sa[k * LDA + ty * TM + i];
+      for (int i = 0; i < TM; ++i) a[i] = sa[k * LDA + row(i)];
 #pragma unroll
       for (int j = 0; j < TN; ++j) b[j] = sb[k * BN + tx * TN + j];
 #pragma unroll
@@ -105,7 +111,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
 
 #pragma unroll
   for (int i = 0; i < TM; ++i) {
-    const int m = m0 + ty * TM + i;
+    const int m = m0 + row(i);
     if constexpr (TN % 2 == 0) {
 #pragma unroll
       for (int j = 0; j < TN; j += 2) {

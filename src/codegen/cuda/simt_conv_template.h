@@ -1,7 +1,8 @@
 #pragma once
 /// The fp32 SIMT conv template: the exact path of the fused group "Conv (+bias) (+ReLU/SiLU)
 /// (+residual Add)" on CUDA cores, for fp32 NHWC activations (output fp32, or cast to fp16 / bf16),
-/// any channel counts, written into any channel slice of its output buffer.
+/// any channel counts, written into any channel slice of its output buffer, NHWC or NCHW
+/// (CudaConvTask::out_nchw: consecutive threads then take consecutive pixels).
 ///
 /// The same implicit GEMM as the tensor-core template (M = N*OH*OW pixels, K output channels,
 /// depth KG = KH*KW*C in (kh, kw, c) order) with plain FMAs: a block computes a BM x BN tile, each

@@ -31,12 +31,16 @@ CudaArg constant(const Tensor& t) {
 
 bool nhwc(const Value* v) { return !v || v->layout.layout == Layout::kNHWC; }
 
-/// A conv group on channels-last activations, for the tensor-core or SIMT template.
+/// A conv group on channels-last activations, for the tensor-core or SIMT template. Its output
+/// (and residual) may be NCHW instead, as layout_selection stores the detect head's last convs.
 template <class T>
 std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const char* name) {
   const auto o = cpu::conv_operands(g, grp);
-  if (!o || !nhwc(o->y) || !nhwc(o->res)) return std::nullopt;
-  if (o->res && o->res->type.dtype != o->y->type.dtype) return std::nullopt;
+  if (!o) return std::nullopt;
+  const bool out_nchw = o->y->layout.layout == Layout::kNCHW;
+  if (!out_nchw && !nhwc(o->y)) return std::nullopt;
+  if (o->res && (o->res->layout != o->y->layout || o->res->type.dtype != o->y->type.dtype))
+    return std::nullopt;
   // The image input (dense NCHW float32) is converted by the tensor-core conv's gather.
   const bool image_in = !nhwc(o->x) && o->x->type.dtype == DType::kFloat32 &&
                         std::find(g.inputs.begin(), g.inputs.end(), o->x) != g.inputs.end();
@@ -45,6 +49,7 @@ std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const c
                                      o->y->type.dtype);
   if (!t) return std::nullopt;
   t->in_nchw_f32 = image_in;
+  t->out_nchw = out_nchw;
   if (!T::matches(*t)) return std::nullopt;
   CudaTask task;
   task.template_name = name;
@@ -66,8 +71,11 @@ std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const c
       std::fill_n(bias.data<float>(), t.conv.k, 0.f);
     }
     l.args.push_back(constant(bias));
-    l.args.push_back(o.res ? activation(o.res, t.res.offset, false) : CudaArg{});
-    l.args.push_back(activation(o.y, t.out.offset, true));
+    // A kernel addresses the buffer a slice lies in; the slice begins `offset` channels in: that
+    // many elements in NHWC, channel planes in NCHW.
+    const int64_t plane = t.out_nchw ? t.conv.oh * t.conv.ow : 1;
+    l.args.push_back(o.res ? activation(o.res, t.res.offset * plane, false) : CudaArg{});
+    l.args.push_back(activation(o.y, t.out.offset * plane, true));
     return l;
   };
   return task;

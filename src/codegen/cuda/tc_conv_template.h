@@ -1,7 +1,8 @@
 #pragma once
 /// The tensor-core conv template: an implicit-GEMM convolution of NHWC fp16 or bf16 activations
 /// with fp32 accumulation on mma.sync.m16n8k16 (sm_80 and up), for the fused group "Conv (+bias)
-/// (+ReLU/SiLU) (+residual Add)" written into any channel slice of its output buffer.
+/// (+ReLU/SiLU) (+residual Add)" written into any channel slice of its output buffer, NHWC or NCHW
+/// (CudaConvTask::out_nchw: a warp's stores then write runs of 8 pixels of one channel plane).
 ///
 /// The GEMM: M = N*OH*OW output pixels (rows), K output channels (columns), depth KG = KH*KW*C
 /// taken in the order (kh, kw, c), c fastest. A block computes a BM x BN tile of the output with

@@ -1,0 +1,179 @@
+// A whole CUDA program in the host emulation (cuda_emulator.h): a small two-level YOLOv8-like
+// detector at batch 2, optimized for "cuda" at fp16 and compiled (NVRTC) as `yoloc compile` does,
+// then every launch run in order on a host arena and weights blob with the program's own
+// bindings, and the output compared with the reference executor on the graph as built. It covers
+// what the template tests cannot: task extraction, storage types, views and the memory plan
+// together, here the detect head's convs written NCHW into channel slices of each level's concat
+// (strided at batch 2) and the tail reading them through reshape views.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "../unit/graph_builder.h"
+#include "codegen/cuda/cuda_compiler.h"
+#include "cuda_emulator.h"
+#include "passes/pipeline.h"
+
+namespace yoloc::codegen::cuda::testing {
+namespace {
+
+using yoloc::testing::input;
+using yoloc::testing::node;
+
+Value* ints(Graph& g, std::vector<int64_t> v) {
+  return g.add_constant("ints", Tensor::from_vector<int64_t>({static_cast<int64_t>(v.size())}, v));
+}
+
+// A "same" k x k conv with weights scaled so that outputs stay of order one (fp16 storage then
+// rounds them by about 2^-11, not by the large magnitudes unscaled random weights compound to).
+Value* conv(Graph& g, Value* x, int64_t in_c, int64_t out_c, int64_t k, uint32_t seed) {
+  const float s = 1.7f / std::sqrt(static_cast<float>(in_c * k * k));
+  Value* w = g.add_constant("w", yoloc::testing::random_tensor({out_c, in_c, k, k}, seed, -s, s));
+  Value* b = g.add_constant("b", yoloc::testing::random_tensor({out_c}, seed + 1, -0.5f, 0.5f));
+  return node(g, "Conv", {x, w, b}, yoloc::testing::conv_attrs(k, k / 2));
+}
+
+Attrs int_attr(const char* name, int64_t v) {
+  Attrs a;
+  a.set(name, v);
+  return a;
+}
+
+// Levels of 8x8 and 4x4 (a max pool between), each with a box branch (two 3x3, then 1x1 to 16 =
+// 4 sides x 4 bins) and a class branch (two 3x3, then 1x1 to 6) concatenated to 22 channels and
+// flattened; the levels concatenated along the anchors and split; the DFL (Softmax over the
+// bins, 1x1 conv) and the class Sigmoid into [2, 10, 80], the anchors innermost.
+std::unique_ptr<Graph> detector() {
+  auto gp = std::make_unique<Graph>();
+  Graph& g = *gp;
+  Value* x = input(g, "x", {2, 8, 8, 8});
+  Value* f1 = node(g, "SiLU", {conv(g, x, 8, 16, 3, 1)});
+  Attrs pool;
+  pool.set("kernel_shape", std::vector<int64_t>{2, 2});
+  pool.set("strides", std::vector<int64_t>{2, 2});
+  Value* f2 = node(g, "MaxPool", {f1}, pool);
+  std::vector<Value*> levels;
+  uint32_t seed = 10;
+  const auto branch = [&](Value* f, int64_t k) {
+    Value* a = node(g, "SiLU", {conv(g, f, 16, 16, 3, seed)});
+    Value* b = node(g, "SiLU", {conv(g, a, 16, 16, 3, seed + 2)});
+    seed += 4;
+    return conv(g, b, 16, k, 1, seed++);
+  };
+  for (Value* f : {f1, f2}) {
+    Value* box = branch(f, 16);
+    Value* cls = branch(f, 6);
+    Value* cat = node(g, "Concat", {box, cls}, int_attr("axis", 1));
+    levels.push_back(node(g, "Reshape", {cat, ints(g, {2, 22, -1})}));
+  }
+  Value* all = node(g, "Concat", levels, int_attr("axis", 2));
+  Node* split = g.add_node("Split", {all, ints(g, {16, 6})}, 2, int_attr("axis", 1));
+  infer_node(*split);
+  Value* bins = node(g, "Reshape", {split->outputs[0], ints(g, {2, 4, 4, 80})});
+  Attrs perm;
+  perm.set("perm", std::vector<int64_t>{0, 2, 1, 3});
+  Value* soft = node(g, "Softmax", {node(g, "Transpose", {bins}, perm)}, int_attr("axis", 1));
+  Value* sides = node(g, "Reshape", {conv(g, soft, 4, 1, 1, 99), ints(g, {2, 4, 80})});
+  Value* scores = node(g, "Sigmoid", {split->outputs[1]});
+  g.outputs.push_back(node(g, "Concat", {sides, scores}, int_attr("axis", 1)));
+  return gp;
+}
+
+// Compiled at `precision` (fp16: tensor-core convs, fp16 activations; fp32: SIMT convs), run,
+// and compared with the reference within `tolerance` (relative to max(1, |want|)).
+void run_detector(Precision precision, float tolerance) {
+  const Tensor xin = yoloc::testing::random_tensor({2, 8, 8, 8}, 7);
+  const Tensor want = run_reference(*detector(), {{"x", xin}}).at(0).tensor;
+
+  std::unique_ptr<Graph> g = detector();
+  PassContext ctx;
+  ctx.target = "cuda";
+  ctx.precision = precision;
+  optimize(*g, ctx);
+  CudaCompileOptions options;
+  options.arch = "sm_80";
+  const CudaBuild build = compile_cuda(*g, options);
+  const std::vector<CudaTask> tasks = extract_cuda_tasks(*g);
+  ASSERT_EQ(tasks.size(), build.tasks.size());
+
+  // The kernels as compile_cuda lowered them (same configs and symbols), built for the host.
+  std::vector<CudaKernel> conv_kernels;
+  GenericKernels generic;
+  std::map<std::string, CudaKernel> by_symbol;
+  int nchw_convs = 0;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const CudaLowered l = tasks[i].lower(build.tasks[i].config, fmt::format("yc_t{}", i));
+    if (tasks[i].template_name == "generic") {
+      generic.source += l.source;
+      for (const CudaKernel& k : l.launches) generic.launches.push_back(k);
+    } else {
+      CudaKernel k = l.launches.at(0);
+      k.source = l.source;
+      conv_kernels.push_back(k);
+      nchw_convs += tasks[i].key.find(" out-nchw") != std::string::npos;
+    }
+    for (const CudaKernel& k : l.launches) by_symbol[k.symbol] = k;
+  }
+  // The 1x1 box and class convs of both levels, into their level's concat buffer.
+  EXPECT_EQ(nchw_convs, 4);
+  const EmulatedKernels convs(conv_kernels);
+  const EmulatedGenericKernels generics(generic);
+
+  const runtime::cuda::CudaProgram& prog = build.program;
+  std::vector<uint8_t> arena(prog.arena_bytes, 0x7f);  // NaNs in float16 and float32
+  std::vector<uint8_t> weights(build.weights.begin(), build.weights.end());
+  ASSERT_EQ(prog.input_offsets.size(), 1u);
+  std::memcpy(&arena[prog.input_offsets[0]], xin.raw(), xin.nbytes());
+  for (const runtime::cuda::CudaLaunch& launch : prog.launches) {
+    SCOPED_TRACE(launch.task.dump());
+    std::vector<void*> args;
+    std::vector<size_t> bytes;
+    for (const runtime::Binding& b : launch.args) {
+      uint8_t* base = b.buffer == "arena"            ? arena.data()
+                      : b.buffer == kCudaWeightsBlob ? weights.data()
+                                                     : nullptr;
+      if (base) {
+        ASSERT_LE(b.offset + b.bytes, b.buffer == "arena" ? arena.size() : weights.size());
+      }
+      args.push_back(base ? base + b.offset : nullptr);
+      bytes.push_back(base ? b.bytes : 0);
+    }
+    const CudaKernel& k = by_symbol.at(launch.symbol);
+    if (launch.task["template"] == "generic") {
+      EXPECT_EQ(generics.launch(k, args), "");
+    } else {
+      ASSERT_EQ(args.size(), 5u);
+      EXPECT_EQ(
+          convs.launch(k, {args[0], bytes[0]}, {args[1], bytes[1]},
+                       static_cast<const float*>(args[2]), {args[3], bytes[3]}, args[4], bytes[4]),
+          "");
+    }
+  }
+
+  ASSERT_EQ(prog.output_offsets.size(), 1u);
+  ASSERT_EQ(g->outputs[0]->type.dtype, DType::kFloat32);
+  std::vector<float> got(static_cast<size_t>(want.numel()));
+  std::memcpy(got.data(), &arena[prog.output_offsets[0]], got.size() * sizeof(float));
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float w = want.data<float>()[i];
+    if (!(std::fabs(got[i] - w) <= tolerance * std::max(1.f, std::fabs(w))) && bad++ < 5) {
+      ADD_FAILURE() << "output element " << i << ": got " << got[i] << ", want " << w;
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+// fp16 activations between the kernels: a few units of 2^-11 per op.
+TEST(CudaProgramEmulated, Fp16DetectorWithNchwHeadConvsMatchesReference) {
+  run_detector(Precision::kFp16, 1e-2f);
+}
+
+TEST(CudaProgramEmulated, Fp32DetectorWithNchwHeadConvsMatchesReference) {
+  run_detector(Precision::kFp32, 1e-4f);
+}
+
+}  // namespace
+}  // namespace yoloc::codegen::cuda::testing
