@@ -40,8 +40,9 @@ TEST(Fusion, AnOutputReadByALaterKernelStaysOutOfTheTail) {
       if (n->group != grp->id) continue;
       for (const Value* in : n->inputs) {
         const bool inside = in && in->producer && in->producer->group == grp->id;
-        if (in && !in->is_constant() && !inside)
+        if (in && !in->is_constant() && !inside) {
           EXPECT_TRUE(made.count(in)) << n->label() << " reads " << in->name << " too early";
+        }
       }
     }
     for (const Node* n : g.nodes())
@@ -532,10 +533,14 @@ TEST(FloatCompute, ComputesAFloat16GraphInFloat32WithCastsAtTheEdges) {
   EXPECT_EQ(h.y->producer->input(0)->type.dtype, DType::kFloat32);
   for (const Node* n : h.g.nodes()) {
     for (const Value* in : n->inputs) {
-      if (in != h.x) EXPECT_EQ(in->type.dtype, DType::kFloat32) << n->label();
+      if (in != h.x) {
+        EXPECT_EQ(in->type.dtype, DType::kFloat32) << n->label();
+      }
     }
     for (const Value* o : n->outputs) {
-      if (o != h.y) EXPECT_EQ(o->type.dtype, DType::kFloat32) << n->label();
+      if (o != h.y) {
+        EXPECT_EQ(o->type.dtype, DType::kFloat32) << n->label();
+      }
     }
   }
   // The inner Cast became float32 -> float32: algebraic simplification removes it.
