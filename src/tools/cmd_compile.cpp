@@ -28,15 +28,20 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
   if (!records.empty()) {
     std::set<std::string> workloads, tuned;
     std::map<int64_t, int> from_batch;  // tuned workloads by the other batch their records had
+    int twins = 0;                      // tuned workloads with their NHWC twin's config
     for (const codegen::cpu::CompiledTask& t : r.tasks) {
       workloads.insert(t.key);
       if (!t.tuned || !tuned.insert(t.key).second) continue;
       if (auto it = r.nearest_batch.find(t.key); it != r.nearest_batch.end())
         ++from_batch[it->second];
+      twins += r.layout_twin.contains(t.key) ? 1 : 0;
     }
     std::string from;
     for (const auto& [batch, n] : from_batch)
       from += fmt::format("{}{} from records of batch {}", from.empty() ? "" : ", ", n, batch);
+    if (twins > 0)
+      from += fmt::format("{}{} from the records of their NHWC-output twin",
+                          from.empty() ? "" : ", ", twins);
     fmt::print("  records {}: {} for this {} ({} of other versions ignored); {} tasks tuned{}, "
                "{} defaults\n",
                records, r.records_applicable, o.target == "cuda" ? "arch" : "machine",

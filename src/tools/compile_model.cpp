@@ -116,10 +116,21 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     // Conv tasks with no records of this batch take their workload's best config at the
     // nearest batch that has records (compile_cuda keeps it only where it is valid).
     std::set<std::string> keys;
-    for (const codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(g))
+    for (const codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(g)) {
       keys.insert(t.key);
+      if (const auto twin = codegen::cuda::nhwc_output_twin(t.key)) keys.insert(*twin);
+    }
     for (const auto& [key, r] : tuner::nearest_batch_records(same_arch, q, keys))
       if (cuda.configs.try_emplace(key, r.config).second) report.nearest_batch.emplace(key, r.batch);
+    // Convs writing NCHW without records take their NHWC twin's config.
+    for (const std::string& key : keys) {
+      const auto twin = codegen::cuda::nhwc_output_twin(key);
+      if (!twin || cuda.configs.contains(key)) continue;
+      if (auto it = cuda.configs.find(*twin); it != cuda.configs.end()) {
+        cuda.configs.emplace(key, it->second);
+        report.layout_twin.insert(key);
+      }
+    }
   }
   if (o.outputs.empty() && g.inputs.size() == 1 && !g.outputs.empty() &&
       g.outputs[0]->type.dims.size() == 3) {

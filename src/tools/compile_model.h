@@ -3,6 +3,7 @@
 /// runtime needs to run it as a detector, the weights and the kernels).
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -54,6 +55,8 @@ struct CompileReport {
   /// cuda: the workloads whose config came from records of another batch (no record of their
   /// own batch), with that batch; a task of one of them is tuned if the config is valid for it.
   std::map<std::string, int64_t> nearest_batch;
+  /// cuda: the NCHW-output conv workloads whose config came from their NHWC-output twin.
+  std::set<std::string> layout_twin;
 };
 
 /// The detector imported (options.batch, --imgsz, --family; `outputs` as its outputs when given)

@@ -63,6 +63,19 @@ TEST(CudaConvTask, C2fSlicesFromViews) {
   EXPECT_NE(tasks[2].key().find("out48+32 res48+16"), std::string::npos) << tasks[2].key();
 }
 
+TEST(CudaConvTask, NchwOutputKeyHasAnNhwcTwin) {
+  CudaConvTask t;
+  t.conv.n = t.conv.c = t.conv.h = t.conv.w = t.conv.k = t.conv.oh = t.conv.ow = 4;
+  t.conv.kh = t.conv.kw = t.conv.sh = t.conv.sw = t.conv.dh = t.conv.dw = 1;
+  t.dtype = t.out_dtype = DType::kFloat16;
+  const std::string nhwc = t.key();
+  EXPECT_EQ(nhwc_output_twin(nhwc), std::nullopt);
+  t.out_nchw = true;
+  ASSERT_NE(t.key(), nhwc);
+  EXPECT_EQ(nhwc_output_twin(t.key()), nhwc);
+  EXPECT_EQ(nhwc_output_twin(" out-nchw"), std::nullopt);
+}
+
 TEST(CudaConvTask, DenseTaskAndSliceChecks) {
   CudaConvTask t = CudaConvTask::dense(ConvTask::make(1, 16, 8, 8, 32, 3, 1, 1), DType::kFloat16,
                                        DType::kFloat32);

@@ -79,6 +79,11 @@ def main():
         tuned = re.search(r"; (\d+) tuned,", p.stdout)
         if not tuned or int(tuned.group(1)) == 0:
             problems.append("the shipped records/cuda-sm_90.jsonl no longer apply to yolov8n")
+        nchw = sum(1 for launch in prog.get("launches", [])
+                   if launch["task"]["key"].endswith(" out-nchw"))
+        if nchw and f"{nchw} from the records of their NHWC-output twin" not in p.stdout:
+            problems.append(f"{nchw} NCHW-output convs but not all took their NHWC twin's "
+                            "tuned config:\n" + p.stdout)
         untuned = common.run([args.yoloc, "compile", args.model, "-o", artifact, "--force",
                               "--target", "cuda", "--precision", "fp16", "--no-records"],
                              "yoloc compile --target cuda --no-records")

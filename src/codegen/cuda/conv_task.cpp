@@ -156,6 +156,14 @@ std::string CudaConvTask::key() const {
   return k;
 }
 
+std::optional<std::string> nhwc_output_twin(const std::string& key) {
+  static const std::string kSuffix = " out-nchw";
+  if (key.size() <= kSuffix.size() || key.compare(key.size() - kSuffix.size(), kSuffix.size(),
+                                                   kSuffix) != 0)
+    return std::nullopt;
+  return key.substr(0, key.size() - kSuffix.size());
+}
+
 std::optional<CudaConvTask> cuda_conv_task_from_group(const Graph& g, const FusedGroup& group,
                                                       DType dtype, DType out_dtype) {
   const std::optional<ConvTask> conv = cpu::conv_task_from_group(g, group);

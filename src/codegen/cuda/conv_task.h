@@ -60,6 +60,11 @@ struct CudaConvTask {
   std::string key() const;
 };
 
+/// The key of the same conv writing NHWC for the key of one writing NCHW (" out-nchw"), else
+/// nullopt. Compile applies the twin's tuned config to an NCHW-output conv without records of
+/// its own: the main loop, which the config shapes, is the same; only the stores differ.
+std::optional<std::string> nhwc_output_twin(const std::string& key);
+
 /// The CUDA conv task of a fused group (see cpu::conv_task_from_group for the forms taken) with
 /// activations stored as `dtype` and the output as `out_dtype`, and the channel slices that the
 /// views of the graph give: an output written into a view Concat on the channel axis (nested
