@@ -40,8 +40,9 @@ struct CudaConvTask {
   DType dtype = DType::kFloat16;      ///< input activations and weights
   DType out_dtype = DType::kFloat16;  ///< output and residual
   ChannelSlice in, out, res;
-  /// The input is a dense NCHW float32 tensor (the network's image input) instead of NHWC
-  /// `dtype`: the tensor-core template converts it while gathering its tiles.
+  /// The input is a dense NCHW float32 tensor (the network's image input; for the direct
+  /// template any dense NCHW float32 value) instead of NHWC `dtype`: the template converts it
+  /// while loading its tiles.
   bool in_nchw_f32 = false;
 
   /// A task on dense NHWC tensors (slices as wide as the tensors).
