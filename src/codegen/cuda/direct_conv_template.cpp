@@ -86,7 +86,10 @@ enum : int {
   TILES_X = (OW + TW - 1) / TW, TILES_Y = (OH + TH - 1) / TH,
   // The loader: LW consecutive threads per tile row, LR rows at a time.
   LW = @LW@, LR = THREADS / LW,
-  QC = (IWT + LW - 1) / LW, QR = (IHT + LR - 1) / LR
+  QC = (IWT + LW - 1) / LW, QR = (IHT + LR - 1) / LR,
+  // Rows per batch of loads: about 40 values in registers.
+  RB = 40 / (QC * C) < 1 ? 1 : 40 / (QC * C) < QR ? 40 / (QC * C) : QR,
+  W_PIECES = TAPS * KB / 4, W_ITERS = (W_PIECES + THREADS - 1) / THREADS
 };
 static_assert(THREADS % LW == 0 && KB % 4 == 0 && TN % 4 == 0, "direct conv geometry");
 }  // namespace @SYM@_ns
@@ -110,44 +113,62 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
   const int ih0 = oy0 * SH - PH, iw0 = ox0 * SW - PW;
 
   // The block's channels of every tap, in 16-byte pieces.
-  for (int i = tid; i < TAPS * KB / 4; i += THREADS) {
+#pragma unroll
+  for (int j = 0; j < W_ITERS; ++j) {
+    const int i = tid + j * THREADS;
+    if (W_PIECES % THREADS != 0 && i >= W_PIECES) break;
     const int tap = i / (KB / 4), k = i % (KB / 4) * 4;
     *reinterpret_cast<yc_vec<float, 4>*>(sw + tap * KB + k) =
         *reinterpret_cast<const yc_vec<float, 4>*>(w + (static_cast<yc_i64>(tap) * KP + n0 + k));
   }
   // The input tile, zeros outside the image: thread (lw, lr) copies tile columns lw + q * LW of
   // tile rows lr + j * LR of every channel. Its columns' validity and places are the same in
-  // every row, and its reads are at fixed distances from one address.
+  // every row, and its reads are at fixed distances from one address. RB rows at a time, all
+  // their loads before their stores and without branches: so many loads are in flight at once.
   {
     const int lw = tid % LW, lr = tid / LW;
-    bool col_ok[QC];
+    bool col_ok[QC], col_in[QC];
     int col_at[QC];
 #pragma unroll
     for (int q = 0; q < QC; ++q) {
       const int ic = lw + q * LW;
-      col_ok[q] = static_cast<unsigned>(iw0 + ic) < static_cast<unsigned>(W);
+      // Past the tile's columns the phase layout would land on other columns' words.
+      col_in[q] = IWT % LW == 0 || ic < IWT;
+      col_ok[q] = col_in[q] && static_cast<unsigned>(iw0 + ic) < static_cast<unsigned>(W);
       col_at[q] = ic % SW * PC + ic / SW;
     }
     const yc_i64 xo =
         NCHW_IN ? (static_cast<yc_i64>(img) * C * H + ih0 + lr) * W + iw0 + lw
                 : ((static_cast<yc_i64>(img) * H + ih0 + lr) * W + iw0 + lw) * IS + IO;
 #pragma unroll
-    for (int j = 0; j < QR; ++j) {
-      const int row = lr + j * LR;
-      if (IHT % LR != 0 && row >= IHT) break;
-      const bool row_ok = static_cast<unsigned>(ih0 + row) < static_cast<unsigned>(H);
+    for (int j0 = 0; j0 < QR; j0 += RB) {
+      float v[RB][QC][C];
 #pragma unroll
-      for (int q = 0; q < QC; ++q) {
-        // Past the tile's columns the phase layout would land on other columns' words.
-        if (IWT % LW != 0 && lw + q * LW >= IWT) break;
+      for (int j = 0; j < RB; ++j) {
+        const int row = lr + (j0 + j) * LR;
+        const bool row_ok = j0 + j < QR && (IHT % LR == 0 || row < IHT) &&
+                            static_cast<unsigned>(ih0 + row) < static_cast<unsigned>(H);
 #pragma unroll
-        for (int c = 0; c < C; ++c) {
-          float v = 0.f;
-          if (row_ok && col_ok[q]) {
-            v = NCHW_IN ? yc_load(x + (xo + (static_cast<yc_i64>(c) * H + j * LR) * W + q * LW))
-                        : yc_load(x + (xo + (static_cast<yc_i64>(j) * LR * W + q * LW) * IS + c));
+        for (int q = 0; q < QC; ++q) {
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            const yc_i64 at = NCHW_IN ? (static_cast<yc_i64>(c) * H + (j0 + j) * LR) * W + q * LW
+                                      : (static_cast<yc_i64>(j0 + j) * LR * W + q * LW) * IS + c;
+            v[j][q][c] = 0.f;
+            if (row_ok && col_ok[q]) v[j][q][c] = yc_load(x + (xo + at));
           }
-          si[(c * IHT + row) * LD + col_at[q]] = v;
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < RB; ++j) {
+        const int row = lr + (j0 + j) * LR;
+        const bool row_in = j0 + j < QR && (IHT % LR == 0 || row < IHT);
+#pragma unroll
+        for (int q = 0; q < QC; ++q) {
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            if (row_in && col_in[q]) si[(c * IHT + row) * LD + col_at[q]] = v[j][q][c];
+          }
         }
       }
     }
