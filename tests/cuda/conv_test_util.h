@@ -189,18 +189,22 @@ inline std::vector<ScheduleConfig> simt_configs(const CudaConvTask& t) {
   return out;
 }
 
-/// Configs of the direct template: the default and others that differ from it in every knob
-/// (several channel groups per block, several tile rows per warp, 32 channels per thread), those
-/// valid for t.
+/// Configs of the direct template: the default and others that differ from it in every knob,
+/// FMA and MMA (several channel groups per block, several tile rows per warp, 32 channels per
+/// thread or warp), those valid for t.
 inline std::vector<ScheduleConfig> direct_configs(const CudaConvTask& t) {
   std::vector<ScheduleConfig> out = {DirectConvTemplate::default_config(t)};
   const std::vector<std::map<std::string, int64_t>> tries = {
-      {{"tw", 8}, {"th", 4}, {"pt", 1}, {"kb", 8}, {"tn", 8}},
-      {{"tw", 16}, {"th", 4}, {"pt", 2}, {"kb", 16}, {"tn", 4}},
-      {{"tw", 8}, {"th", 8}, {"pt", 4}, {"kb", 16}, {"tn", 8}},
-      {{"tw", 32}, {"th", 2}, {"pt", 1}, {"kb", 32}, {"tn", 16}},
-      {{"tw", 64}, {"th", 1}, {"pt", 1}, {"kb", 64}, {"tn", 32}},
-      {{"tw", 8}, {"th", 16}, {"pt", 8}, {"kb", 8}, {"tn", 4}}};
+      {{"tw", 8}, {"th", 4}, {"pt", 1}, {"kb", 8}, {"tn", 8}, {"mma", 0}},
+      {{"tw", 16}, {"th", 4}, {"pt", 2}, {"kb", 16}, {"tn", 4}, {"mma", 0}},
+      {{"tw", 8}, {"th", 8}, {"pt", 4}, {"kb", 16}, {"tn", 8}, {"mma", 0}},
+      {{"tw", 32}, {"th", 2}, {"pt", 1}, {"kb", 32}, {"tn", 16}, {"mma", 0}},
+      {{"tw", 64}, {"th", 1}, {"pt", 1}, {"kb", 64}, {"tn", 32}, {"mma", 0}},
+      {{"tw", 8}, {"th", 16}, {"pt", 8}, {"kb", 8}, {"tn", 4}, {"mma", 0}},
+      {{"tw", 16}, {"th", 2}, {"pt", 1}, {"kb", 16}, {"tn", 16}, {"mma", 1}},
+      {{"tw", 32}, {"th", 4}, {"pt", 2}, {"kb", 32}, {"tn", 16}, {"mma", 1}},
+      {{"tw", 16}, {"th", 8}, {"pt", 4}, {"kb", 8}, {"tn", 8}, {"mma", 1}},
+      {{"tw", 64}, {"th", 1}, {"pt", 1}, {"kb", 64}, {"tn", 32}, {"mma", 1}}};
   for (const auto& v : tries) {
     const ScheduleConfig c(v);
     if (DirectConvTemplate::valid(t, c) && !(c == out[0])) out.push_back(c);

@@ -172,21 +172,22 @@ TEST(CudaConvEmulated, DirectMatchesAndDefaults) {
   sliced_image.in = {6, 3};  // an NCHW input is read densely
   EXPECT_FALSE(DirectConvTemplate::matches(sliced_image));
   int checked = 0;
-  for (int64_t c : {1, 3, 4})
-    for (int64_t k : {1, 3, 16, 19, 48, 64, 80, 256})
-      for (int64_t kernel : {1, 3, 6, 7, 16})
-        for (int64_t stride : {1, 2, 4})
-          for (int64_t hw : {1, 7, 80, 640}) {
-            const int64_t pad = kernel / 2;
-            if (hw + 2 * pad < kernel || c * kernel * kernel > 256) continue;
-            const CudaConvTask t = image_task(
-                ConvTask::make(1, c, hw, hw, k, kernel, stride, pad, Activation::kSilu), f16, f16);
-            ASSERT_TRUE(DirectConvTemplate::matches(t)) << t.key();
-            const ScheduleConfig cfg = DirectConvTemplate::default_config(t);
-            EXPECT_TRUE(DirectConvTemplate::valid(t, cfg)) << t.key() << " " << cfg.str();
-            ++checked;
-          }
-  EXPECT_GT(checked, 900);
+  for (DType dt : {DType::kFloat16, DType::kFloat32})  // the MMA and the FMA path
+    for (int64_t c : {1, 3, 4})
+      for (int64_t k : {1, 3, 16, 19, 48, 64, 80, 256})
+        for (int64_t kernel : {1, 3, 6, 7, 16})
+          for (int64_t stride : {1, 2, 4})
+            for (int64_t hw : {1, 7, 80, 640}) {
+              const int64_t pad = kernel / 2;
+              if (hw + 2 * pad < kernel || c * kernel * kernel > 256) continue;
+              const CudaConvTask t = image_task(
+                  ConvTask::make(1, c, hw, hw, k, kernel, stride, pad, Activation::kSilu), dt, dt);
+              ASSERT_TRUE(DirectConvTemplate::matches(t)) << t.key();
+              const ScheduleConfig cfg = DirectConvTemplate::default_config(t);
+              EXPECT_TRUE(DirectConvTemplate::valid(t, cfg)) << t.key() << " " << cfg.str();
+              ++checked;
+            }
+  EXPECT_GT(checked, 1800);
 }
 
 }  // namespace

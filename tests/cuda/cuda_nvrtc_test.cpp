@@ -70,9 +70,9 @@ Module simt_module() {
   return m;
 }
 
-// The direct template: every config of direct_configs for the stems on the image (YOLOv8's 3x3
-// and YOLOv5's 6x6, fp16 out), the defaults for bf16 / fp32 output, a residual into a concat
-// slice, and NHWC inputs.
+// The direct template: every config of direct_configs (FMA and MMA) for the stems on the image
+// (YOLOv8's 3x3 and YOLOv5's 6x6, fp16 out), the defaults for bf16 (MMA) and fp32 (FMA), a
+// residual into a concat slice, and NHWC inputs.
 Module direct_module() {
   Module m;
   const Activation silu = Activation::kSilu;
@@ -157,9 +157,12 @@ TEST(CudaNvrtc, TensorCoreTemplateBuilds) {
 
 TEST(CudaNvrtc, SimtTemplateBuilds) { build_all(simt_module(), {"fma.rn.f32"}); }
 
-// 16-byte broadcasts of the weights from shared memory, 16-byte output stores.
+// FMA path: 16-byte broadcasts of the weights from shared memory, 16-byte output stores; MMA
+// path: fp16 and bf16 tensor-core tiles.
 TEST(CudaNvrtc, DirectTemplateBuilds) {
-  build_all(direct_module(), {"fma.rn.f32", "ld.shared.v4.f32", "st.global.v4"});
+  build_all(direct_module(), {"fma.rn.f32", "ld.shared.v4.f32", "st.global.v4",
+                              "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+                              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"});
 }
 
 TEST(CudaNvrtc, CompileErrorIsUserErrorWithLog) {

@@ -11,10 +11,11 @@
 namespace yoloc::codegen::cuda {
 namespace {
 
-constexpr int64_t kMaxTaps = 256;   // C*KH*KW: the window loop is unrolled completely
-constexpr int64_t kMaxStride = 4;   // bounds the input tile of a block (see matches)
-constexpr int64_t kMaxExtent = 16;  // (KH - 1) * DH + 1 and the same for columns
-constexpr int64_t kMaxAccumulators = 64;
+constexpr int64_t kMaxTaps = 256;          // C*KH*KW: the window loop is unrolled completely
+constexpr int64_t kMaxStride = 4;          // bounds the input tile of a block (see matches)
+constexpr int64_t kMaxExtent = 16;         // (KH - 1) * DH + 1 and the same for columns
+constexpr int64_t kMaxAccumulators = 64;   // FMA path: fp32 registers per thread
+constexpr int64_t kMaxMmaRegisters = 128;  // MMA path: fragments, depth places, accumulators
 constexpr int64_t kMinThreads = 32, kMaxThreads = 512;
 constexpr int64_t kTargetBlocks = 264;  // about two per multiprocessor of an H100 / H200
 constexpr int64_t kWeightRow = 64;      // KP: K rounded up to this (KB divides it)
@@ -27,20 +28,20 @@ int64_t pow2_ceil(int64_t v) {
 
 // The sizes a config gives a block (the enumerators of the kernel, computed the same way).
 struct Geometry {
-  int64_t tw, th, pt, kb, tn;
-  int64_t gn, ty, threads;  // channel groups, thread rows, threads of a block
+  int64_t tw, th, pt, kb, tn, mma;
+  int64_t gn, ty, threads;  // channel groups, thread (m-tile) rows, threads of a block
   int64_t iht, iwt;         // input tile rows and columns
   int64_t pc, ld;           // columns per phase, words per stored tile row
   int64_t lw;               // loader threads per tile row
   int64_t taps, shared;     // window taps, shared-memory bytes
 
   Geometry(const CudaConvTask& task, int64_t tw_, int64_t th_, int64_t pt_, int64_t kb_,
-           int64_t tn_)
-      : tw(tw_), th(th_), pt(pt_), kb(kb_), tn(tn_) {
+           int64_t tn_, int64_t mma_)
+      : tw(tw_), th(th_), pt(pt_), kb(kb_), tn(tn_), mma(mma_) {
     const ConvTask& t = task.conv;
     gn = kb / tn;
     ty = th / pt;
-    threads = gn * tw * ty;
+    threads = mma ? 32 * gn * (tw / 16) * ty : gn * tw * ty;
     iht = (th - 1) * t.sh + (t.kh - 1) * t.dh + 1;
     iwt = (tw - 1) * t.sw + (t.kw - 1) * t.dw + 1;
     pc = cpu::ceil_div(iwt, t.sw);
@@ -60,7 +61,14 @@ struct Geometry {
     shared = (taps * kb + t.c * iht * ld) * 4;
   }
   explicit Geometry(const CudaConvTask& task, const ScheduleConfig& cfg)
-      : Geometry(task, cfg.get("tw"), cfg.get("th"), cfg.get("pt"), cfg.get("kb"), cfg.get("tn")) {}
+      : Geometry(task, cfg.get("tw"), cfg.get("th"), cfg.get("pt"), cfg.get("kb"), cfg.get("tn"),
+                 cfg.get("mma")) {}
+
+  // MMA path: weight fragments, depth places and accumulators per thread.
+  int64_t mma_registers() const {
+    const int64_t ks = cpu::ceil_div(taps, 16), nt = tn / 8;
+    return ks * nt * 2 + ks * 4 + pt * nt * 4;
+  }
 
   int64_t blocks(const ConvTask& t) const {
     return t.n * cpu::ceil_div(t.oh, th) * cpu::ceil_div(t.ow, tw) * cpu::ceil_div(t.k, kb);
@@ -72,7 +80,10 @@ struct Geometry {
 constexpr const char* kKernel = R"(typedef @XT@ XT;  // input storage
 enum : int {
   TW = @TW@, TH = @TH@, PT = @PT@, KB = @KB@, TN = @TN@,
-  GN = KB / TN, TY = TH / PT, THREADS = GN * TW * TY,
+  MMA = @MMA@,  // tensor-core tiles (else FMAs)
+  // Channel groups and thread (FMA) or m-tile (MMA: 16 consecutive pixels) rows of a block.
+  GN = KB / TN, TY = TH / PT,
+  THREADS = MMA ? 32 * GN * (TW / 16) * TY : GN * TW * TY,
   NCHW_IN = @NCHW_IN@,  // x: dense NCHW float32 (else NHWC XT in its slice)
   TAPS = C * KH * KW,
   KP = (K + 63) / 64 * 64,  // weights per tap in the packed layout
@@ -175,8 +186,13 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
   }
   YC_SYNC();
 
-  // Thread (g, tx, ty): pixels (ty + i * TY, tx) of the tile, channels n0 + g * TN ...
-  const int g = tid % GN, tx = tid / GN % TW, ty = tid / GN / TW;
+@COMPUTE@}
+)";
+
+// The FMA path: thread (g, tx, ty) computes pixels (ty + i * TY, tx), i < PT, of the tile x
+// channels n0 + g * TN ... in fp32.
+constexpr const char* kFmaCompute =
+    R"(  const int g = tid % GN, tx = tid / GN % TW, ty = tid / GN / TW;
   const float* wg = sw + g * TN;
   const float* ip = si + ty * SH * LD + tx;
   float acc[PT][TN];
@@ -217,7 +233,79 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
       epilogue_vec<TN>(y, res, bias, (img * OH + oy) * OW + ox, n0 + g * TN, acc[i]);
     }
   }
-}
+)";
+
+// The MMA path: warp (g, mx, ty) computes the m-tiles (16 pixels of a tile row) (ty + i * TY,
+// columns 16 * mx ...), i < PT, x channels n0 + g * TN ... with mma.m16n8k16 over the taps in
+// 16-deep steps (fp16 or bf16 operands, fp32 accumulators). A lane's depth indices are the same
+// in every m-tile: their places in the tile are computed once, and so are its weight fragments.
+// Depth past the taps has zero weights; its A elements read the pixel's first tap (finite, and
+// in its window anyway).
+constexpr const char* kMmaCompute = R"(  enum : int { KS = (TAPS + 15) / 16, NT = TN / 8 };
+  const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;
+  const int g = warp % GN, mx = warp / GN % (TW / 16), ty = warp / GN / (TW / 16);
+  yc_u32 bf[KS][NT][2];
+  int koff[KS][4];  // depth ks * 16 + 2 * tq + {0, 1, 8, 9}
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int k = ks * 16 + 2 * tq + (e & 1) + (e >> 1) * 8;
+      const int c = k / (KH * KW), r = k / KW % KH, s = k % KW;
+      koff[ks][e] = k < TAPS ? (c * IHT + r * DH) * LD + s * DW % SW * PC + s * DW / SW : 0;
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int n = g * TN + nt * 8 + gq;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int k = ks * 16 + 2 * tq + 8 * h;
+        const float w0 = k < TAPS ? sw[k * KB + n] : 0.f;
+        const float w1 = k + 1 < TAPS ? sw[(k + 1) * KB + n] : 0.f;
+        bf[ks][nt][h] = static_cast<yc_u32>(@CVT@(w0)) | static_cast<yc_u32>(@CVT@(w1)) << 16;
+      }
+    }
+  }
+  // Row gq of an m-tile is pixel column 16 * mx + gq; row gq + 8 is 8 words further.
+  const float* ip = si + ty * SH * LD + mx * 16 + gq;
+  float acc[PT][NT][4];
+#pragma unroll
+  for (int i = 0; i < PT; ++i)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][nt][e] = 0.f;
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+#pragma unroll
+    for (int i = 0; i < PT; ++i) {
+      const float* p = ip + i * TY * SH * LD;
+      const auto pair = [&](int e0, int row) {
+        return static_cast<yc_u32>(@CVT@(p[koff[ks][e0] + row])) |
+               static_cast<yc_u32>(@CVT@(p[koff[ks][e0 + 1] + row])) << 16;
+      };
+      const yc_u32 a[4] = {pair(0, 0), pair(0, 8), pair(2, 0), pair(2, 8)};
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) @MMA_FN@(acc[i][nt], a, bf[ks][nt]);
+    }
+  }
+
+  // Accumulator e of n-tile nt: pixel row gq (+8 for e >= 2), channels 2 * tq + e % 2.
+#pragma unroll
+  for (int i = 0; i < PT; ++i) {
+    const int oy = oy0 + ty + i * TY;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int ox = ox0 + mx * 16 + gq + 8 * h;
+      if (oy >= OH || ox >= OW) continue;
+      const int m = (img * OH + oy) * OW + ox;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        epilogue2(y, res, bias, m, n0 + g * TN + nt * 8 + 2 * tq, acc[i][nt][2 * h],
+                  acc[i][nt][2 * h + 1]);
+      }
+    }
+  }
 )";
 
 }  // namespace
@@ -245,33 +333,40 @@ ScheduleSpace DirectConvTemplate::space(const CudaConvTask&) {
   ScheduleSpace s;
   s.knobs.push_back({"tw", "output columns per block tile", {8, 16, 32, 64}});
   s.knobs.push_back({"th", "output rows per block tile", {1, 2, 4, 8, 16, 32}});
-  s.knobs.push_back({"pt", "output rows per thread", {1, 2, 4, 8}});
+  s.knobs.push_back({"pt", "output rows (m-tile rows) per thread (warp)", {1, 2, 4, 8}});
   s.knobs.push_back({"kb", "output channels per block", {8, 16, 32, 64}});
-  s.knobs.push_back({"tn", "output channels per thread", {4, 8, 16, 32}});
+  s.knobs.push_back({"tn", "output channels per thread (warp)", {4, 8, 16, 32}});
+  s.knobs.push_back({"mma", "tensor-core m16n8k16 tiles instead of FMAs", {0, 1}});
   return s;
 }
 
 bool DirectConvTemplate::valid(const CudaConvTask& t, const ScheduleConfig& cfg) {
   if (!matches(t) || !cfg.in_space(space(t))) return false;
   const Geometry geo(t, cfg);
-  return geo.th % geo.pt == 0 && geo.kb % geo.tn == 0 &&
+  const bool path = geo.mma ? (t.dtype == DType::kFloat16 || t.dtype == DType::kBFloat16) &&
+                                  geo.tw % 16 == 0 && geo.tn % 8 == 0 &&
+                                  geo.mma_registers() <= kMaxMmaRegisters
+                            : geo.pt * geo.tn <= kMaxAccumulators;
+  return path && geo.th % geo.pt == 0 && geo.kb % geo.tn == 0 &&
          geo.kb <= std::max<int64_t>(8, pow2_ceil(t.conv.k)) && geo.threads >= kMinThreads &&
-         geo.threads <= kMaxThreads && geo.pt * geo.tn <= kMaxAccumulators &&
-         geo.shared <= kMaxSharedBytes;
+         geo.threads <= kMaxThreads && geo.shared <= kMaxSharedBytes;
 }
 
 ScheduleConfig DirectConvTemplate::default_config(const CudaConvTask& task) {
   YOLOC_CHECK(matches(task), "direct conv template does not match {}", task.key());
   const ConvTask& t = task.conv;
+  // Tensor cores for 16-bit operands (they round the image as the tensor-core template did).
+  const int64_t mma = task.dtype == DType::kFloat16 || task.dtype == DType::kBFloat16 ? 1 : 0;
   int64_t kb = std::clamp<int64_t>(pow2_ceil(t.k), 8, 64);
   int64_t tn = std::min<int64_t>(kb, 16);
   int64_t tw = 32;
-  while (tw > 8 && tw / 2 >= t.ow) tw /= 2;
+  while (tw > (mma ? 16 : 8) && tw / 2 >= t.ow) tw /= 2;
+  // FMA: 128 threads of 4 pixel rows; MMA: 8 warps of 4 m-tile rows; where the tile rows allow.
   int64_t pt = 4;
-  // 128 threads where the tile rows allow.
-  const int64_t ty = std::clamp<int64_t>(128 / ((kb / tn) * tw), 1, 32 / pt);
+  const int64_t ty =
+      std::clamp<int64_t>(mma ? 8 / ((kb / tn) * (tw / 16)) : 128 / ((kb / tn) * tw), 1, 32 / pt);
   int64_t th = ty * pt;
-  const auto geo = [&] { return Geometry(task, tw, th, pt, kb, tn); };
+  const auto geo = [&] { return Geometry(task, tw, th, pt, kb, tn, mma); };
   // Smaller tiles for small layers, so that more multiprocessors get work, and where the shared
   // memory would not hold the tile: fewer rows per thread first (the same threads), then fewer
   // thread rows.
@@ -280,7 +375,7 @@ ScheduleConfig DirectConvTemplate::default_config(const CudaConvTask& task) {
     if (pt > 1) {
       pt /= 2;
       th /= 2;
-    } else if (Geometry(task, tw, th / 2, pt, kb, tn).threads >= kMinThreads) {
+    } else if (Geometry(task, tw, th / 2, pt, kb, tn, mma).threads >= kMinThreads) {
       th /= 2;
     } else {
       break;
@@ -288,11 +383,12 @@ ScheduleConfig DirectConvTemplate::default_config(const CudaConvTask& task) {
   }
   // Wide windows of many channels: fewer channels per block (more channel groups keep the
   // threads).
-  while (geo().shared > kMaxSharedBytes && kb > 8) {
+  while ((geo().shared > kMaxSharedBytes || (mma && geo().mma_registers() > kMaxMmaRegisters)) &&
+         kb > 8) {
     kb /= 2;
     tn = std::min<int64_t>(tn, kb);
   }
-  ScheduleConfig cfg({{"tw", tw}, {"th", th}, {"pt", pt}, {"kb", kb}, {"tn", tn}});
+  ScheduleConfig cfg({{"tw", tw}, {"th", th}, {"pt", pt}, {"kb", kb}, {"tn", tn}, {"mma", mma}});
   YOLOC_CHECK(valid(task, cfg), "default direct conv config {} invalid for {}", cfg.str(),
               task.key());
   return cfg;
@@ -304,7 +400,12 @@ CudaKernel DirectConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig&
   YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
   const Geometry geo(t, cfg);
   std::string body = kKernel;
+  const bool bf16 = t.dtype == DType::kBFloat16;
   const std::pair<const char*, std::string> subs[] = {
+      {"@COMPUTE@", geo.mma ? kMmaCompute : kFmaCompute},
+      {"@MMA@", std::to_string(geo.mma)},
+      {"@MMA_FN@", bf16 ? "yc_mma_bf16" : "yc_mma_f16"},
+      {"@CVT@", bf16 ? "yc_float_to_bf16" : "yc_float_to_half"},
       {"@SYM@", symbol},
       {"@XT@", t.in_nchw_f32 ? "float" : cuda_storage_type(t.dtype)},
       {"@TW@", std::to_string(geo.tw)},
