@@ -31,7 +31,7 @@ struct Geometry {
   int64_t tw, th, pt, kb, tn, mma;
   int64_t gn, ty, threads;  // channel groups, thread (m-tile) rows, threads of a block
   int64_t iht, iwt;         // input tile rows and columns
-  int64_t pc, ld;           // columns per phase, words per stored tile row
+  int64_t pc, ld, cs;       // columns per phase, words per stored tile row and channel
   int64_t lw;               // loader threads per tile row
   int64_t taps, shared;     // window taps, shared-memory bytes
 
@@ -56,9 +56,50 @@ struct Geometry {
         }
       }
     }
+    cs = iht * ld;
     lw = std::min<int64_t>(32, pow2_ceil(iwt));
     taps = t.c * t.kh * t.kw;
-    shared = (taps * kb + t.c * iht * ld) * 4;
+    // MMA path: at most what spread_mma_reads may add.
+    shared = (taps * kb + t.c * (mma ? iht * (ld + 31) + 31 : cs)) * 4;
+  }
+
+  // MMA path: the row and channel strides of the stored tile (LD in [SW*PC, SW*PC + 32), CS in
+  // [IHT*LD, IHT*LD + 32)) with the fewest shared-memory wavefronts over a warp's A-fragment
+  // reads. Lane (gq, tq) of a read is at pixel word XS * gq (+ the warp's base) plus the place of
+  // its depth index 16*ks + 2*tq + {0, 1, 8, 9}: the four places, depending on the strides, may put
+  // the lanes of different tq on the same banks (4 ways for the stem with dense strides).
+  void spread_mma_reads(const ConvTask& t) {
+    int64_t best = -1;
+    const int64_t ld0 = t.sw * pc, xs = tw / 16;
+    for (int64_t l = ld0; l < ld0 + 32; ++l) {
+      for (int64_t c = iht * l; c < iht * l + 32; ++c) {
+        int64_t cost = 0;
+        for (int64_t ks = 0; ks * 16 < taps && (best < 0 || cost < best); ++ks) {
+          for (int64_t e = 0; e < 4; ++e) {
+            int64_t places[4];
+            for (int64_t tq = 0; tq < 4; ++tq) {
+              const int64_t k = ks * 16 + 2 * tq + (e & 1) + (e >> 1) * 8;
+              const int64_t ch = k / (t.kh * t.kw), r = k / t.kw % t.kh, sc = k % t.kw;
+              places[tq] =
+                  k < taps ? ch * c + r * t.dh * l + sc * t.dw % t.sw * pc + sc * t.dw / t.sw : 0;
+            }
+            // Wavefronts: the most distinct words on one bank (equal words are broadcast).
+            int64_t banks[32] = {};
+            for (int64_t tq = 0; tq < 4; ++tq) {
+              if (std::find(places, places + tq, places[tq]) != places + tq) continue;
+              for (int64_t gq = 0; gq < 8; ++gq) ++banks[(places[tq] + xs * gq) % 32];
+            }
+            cost += *std::max_element(banks, banks + 32);
+          }
+        }
+        if (best < 0 || cost < best) {
+          best = cost;
+          ld = l;
+          cs = c;
+        }
+      }
+    }
+    shared = (taps * kb + t.c * cs) * 4;
   }
   explicit Geometry(const CudaConvTask& task, const ScheduleConfig& cfg)
       : Geometry(task, cfg.get("tw"), cfg.get("th"), cfg.get("pt"), cfg.get("kb"), cfg.get("tn"),
@@ -93,7 +134,7 @@ enum : int {
   // Tile column ic is stored at (ic % SW) * PC + ic / SW: at a tap, consecutive output columns
   // read consecutive words.
   PC = (IWT + SW - 1) / SW,
-  LD = @LD@,  // words per stored tile row
+  LD = @LD@, CS = @CS@,  // words per stored tile row and channel
   TILES_X = (OW + TW - 1) / TW, TILES_Y = (OH + TH - 1) / TH,
   // The loader: LW consecutive threads per tile row, LR rows at a time.
   LW = @LW@, LR = THREADS / LW,
@@ -116,7 +157,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
   const OutT* res = static_cast<const OutT*>(res_);
   OutT* y = static_cast<OutT*>(y_);
   float* sw = yc_smem;              // [TAPS][KB]
-  float* si = yc_smem + TAPS * KB;  // [C][IHT][LD]
+  float* si = yc_smem + TAPS * KB;  // [C][CS]: [IHT][LD] and padding
   const int tid = static_cast<int>(threadIdx.x);
   const int bx = static_cast<int>(blockIdx.x), n0 = static_cast<int>(blockIdx.y) * KB;
   const int img = bx / (TILES_X * TILES_Y);
@@ -178,7 +219,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
         for (int q = 0; q < QC; ++q) {
 #pragma unroll
           for (int c = 0; c < C; ++c) {
-            if (row_in && col_in[q]) si[(c * IHT + row) * LD + col_at[q]] = v[j][q][c];
+            if (row_in && col_in[q]) si[c * CS + row * LD + col_at[q]] = v[j][q][c];
           }
         }
       }
@@ -218,7 +259,7 @@ constexpr const char* kFmaCompute =
 #pragma unroll
         for (int i = 0; i < PT; ++i) {
           const float v =
-              ip[(c * IHT + i * TY * SH + r * DH) * LD + s * DW % SW * PC + s * DW / SW];
+              ip[c * CS + (i * TY * SH + r * DH) * LD + s * DW % SW * PC + s * DW / SW];
 #pragma unroll
           for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(v, wv[j], acc[i][j]);
         }
@@ -236,12 +277,13 @@ constexpr const char* kFmaCompute =
 )";
 
 // The MMA path: warp (g, mx, ty) computes the m-tiles (16 pixels of a tile row) (ty + i * TY,
-// columns 16 * mx ...), i < PT, x channels n0 + g * TN ... with mma.m16n8k16 over the taps in
-// 16-deep steps (fp16 or bf16 operands, fp32 accumulators). A lane's depth indices are the same
+// columns mx + XS * j, j < 16), i < PT, x channels n0 + g * TN ... with mma.m16n8k16 over the taps
+// in 16-deep steps (fp16 or bf16 operands, fp32 accumulators). A lane's depth indices are the same
 // in every m-tile: their places in the tile are computed once, and so are its weight fragments.
 // Depth past the taps has zero weights; its A elements read the pixel's first tap (finite, and
 // in its window anyway).
-constexpr const char* kMmaCompute = R"(  enum : int { KS = (TAPS + 15) / 16, NT = TN / 8 };
+constexpr const char* kMmaCompute =
+    R"(  enum : int { KS = (TAPS + 15) / 16, NT = TN / 8, XS = TW / 16 };
   const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;
   const int g = warp % GN, mx = warp / GN % (TW / 16), ty = warp / GN / (TW / 16);
   yc_u32 bf[KS][NT][2];
@@ -252,7 +294,7 @@ constexpr const char* kMmaCompute = R"(  enum : int { KS = (TAPS + 15) / 16, NT 
     for (int e = 0; e < 4; ++e) {
       const int k = ks * 16 + 2 * tq + (e & 1) + (e >> 1) * 8;
       const int c = k / (KH * KW), r = k / KW % KH, s = k % KW;
-      koff[ks][e] = k < TAPS ? (c * IHT + r * DH) * LD + s * DW % SW * PC + s * DW / SW : 0;
+      koff[ks][e] = k < TAPS ? c * CS + r * DH * LD + s * DW % SW * PC + s * DW / SW : 0;
     }
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
@@ -266,8 +308,9 @@ constexpr const char* kMmaCompute = R"(  enum : int { KS = (TAPS + 15) / 16, NT 
       }
     }
   }
-  // Row gq of an m-tile is pixel column 16 * mx + gq; row gq + 8 is 8 words further.
-  const float* ip = si + ty * SH * LD + mx * 16 + gq;
+  // Row i of m-tile mx is tile column mx + XS * i (the XS m-tiles of a tile row interleaved: the
+  // lanes' words spread over more banks); row gq + 8 is 8 * XS words after row gq.
+  const float* ip = si + ty * SH * LD + mx + XS * gq;
   float acc[PT][NT][4];
 #pragma unroll
   for (int i = 0; i < PT; ++i)
@@ -284,7 +327,7 @@ constexpr const char* kMmaCompute = R"(  enum : int { KS = (TAPS + 15) / 16, NT 
         return static_cast<yc_u32>(@CVT@(p[koff[ks][e0] + row])) |
                static_cast<yc_u32>(@CVT@(p[koff[ks][e0 + 1] + row])) << 16;
       };
-      const yc_u32 a[4] = {pair(0, 0), pair(0, 8), pair(2, 0), pair(2, 8)};
+      const yc_u32 a[4] = {pair(0, 0), pair(0, 8 * XS), pair(2, 0), pair(2, 8 * XS)};
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) @MMA_FN@(acc[i][nt], a, bf[ks][nt]);
     }
@@ -296,7 +339,7 @@ constexpr const char* kMmaCompute = R"(  enum : int { KS = (TAPS + 15) / 16, NT 
     const int oy = oy0 + ty + i * TY;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int ox = ox0 + mx * 16 + gq + 8 * h;
+      const int ox = ox0 + mx + XS * (gq + 8 * h);
       if (oy >= OH || ox >= OW) continue;
       const int m = (img * OH + oy) * OW + ox;
 #pragma unroll
@@ -398,7 +441,8 @@ CudaKernel DirectConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig&
                                     const std::string& symbol) {
   YOLOC_CHECK(valid(t, cfg), "direct conv config {} invalid for {}", cfg.str(), t.key());
   YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
-  const Geometry geo(t, cfg);
+  Geometry geo(t, cfg);
+  if (geo.mma) geo.spread_mma_reads(t.conv);
   std::string body = kKernel;
   const bool bf16 = t.dtype == DType::kBFloat16;
   const std::pair<const char*, std::string> subs[] = {
@@ -415,6 +459,7 @@ CudaKernel DirectConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig&
       {"@TN@", std::to_string(geo.tn)},
       {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
       {"@LD@", std::to_string(geo.ld)},
+      {"@CS@", std::to_string(geo.cs)},
       {"@LW@", std::to_string(geo.lw)}};
   for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
   CudaKernel k;

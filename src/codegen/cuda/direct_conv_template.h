@@ -18,12 +18,15 @@
 ///    broadcasts) and PT input words feed PT*TN FMAs; the epilogue writes TN channels per pixel
 ///    in 16-byte vectors (conv_common_source's epilogue_vec).
 ///  - MMA (fp16 / bf16 tasks; the image is rounded to that type, as the tensor-core template
-///    does): warp (g, mx, ty) computes the PT m-tiles (16 consecutive pixels of a tile row) of
-///    rows ty + i*TH/PT, columns 16*mx.., x its TN channels with mma.m16n8k16 over the taps in
-///    16-deep steps, fp32 accumulators. A lane's depth indices, so their places in the tile and
-///    its weight fragments, are the same for every m-tile: computed once; the A fragments are
-///    gathered from the staged tile (two words, one conversion per register). Pairs of channels
-///    go through epilogue2.
+///    does): warp (g, mx, ty) computes the PT m-tiles (16 pixels of a tile row: columns mx +
+///    j*TW/16, the m-tiles of a row interleaved) of rows ty + i*TH/PT, x its TN channels with
+///    mma.m16n8k16 over the taps in 16-deep steps, fp32 accumulators. A lane's depth indices, so
+///    their places in the tile and its weight fragments, are the same for every m-tile: computed
+///    once; the A fragments are gathered from the staged tile (two words, one conversion per
+///    register), the tile's row and channel strides padded so that a warp's reads take as few
+///    shared-memory wavefronts as they can (32 x 16 tiles: 13 for the stem's 8 reads of 32
+///    words, 27 with consecutive pixels and dense strides; 48 for YOLOv5's 28, 108 so). Pairs of
+///    channels go through epilogue2.
 /// The FMA path spends 27 FMAs per output of the stem, the MMA path about 4 instructions; the
 /// fused epilogue (bias, SiLU) then dominates both.
 ///
