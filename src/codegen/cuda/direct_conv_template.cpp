@@ -122,7 +122,7 @@ constexpr const char* kKernel = R"(typedef @XT@ XT;  // input storage
 enum : int {
   TW = @TW@, TH = @TH@, PT = @PT@, KB = @KB@, TN = @TN@,
   MMA = @MMA@,  // tensor-core tiles (else FMAs)
-  // Channel groups and thread (FMA) or m-tile (MMA: 16 consecutive pixels) rows of a block.
+  // Channel groups and thread (FMA) or m-tile (MMA: 16 pixels of a tile row) rows of a block.
   GN = KB / TN, TY = TH / PT,
   THREADS = MMA ? 32 * GN * (TW / 16) * TY : GN * TW * TY,
   NCHW_IN = @NCHW_IN@,  // x: dense NCHW float32 (else NHWC XT in its slice)
