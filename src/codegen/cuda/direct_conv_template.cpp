@@ -366,9 +366,9 @@ bool DirectConvTemplate::matches(const CudaConvTask& task) {
   };
   // An NCHW input is addressed densely, whatever its slice says.
   const bool in_ok = task.in_nchw_f32 ? task.in == ChannelSlice{t.c, 0} : storable(task.dtype);
-  // Pixel indices are 32-bit in the kernel.
+  // Pixel indices are 32-bit in the kernel; channel blocks (of 8 or more) are the grid's y.
   const bool fits = t.n * t.oh * t.ow < (int64_t{1} << 31) && t.oh * t.sh < (int64_t{1} << 30) &&
-                    t.ow * t.sw < (int64_t{1} << 30);
+                    t.ow * t.sw < (int64_t{1} << 30) && cpu::ceil_div(t.k, 8) <= 65535;
   return window && in_ok && storable(task.out_dtype) && task.slices_valid() && fits;
 }
 
