@@ -15,6 +15,7 @@
 
 #include "../unit/graph_builder.h"
 #include "codegen/cuda/conv_task.h"
+#include "codegen/cuda/direct_conv_template.h"
 #include "codegen/cuda/simt_conv_template.h"
 #include "codegen/cuda/tc_conv_template.h"
 
@@ -196,6 +197,97 @@ inline std::vector<ScheduleConfig> simt_configs(const CudaConvTask& t) {
     if (SimtConvTemplate::valid(t, c) && !(c == out[0])) out.push_back(c);
   }
   return out;
+}
+
+/// Configs of the direct template: the default and others that differ from it in every knob,
+/// FMA and MMA (several channel groups per block, several tile rows per warp, 32 channels per
+/// thread or warp), those valid for t.
+inline std::vector<ScheduleConfig> direct_configs(const CudaConvTask& t) {
+  std::vector<ScheduleConfig> out = {DirectConvTemplate::default_config(t)};
+  const std::vector<std::map<std::string, int64_t>> tries = {
+      {{"tw", 8}, {"th", 4}, {"pt", 1}, {"kb", 8}, {"tn", 8}, {"mma", 0}},
+      {{"tw", 16}, {"th", 4}, {"pt", 2}, {"kb", 16}, {"tn", 4}, {"mma", 0}},
+      {{"tw", 8}, {"th", 8}, {"pt", 4}, {"kb", 16}, {"tn", 8}, {"mma", 0}},
+      {{"tw", 32}, {"th", 2}, {"pt", 1}, {"kb", 32}, {"tn", 16}, {"mma", 0}},
+      {{"tw", 64}, {"th", 1}, {"pt", 1}, {"kb", 64}, {"tn", 32}, {"mma", 0}},
+      {{"tw", 8}, {"th", 16}, {"pt", 8}, {"kb", 8}, {"tn", 4}, {"mma", 0}},
+      {{"tw", 16}, {"th", 2}, {"pt", 1}, {"kb", 16}, {"tn", 16}, {"mma", 1}},
+      {{"tw", 32}, {"th", 4}, {"pt", 2}, {"kb", 32}, {"tn", 16}, {"mma", 1}},
+      {{"tw", 16}, {"th", 8}, {"pt", 4}, {"kb", 8}, {"tn", 8}, {"mma", 1}},
+      {{"tw", 64}, {"th", 1}, {"pt", 1}, {"kb", 64}, {"tn", 32}, {"mma", 1}}};
+  for (const auto& v : tries) {
+    const ScheduleConfig c(v);
+    if (DirectConvTemplate::valid(t, c) && !(c == out[0])) out.push_back(c);
+  }
+  return out;
+}
+
+/// The conv templates, for the tests that run each of them the same way.
+enum class Template { kTensorCore, kSimt, kDirect };
+
+inline const char* template_tag(Template tmpl) {
+  switch (tmpl) {
+    case Template::kTensorCore: return "tc";
+    case Template::kSimt: return "simt";
+    case Template::kDirect: return "direct";
+  }
+  return "?";
+}
+
+inline bool template_matches(Template tmpl, const CudaConvTask& t) {
+  switch (tmpl) {
+    case Template::kTensorCore: return TensorCoreConvTemplate::matches(t);
+    case Template::kSimt: return SimtConvTemplate::matches(t);
+    case Template::kDirect: return DirectConvTemplate::matches(t);
+  }
+  return false;
+}
+
+/// The configs each template is tested with (tc_configs, simt_configs, direct_configs).
+inline std::vector<ScheduleConfig> template_configs(Template tmpl, const CudaConvTask& t) {
+  switch (tmpl) {
+    case Template::kTensorCore: return tc_configs(t);
+    case Template::kSimt: return simt_configs(t);
+    case Template::kDirect: return direct_configs(t);
+  }
+  return {};
+}
+
+inline ScheduleConfig template_default(Template tmpl, const CudaConvTask& t) {
+  switch (tmpl) {
+    case Template::kTensorCore: return TensorCoreConvTemplate::default_config(t);
+    case Template::kSimt: return SimtConvTemplate::default_config(t);
+    case Template::kDirect: return DirectConvTemplate::default_config(t);
+  }
+  return {};
+}
+
+inline CudaKernel template_emit(Template tmpl, const CudaConvTask& t, const ScheduleConfig& cfg,
+                                const std::string& symbol) {
+  switch (tmpl) {
+    case Template::kTensorCore: return TensorCoreConvTemplate::emit(t, cfg, symbol);
+    case Template::kSimt: return SimtConvTemplate::emit(t, cfg, symbol);
+    case Template::kDirect: return DirectConvTemplate::emit(t, cfg, symbol);
+  }
+  return {};
+}
+
+inline Tensor template_weights(Template tmpl, const CudaConvTask& t, const Tensor& oihw) {
+  switch (tmpl) {
+    case Template::kTensorCore: return TensorCoreConvTemplate::pack_weights(t, oihw.data<float>());
+    case Template::kSimt: return SimtConvTemplate::pack_weights(t, oihw.data<float>());
+    case Template::kDirect: return DirectConvTemplate::pack_weights(t, oihw.data<float>());
+  }
+  return {};
+}
+
+/// The input buffer of a kernel: the image, dense NCHW float32 (already rounded to dtype, as a
+/// converting gather rounds), for in_nchw_f32; else x stored as dtype in the task's NHWC input
+/// slice, `fill` bytes around it.
+inline std::vector<uint8_t> input_buffer(const CudaConvTask& t, const Tensor& x, uint8_t fill) {
+  if (!t.in_nchw_f32) return to_nhwc_buffer(x, t.dtype, t.in, fill);
+  const auto* p = static_cast<const uint8_t*>(x.raw());
+  return std::vector<uint8_t>(p, p + x.nbytes());
 }
 
 /// A conv with dilation (ConvTask::make has none).

@@ -2,7 +2,8 @@
 // executor: every kernel variant (16-byte and element-wise input loads, stride, dilation, padding,
 // channel counts that are not multiples of the tiles, batch 2, ReLU/SiLU, residual, channel
 // slices of the input, residual and output, fp16/bf16/fp32 in, fp16/bf16/fp32 out, NHWC and NCHW
-// outputs) x several configs.
+// outputs; for the direct template the NCHW float32 image and NHWC inputs, windows of 1x1 to 6x6,
+// strides 1 to 3) x several configs.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -12,8 +13,6 @@
 namespace yoloc::codegen::cuda::testing {
 namespace {
 
-enum class Template { kTensorCore, kSimt };
-
 struct Case {
   Template tmpl;
   CudaConvTask task;
@@ -21,18 +20,15 @@ struct Case {
   CudaKernel kernel;
 };
 
-// Emits every config of `configs` for every task, builds them in one shared object, runs each on
-// random operands and compares with the reference.
+// Emits every config of template_configs for every task, builds them in one shared object, runs
+// each on random operands and compares with the reference.
 void run(Template tmpl, const std::vector<CudaConvTask>& tasks) {
   std::vector<Case> cases;
   std::vector<CudaKernel> kernels;
   for (const CudaConvTask& t : tasks) {
-    const bool tc = tmpl == Template::kTensorCore;
-    ASSERT_TRUE(tc ? TensorCoreConvTemplate::matches(t) : SimtConvTemplate::matches(t)) << t.key();
-    for (const ScheduleConfig& cfg : tc ? tc_configs(t) : simt_configs(t)) {
-      const std::string sym = fmt::format("k{}", cases.size());
-      const CudaKernel k =
-          tc ? TensorCoreConvTemplate::emit(t, cfg, sym) : SimtConvTemplate::emit(t, cfg, sym);
+    ASSERT_TRUE(template_matches(tmpl, t)) << t.key();
+    for (const ScheduleConfig& cfg : template_configs(tmpl, t)) {
+      const CudaKernel k = template_emit(tmpl, t, cfg, fmt::format("k{}", cases.size()));
       cases.push_back({tmpl, t, cfg, k});
       kernels.push_back(k);
     }
@@ -41,16 +37,10 @@ void run(Template tmpl, const std::vector<CudaConvTask>& tasks) {
   uint32_t seed = 11;
   for (const Case& c : cases) {
     const CudaConvTask& t = c.task;
-    SCOPED_TRACE(t.key() + " | " + c.cfg.str());
+    SCOPED_TRACE(t.key() + " | " + template_tag(c.tmpl) + " " + c.cfg.str());
     const ConvOperands o = make_operands(t, seed += 10);
-    const Tensor packed = c.tmpl == Template::kTensorCore
-                              ? TensorCoreConvTemplate::pack_weights(t, o.w.data<float>())
-                              : SimtConvTemplate::pack_weights(t, o.w.data<float>());
-    // The image input: dense NCHW float32 (already rounded to dtype, as the gather rounds).
-    const std::vector<uint8_t> x =
-        t.in_nchw_f32 ? std::vector<uint8_t>(static_cast<const uint8_t*>(o.x.raw()),
-                                             static_cast<const uint8_t*>(o.x.raw()) + o.x.nbytes())
-                      : to_nhwc_buffer(o.x, t.dtype, t.in, 0x7f);
+    const Tensor packed = template_weights(c.tmpl, t, o.w);
+    const std::vector<uint8_t> x = input_buffer(t, o.x, 0x7f);
     const std::vector<uint8_t> res = to_nhwc_buffer(o.res, t.out_dtype, t.res, 0x7f, t.out_nchw);
     std::vector<uint8_t> y(static_cast<size_t>(t.conv.n * t.conv.oh * t.conv.ow * t.out.stride) *
                                dtype_size(t.out_dtype),
@@ -148,6 +138,88 @@ TEST(CudaConvEmulated, NchwOutputHasItsOwnKey) {
   const CudaConvTask t = CudaConvTask::dense(ConvTask::make(1, 64, 80, 80, 64, 1, 1, 0),
                                              DType::kFloat16, DType::kFloat16);
   EXPECT_EQ(nchw_out(t).key(), t.key() + " out-nchw");
+}
+
+// A task reading the NCHW float32 image.
+CudaConvTask image_task(const ConvTask& conv, DType dtype, DType out_dtype) {
+  CudaConvTask t = CudaConvTask::dense(conv, dtype, out_dtype);
+  t.in_nchw_f32 = true;
+  return t;
+}
+
+// The first conv of YOLOv8 (3x3 s2 p1) and of YOLOv5 (6x6 s2 p2) on the image, batch 2, sizes
+// that leave partial tiles.
+TEST(CudaConvEmulated, DirectImageStems) {
+  const DType f16 = DType::kFloat16, bf16 = DType::kBFloat16;
+  const Activation silu = Activation::kSilu;
+  const CudaConvTask v8 = image_task(ConvTask::make(2, 3, 37, 45, 16, 3, 2, 1, silu), f16, f16);
+  const CudaConvTask v5 = image_task(ConvTask::make(2, 3, 64, 64, 32, 6, 2, 2, silu), bf16, bf16);
+  EXPECT_FALSE(SimtConvTemplate::matches(v8));
+  run(Template::kDirect, {v8, v5});
+}
+
+// The image input with the rest of the epilogue: stride 1, K = 48 (two channel blocks of 32, or
+// three of 16), ReLU, a residual and an output slice; fp32 all through (the fp32 precision's
+// first conv); no padding with stride 2.
+TEST(CudaConvEmulated, DirectImageEpilogues) {
+  const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
+  run(Template::kDirect,
+      {[&] {
+         CudaConvTask t = image_task(
+             ConvTask::make(2, 3, 37, 45, 48, 3, 1, 1, Activation::kRelu, true), f16, f16);
+         t.out = {56, 8};
+         t.res = {48, 0};
+         return t;
+       }(),
+       image_task(ConvTask::make(2, 3, 37, 45, 16, 3, 2, 1, Activation::kSilu), f32, f32),
+       image_task(ConvTask::make(1, 3, 64, 64, 32, 3, 2, 0, Activation::kSilu), f16, f32)});
+}
+
+// NHWC inputs of at most 4 channels: an fp16 slice of a wider buffer with K = 19 (partial vectors:
+// the pair and single-channel stores) into an odd output slice; 4 fp32 channels with a dilated
+// 5x5 window; a 1x1 bf16 conv of one channel; stride 3 (a column phase layout of three phases).
+TEST(CudaConvEmulated, DirectNhwcInputs) {
+  const DType f16 = DType::kFloat16, f32 = DType::kFloat32, bf16 = DType::kBFloat16;
+  ConvTask stride3 = ConvTask::make(1, 2, 23, 29, 16, 4, 3, 1, Activation::kSilu);
+  run(Template::kDirect,
+      {sliced(ConvTask::make(2, 3, 21, 19, 19, 3, 2, 0, Activation::kSilu, true), f16, f16, {8, 2},
+              {21, 1}, {19, 0}),
+       CudaConvTask::dense(dilated(1, 4, 20, 18, 8, 5, 2, 4, Activation::kNone), f32, f32),
+       CudaConvTask::dense(ConvTask::make(1, 1, 9, 40, 24, 1, 1, 0, Activation::kRelu), bf16, bf16),
+       CudaConvTask::dense(stride3, f16, f16)});
+}
+
+// The template's limits: few input channels, groups 1, a bounded window; its defaults are valid
+// over the shapes it takes (so every such conv compiles without a tuning record).
+TEST(CudaConvEmulated, DirectMatchesAndDefaults) {
+  const DType f16 = DType::kFloat16;
+  EXPECT_FALSE(DirectConvTemplate::matches(
+      CudaConvTask::dense(ConvTask::make(1, 5, 8, 8, 16, 3, 1, 1), f16, f16)));
+  ConvTask grouped = ConvTask::make(1, 4, 8, 8, 4, 3, 1, 1);
+  grouped.groups = 4;
+  EXPECT_FALSE(DirectConvTemplate::matches(CudaConvTask::dense(grouped, f16, f16)));
+  EXPECT_FALSE(DirectConvTemplate::matches(
+      CudaConvTask::dense(ConvTask::make(1, 3, 64, 64, 16, 3, 8, 1), f16, f16)));
+  CudaConvTask sliced_image = image_task(ConvTask::make(1, 3, 8, 8, 16, 3, 1, 1), f16, f16);
+  sliced_image.in = {6, 3};  // an NCHW input is read densely
+  EXPECT_FALSE(DirectConvTemplate::matches(sliced_image));
+  int checked = 0;
+  for (DType dt : {DType::kFloat16, DType::kFloat32})  // the MMA and the FMA path
+    for (int64_t c : {1, 3, 4})
+      for (int64_t k : {1, 3, 16, 19, 48, 64, 80, 256})
+        for (int64_t kernel : {1, 3, 6, 7, 16})
+          for (int64_t stride : {1, 2, 4})
+            for (int64_t hw : {1, 7, 80, 640}) {
+              const int64_t pad = kernel / 2;
+              if (hw + 2 * pad < kernel || c * kernel * kernel > 256) continue;
+              const CudaConvTask t = image_task(
+                  ConvTask::make(1, c, hw, hw, k, kernel, stride, pad, Activation::kSilu), dt, dt);
+              ASSERT_TRUE(DirectConvTemplate::matches(t)) << t.key();
+              const ScheduleConfig cfg = DirectConvTemplate::default_config(t);
+              EXPECT_TRUE(DirectConvTemplate::valid(t, cfg)) << t.key() << " " << cfg.str();
+              ++checked;
+            }
+  EXPECT_GT(checked, 1800);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // GPU tests of the CUDA conv templates (label gpu; they skip where there is no CUDA device or
-// driver): the yolov8n conv shapes x each template x several configs on random data against the
-// reference executor, plus a timing table of every config (printed, not asserted), and the
-// driver wrappers (streams, events, pinned copies, CUDA graph replay).
+// driver): the yolov8n conv shapes and the first convs of YOLOv8 / YOLOv5 on the NCHW float32
+// image x each template that takes them x several configs on random data against the reference
+// executor, plus a timing table of every config (printed, not asserted), and the driver wrappers
+// (streams, events, pinned copies, CUDA graph replay).
 //
 // This binary is self-contained (scripts/gpu_smoke.sh runs it on the GPU machine): it links the
 // ops and the reference executor without the ONNX frontend, gtest statically, libnvrtc from the
@@ -22,13 +23,12 @@ namespace {
 
 namespace rt = runtime::cuda;
 
-enum class Template { kTensorCore, kSimt };
-
 struct Layer {
   const char* what;
   ConvTask conv;
   ChannelSlice in{0, 0}, out{0, 0}, res{0, 0};  // stride 0: dense
   bool out_nchw = false;
+  bool image = false;  // the input is the NCHW float32 image
 };
 
 // The conv layers of yolov8n at 640x640 (a selection covering every size and form).
@@ -69,12 +69,37 @@ std::vector<Layer> yolov8n_layers() {
   };
 }
 
+// The first convs on the image (the tensor-core and the direct template), at batch 1 and 8.
+std::vector<Layer> stem_layers() {
+  const Activation silu = Activation::kSilu;
+  const auto image = [](const char* what, const ConvTask& conv) {
+    Layer l{what, conv};
+    l.image = true;
+    return l;
+  };
+  return {
+      image("v8n stem image 3->16 3x3 s2 @640", ConvTask::make(1, 3, 640, 640, 16, 3, 2, 1, silu)),
+      image("v8n stem image 3->16 3x3 s2 @640 batch 8",
+            ConvTask::make(8, 3, 640, 640, 16, 3, 2, 1, silu)),
+      image("v8m stem image 3->48 3x3 s2 @640", ConvTask::make(1, 3, 640, 640, 48, 3, 2, 1, silu)),
+      image("v5n stem image 3->16 6x6 s2 p2 @640",
+            ConvTask::make(1, 3, 640, 640, 16, 6, 2, 2, silu)),
+  };
+}
+
+std::vector<Layer> all_layers() {
+  std::vector<Layer> out = yolov8n_layers();
+  for (const Layer& s : stem_layers()) out.push_back(s);
+  return out;
+}
+
 CudaConvTask make_task(const Layer& s, DType dtype, DType out_dtype) {
   CudaConvTask t = CudaConvTask::dense(s.conv, dtype, out_dtype);
   if (s.in.stride) t.in = s.in;
   if (s.out.stride) t.out = s.out;
   if (s.res.stride) t.res = s.res;
   t.out_nchw = s.out_nchw;
+  t.in_nchw_f32 = s.image;
   return t;
 }
 
@@ -114,7 +139,7 @@ std::vector<Case> cases_of(const Layer& s);
 
 const std::vector<Built>& built_layers() {
   static const std::vector<Built> built = [] {
-    const std::vector<Layer> layers = yolov8n_layers();
+    const std::vector<Layer> layers = all_layers();
     NvrtcOptions opts;
     opts.arch = context()->info().arch();
     std::vector<std::future<Built>> jobs;
@@ -149,10 +174,8 @@ void run_layer(const Layer& s, const Built& built) {
     const std::string pair = std::string(short_dtype_name(t.dtype)) + short_dtype_name(t.out_dtype);
     if (!operands.count(pair)) operands[pair] = make_operands(t, 1234);
     const ConvOperands& o = operands.at(pair);
-    const Tensor packed = c.tmpl == Template::kTensorCore
-                              ? TensorCoreConvTemplate::pack_weights(t, o.w.data<float>())
-                              : SimtConvTemplate::pack_weights(t, o.w.data<float>());
-    const std::vector<uint8_t> x = to_nhwc_buffer(o.x, t.dtype, t.in, 0x7f);
+    const Tensor packed = template_weights(c.tmpl, t, o.w);
+    const std::vector<uint8_t> x = input_buffer(t, o.x, 0x7f);
     const std::vector<uint8_t> res = to_nhwc_buffer(o.res, t.out_dtype, t.res, 0x7f, t.out_nchw);
     std::vector<uint8_t> y(static_cast<size_t>(t.conv.n * t.conv.oh * t.conv.ow * t.out.stride) *
                                dtype_size(t.out_dtype),
@@ -183,8 +206,8 @@ void run_layer(const Layer& s, const Built& built) {
     stop.record(stream);
     stop.synchronize();
     const double us = 1000.0 * stop.elapsed_ms_since(start) / kRuns;
-    std::printf("[timing] %-52s %-4s %-5s->%-4s %-44s %9.2f us %7.2f TFLOP/s\n", s.what,
-                c.tmpl == Template::kTensorCore ? "tc" : "simt", short_dtype_name(t.dtype),
+    std::printf("[timing] %-52s %-6s %-5s->%-4s %-44s %9.2f us %7.2f TFLOP/s\n", s.what,
+                template_tag(c.tmpl), t.in_nchw_f32 ? "image" : short_dtype_name(t.dtype),
                 short_dtype_name(t.out_dtype), c.cfg.str().c_str(), us, t.conv.flops() / us * 1e-6);
   }
 }
@@ -195,12 +218,18 @@ std::vector<Case> cases_of(const Layer& s) {
                        const std::vector<ScheduleConfig>& cfgs) {
     for (const ScheduleConfig& cfg : cfgs) {
       const std::string sym = fmt::format("k{}", cases.size());
-      cases.push_back({tmpl, t, cfg,
-                       tmpl == Template::kTensorCore ? TensorCoreConvTemplate::emit(t, cfg, sym)
-                                                     : SimtConvTemplate::emit(t, cfg, sym)});
+      cases.push_back({tmpl, t, cfg, template_emit(tmpl, t, cfg, sym)});
     }
   };
   const CudaConvTask f16 = make_task(s, DType::kFloat16, DType::kFloat16);
+  if (s.image) {
+    // What yoloc chose before the direct template, then the direct template's configs.
+    add(Template::kTensorCore, f16, {TensorCoreConvTemplate::default_config(f16)});
+    add(Template::kDirect, f16, direct_configs(f16));
+    const CudaConvTask f32 = make_task(s, DType::kFloat32, DType::kFloat32);
+    add(Template::kDirect, f32, {DirectConvTemplate::default_config(f32)});
+    return cases;
+  }
   const CudaConvTask bf16 = make_task(s, DType::kBFloat16, DType::kBFloat16);
   const CudaConvTask f16_f32 = make_task(s, DType::kFloat16, DType::kFloat32);
   const CudaConvTask f32 = make_task(s, DType::kFloat32, DType::kFloat32);
@@ -208,6 +237,7 @@ std::vector<Case> cases_of(const Layer& s) {
   add(Template::kTensorCore, bf16, {TensorCoreConvTemplate::default_config(bf16)});
   add(Template::kTensorCore, f16_f32, {TensorCoreConvTemplate::default_config(f16_f32)});
   add(Template::kSimt, f32, simt_configs(f32));
+  if (DirectConvTemplate::matches(f16)) add(Template::kDirect, f16, direct_configs(f16));
   return cases;
 }
 
@@ -216,11 +246,11 @@ class CudaGpuConv : public ::testing::TestWithParam<int> {};
 TEST_P(CudaGpuConv, MatchesReference) {
   YOLOC_REQUIRE_GPU();
   const auto i = static_cast<size_t>(GetParam());
-  run_layer(yolov8n_layers().at(i), built_layers().at(i));
+  run_layer(all_layers().at(i), built_layers().at(i));
 }
 
-INSTANTIATE_TEST_SUITE_P(Yolov8n, CudaGpuConv,
-                         ::testing::Range(0, static_cast<int>(yolov8n_layers().size())));
+INSTANTIATE_TEST_SUITE_P(Yolov8nAndStems, CudaGpuConv,
+                         ::testing::Range(0, static_cast<int>(all_layers().size())));
 
 TEST(CudaGpu, StreamsEventsPinnedCopiesAndGraphReplay) {
   YOLOC_REQUIRE_GPU();

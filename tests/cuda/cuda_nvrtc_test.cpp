@@ -74,6 +74,41 @@ Module simt_module() {
   return m;
 }
 
+// The direct template: every config of direct_configs (FMA and MMA) for the stems on the image
+// (YOLOv8's 3x3 and YOLOv5's 6x6, fp16 out), the defaults for bf16 (MMA) and fp32 (FMA), a
+// residual into a concat slice, and NHWC inputs.
+Module direct_module() {
+  Module m;
+  const Activation silu = Activation::kSilu;
+  const auto image = [](const ConvTask& conv, DType dtype, DType out) {
+    CudaConvTask t = CudaConvTask::dense(conv, dtype, out);
+    t.in_nchw_f32 = true;
+    return t;
+  };
+  const DType f16 = DType::kFloat16, bf16 = DType::kBFloat16, f32 = DType::kFloat32;
+  const std::vector<std::pair<CudaConvTask, bool>> tasks = {
+      {image(ConvTask::make(1, 3, 640, 640, 16, 3, 2, 1, silu), f16, f16), true},
+      {image(ConvTask::make(1, 3, 640, 640, 16, 6, 2, 2, silu), f16, f16), true},
+      {image(ConvTask::make(1, 3, 640, 640, 48, 3, 2, 1, silu), bf16, bf16), false},
+      {image(ConvTask::make(1, 3, 640, 640, 32, 3, 2, 1, silu), f32, f32), false},
+      {sliced(ConvTask::make(1, 3, 80, 80, 32, 3, 1, 1, silu, true), f16, f16, {3, 0}, {64, 32},
+              {32, 0}),
+       false},
+      {sliced(ConvTask::make(1, 4, 20, 20, 19, 3, 1, 1, Activation::kRelu), f32, f16, {12, 4},
+              {21, 1}, {19, 0}),
+       false}};
+  for (const auto& [t, all] : tasks) {
+    const ScheduleConfig def = DirectConvTemplate::default_config(t);
+    for (const ScheduleConfig& cfg : all ? direct_configs(t) : std::vector<ScheduleConfig>{def}) {
+      const std::string sym = fmt::format("direct_{}", m.symbols.size());
+      m.source += DirectConvTemplate::emit(t, cfg, sym).source;
+      m.symbols.push_back(sym);
+      if (cfg == def) m.default_symbols.push_back(sym);
+    }
+  }
+  return m;
+}
+
 // ptxas' report (--verbose) of one kernel: "Function properties for <sym>", then "N bytes stack
 // frame, N bytes spill stores, ..." and "Used N registers"; {spill store bytes, registers} or
 // {-1, -1} when absent.
@@ -125,6 +160,14 @@ TEST(CudaNvrtc, TensorCoreTemplateBuilds) {
 }
 
 TEST(CudaNvrtc, SimtTemplateBuilds) { build_all(simt_module(), {"fma.rn.f32"}); }
+
+// FMA path: 16-byte broadcasts of the weights from shared memory, 16-byte output stores; MMA
+// path: fp16 and bf16 tensor-core tiles.
+TEST(CudaNvrtc, DirectTemplateBuilds) {
+  build_all(direct_module(), {"fma.rn.f32", "ld.shared.v4.f32", "st.global.v4",
+                              "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+                              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"});
+}
 
 TEST(CudaNvrtc, CompileErrorIsUserErrorWithLog) {
   try {

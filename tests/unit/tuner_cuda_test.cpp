@@ -105,7 +105,7 @@ TEST(TunerCuda, TasksCarryTheirArgumentSizes) {
   }
   for (const TuneTask& t : tasks) {
     const std::string& n = t.task.template_name;
-    EXPECT_TRUE(n == "tc_conv" || n == "simt_conv" || n == "generic") << n;
+    EXPECT_TRUE(n == "direct_conv" || n == "tc_conv" || n == "simt_conv" || n == "generic") << n;
   }
 }
 

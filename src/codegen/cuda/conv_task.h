@@ -42,8 +42,9 @@ struct CudaConvTask {
   DType dtype = DType::kFloat16;      ///< input activations and weights
   DType out_dtype = DType::kFloat16;  ///< output and residual
   ChannelSlice in, out, res;
-  /// The input is a dense NCHW float32 tensor (the network's image input) instead of NHWC
-  /// `dtype`: the tensor-core template converts it while gathering its tiles.
+  /// The input is a dense NCHW float32 tensor (the network's image input; for the direct
+  /// template any dense NCHW float32 value) instead of NHWC `dtype`: the template converts it
+  /// while loading its tiles.
   bool in_nchw_f32 = false;
   /// The output and the residual are NCHW (see the file comment): the layout the detect head's
   /// last convs store in, so that the tail kernel reading them walks consecutive pixels

@@ -136,6 +136,11 @@ YC_DEVICE void yc_store2(yc_bf16* p, float a, float b) {
   *reinterpret_cast<yc_u32*>(p) =
       static_cast<yc_u32>(yc_float_to_bf16(a)) | (static_cast<yc_u32>(yc_float_to_bf16(b)) << 16);
 }
+// N elements of T accessed as one unit (N * sizeof(T) bytes: 4, 8 or 16 for one vector access).
+template <class T, int N>
+struct alignas(sizeof(T) * N) yc_vec {
+  T e[N];
+};
 YC_DEVICE float yc_act_none(float x) { return x; }
 YC_DEVICE float yc_act_relu(float x) { return x > 0.f ? x : 0.f; }
 YC_DEVICE float yc_act_silu(float x) { return x / (1.f + yc_exp(-x)); }
@@ -222,6 +227,40 @@ YC_DEVICE void epilogue2(OutT* __restrict__ y, const OutT* __restrict__ res,
   }} else {{
     yc_store(y + o, v0);
     yc_store(y + out_at(m, n + 1, OS, OO), v1);
+  }}
+}}
+// Channels n .. n + NV - 1 of pixel m (n a multiple of NV): 16-byte accesses (fewer bytes for
+// short vectors) where the slices keep them aligned, pairs otherwise and for the last channels.
+template <int NV>
+YC_DEVICE void epilogue_vec(OutT* __restrict__ y, const OutT* __restrict__ res,
+                            const float* __restrict__ bias, int m, int n, const float (&v)[NV]) {{
+  enum : int {{
+    CH = 16 / static_cast<int>(sizeof(OutT)) < NV ? 16 / static_cast<int>(sizeof(OutT)) : NV,
+    VEC = !OUT_NCHW && NV % CH == 0 && OS % CH == 0 && OO % CH == 0 && (!RES || (RS % CH == 0 && RO % CH == 0))
+  }};
+  if (!VEC || n % CH != 0 || n + NV > K) {{
+#pragma unroll
+    for (int e = 0; e + 1 < NV; e += 2) epilogue2(y, res, bias, m, n + e, v[e], v[e + 1]);
+    if constexpr (NV % 2 != 0) epilogue(y, res, bias, m, n + NV - 1, v[NV - 1]);
+    return;
+  }}
+  if (m >= M) return;
+  const yc_i64 o = static_cast<yc_i64>(m) * OS + OO + n;
+#pragma unroll
+  for (int i = 0; i < NV; i += CH) {{
+    float a[CH];
+#pragma unroll
+    for (int e = 0; e < CH; ++e) a[e] = {act}(v[i + e] + bias[n + i + e]);
+    if constexpr (RES) {{
+      const yc_i64 at = static_cast<yc_i64>(m) * RS + RO + n + i;
+      const yc_vec<OutT, CH> r = *reinterpret_cast<const yc_vec<OutT, CH>*>(res + at);
+#pragma unroll
+      for (int e = 0; e < CH; ++e) a[e] += yc_to_float(r.e[e]);
+    }}
+    yc_vec<OutT, CH> out;
+#pragma unroll
+    for (int e = 0; e < CH; ++e) yc_store(&out.e[e], a[e]);
+    *reinterpret_cast<yc_vec<OutT, CH>*>(y + (o + i)) = out;
   }}
 }}
 )",

@@ -17,7 +17,8 @@ namespace yoloc::codegen::cuda {
 /// The device part of the prelude (sm_80 and up).
 extern const char* const kCudaDevicePrelude;
 /// The portable part: storage types yc_half / yc_bf16, yc_load / yc_store (and their pair
-/// forms yc_load2 / yc_store2), activations yc_act_none / yc_act_relu / yc_act_silu.
+/// forms yc_load2 / yc_store2), yc_vec<T, N> (N elements accessed as one aligned unit),
+/// activations yc_act_none / yc_act_relu / yc_act_silu.
 extern const char* const kCudaCommonPrelude;
 
 /// kCudaDevicePrelude followed by kCudaCommonPrelude: what a kernel source starts with.
@@ -33,6 +34,8 @@ std::string cuda_storage_type(DType t);
 /// types InT and OutT, and
 ///   epilogue(y, res, bias, m, n, v)           one output element (pixel m, channel n)
 ///   epilogue2(y, res, bias, m, n, v0, v1)     channels n and n + 1 (n even)
+///   epilogue_vec<NV>(y, res, bias, m, n, v)   channels n .. n + NV - 1 (n a multiple of NV) in
+///                                             16-byte accesses where the slices allow them
 /// which add the bias, apply the activation, add the residual, convert to OutT and store, for
 /// m < M and n < K only.
 std::string conv_common_source(const CudaConvTask& t);

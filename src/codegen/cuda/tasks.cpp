@@ -6,6 +6,7 @@
 
 #include "codegen/cpu/emit_util.h"
 #include "codegen/cpu/tasks.h"
+#include "codegen/cuda/direct_conv_template.h"
 #include "codegen/cuda/simt_conv_template.h"
 #include "codegen/cuda/sppf_template.h"
 #include "codegen/cuda/tc_conv_template.h"
@@ -31,29 +32,44 @@ CudaArg constant(const Tensor& t) {
 
 bool nhwc(const Value* v) { return !v || v->layout.layout == Layout::kNHWC; }
 
-/// A conv group on channels-last activations, for the tensor-core or SIMT template. Its output
-/// (and residual) may be NCHW instead, as layout_selection stores the detect head's last convs.
+/// How a conv template takes part in the task extraction.
+struct ConvRule {
+  const char* name;  ///< CudaTask::template_name
+  /// Appended to the workload key: records of one template never apply to another's task of the
+  /// same conv (the configs of different templates differ, and so do their best ones).
+  const char* key_suffix;
+  /// Reads any dense NCHW float32 input (e.g. a Cast of an fp16 image), not only the network's.
+  bool any_nchw_f32;
+  /// Writes NCHW outputs (as layout_selection stores the detect head's last convs).
+  bool nchw_out;
+};
+
+/// A conv group on channels-last activations, for one of the conv templates. Its output (and
+/// residual) may be NCHW instead where the template writes NCHW.
 template <class T>
-std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const char* name) {
+std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const ConvRule& rule) {
   const auto o = cpu::conv_operands(g, grp);
   if (!o) return std::nullopt;
   const bool out_nchw = o->y->layout.layout == Layout::kNCHW;
-  if (!out_nchw && !nhwc(o->y)) return std::nullopt;
+  if (out_nchw ? !rule.nchw_out : !nhwc(o->y)) return std::nullopt;
   if (o->res && (o->res->layout != o->y->layout || o->res->type.dtype != o->y->type.dtype))
     return std::nullopt;
-  // The image input (dense NCHW float32) is converted by the tensor-core conv's gather.
-  const bool image_in = !nhwc(o->x) && o->x->type.dtype == DType::kFloat32 &&
-                        std::find(g.inputs.begin(), g.inputs.end(), o->x) != g.inputs.end();
+  // The image input (dense NCHW float32) is converted by the conv's own loads.
+  const bool image_in =
+      !nhwc(o->x) && o->x->type.dtype == DType::kFloat32 &&
+      (rule.any_nchw_f32 || std::find(g.inputs.begin(), g.inputs.end(), o->x) != g.inputs.end());
   if (!nhwc(o->x) && !image_in) return std::nullopt;
   auto t = cuda_conv_task_from_group(g, grp, image_in ? o->y->type.dtype : o->x->type.dtype,
                                      o->y->type.dtype);
   if (!t) return std::nullopt;
   t->in_nchw_f32 = image_in;
   t->out_nchw = out_nchw;
+  // The kernels address an NCHW input as a dense tensor.
+  if (image_in && !(t->in == ChannelSlice{t->conv.c, 0})) return std::nullopt;
   if (!T::matches(*t)) return std::nullopt;
   CudaTask task;
-  task.template_name = name;
-  task.key = t->key();
+  task.template_name = rule.name;
+  task.key = t->key() + rule.key_suffix;
   task.flops = t->conv.flops();
   set_schedule<T>(task, *t);
   task.lower = [t = *t, o = *o](const ScheduleConfig& cfg, const std::string& prefix) {
@@ -137,8 +153,12 @@ std::optional<CudaTask> sppf_task(const Graph& g, const FusedGroup& grp) {
 }
 
 std::optional<CudaTask> task_of_group(const Graph& g, const FusedGroup& grp) {
-  if (auto t = conv_task<TensorCoreConvTemplate>(g, grp, "tc_conv")) return t;
-  if (auto t = conv_task<SimtConvTemplate>(g, grp, "simt_conv")) return t;
+  // Convs of at most 4 input channels (the first conv) are direct convolutions; an implicit
+  // GEMM of so shallow a depth spends its time gathering.
+  if (auto t = conv_task<DirectConvTemplate>(g, grp, {"direct_conv", " direct", true, false}))
+    return t;
+  if (auto t = conv_task<TensorCoreConvTemplate>(g, grp, {"tc_conv", "", false, true})) return t;
+  if (auto t = conv_task<SimtConvTemplate>(g, grp, {"simt_conv", "", false, true})) return t;
   if (auto t = sppf_task(g, grp)) return t;
   return generic_task(g, grp);
 }

@@ -1,12 +1,13 @@
 #pragma once
 /// Task extraction for the CUDA target: every kernel group of an optimized graph (target "cuda")
 /// becomes a CudaTask, the one interface the compiler driver (cuda_compiler.h) and the tuner use.
-/// Convolutions over channels-last activations (writing NHWC, or NCHW: the detect head's last
-/// convs) go to the tensor-core template (fp16 / bf16 storage) or the SIMT template (fp32);
-/// stride-1 same-size MaxPools over one NHWC input with their view Concats (SPPF) to the SPPF
-/// template; every other group (detect tail, resize, depthwise convs, elementwise chains, convs
-/// that read NCHW other than the image, pools the SPPF template does not take) to the generic
-/// template.
+/// Convolutions writing channels-last activations go to the direct template when they have at
+/// most 4 input channels (the first conv, also reading any dense NCHW float32 input), else to the
+/// tensor-core template (fp16 / bf16 storage; it also reads the NCHW float32 image) or the SIMT
+/// template (fp32), which also write NCHW (the detect head's last convs); stride-1 same-size
+/// MaxPools over one NHWC input with their view Concats (SPPF) to the SPPF template; every other
+/// group (detect tail, resize, depthwise convs, elementwise chains, other convs that read NCHW,
+/// pools the SPPF template does not take) to the generic template.
 ///
 /// A task lowers to one CUDA source with one or more launches that all take the same parameter
 /// list (CudaLowered::args): the conv templates' (x, w, bias, res, y), the SPPF template's
@@ -51,7 +52,7 @@ struct CudaLowered {
 struct CudaTask {
   int group = -1;
   std::string group_name;     ///< FusedGroup::name
-  std::string template_name;  ///< "tc_conv", "simt_conv", "sppf", "generic"
+  std::string template_name;  ///< "direct_conv", "tc_conv", "simt_conv", "sppf", "generic"
   std::string key;            ///< workload key
   double flops = 0;
   ScheduleSpace space;

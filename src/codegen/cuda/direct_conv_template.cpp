@@ -1,0 +1,490 @@
+#include "codegen/cuda/direct_conv_template.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen/cpu/emit_util.h"
+#include "codegen/cuda/cuda_emit.h"
+#include "core/error.h"
+
+namespace yoloc::codegen::cuda {
+namespace {
+
+constexpr int64_t kMaxTaps = 256;          // C*KH*KW: the window loop is unrolled completely
+constexpr int64_t kMaxStride = 4;          // bounds the input tile of a block (see matches)
+constexpr int64_t kMaxExtent = 16;         // (KH - 1) * DH + 1 and the same for columns
+constexpr int64_t kMaxAccumulators = 64;   // FMA path: fp32 registers per thread
+constexpr int64_t kMaxMmaRegisters = 128;  // MMA path: fragments, depth places, accumulators
+constexpr int64_t kMinThreads = 32, kMaxThreads = 512;
+constexpr int64_t kTargetBlocks = 264;  // about two per multiprocessor of an H100 / H200
+constexpr int64_t kWeightRow = 64;      // KP: K rounded up to this (KB divides it)
+
+int64_t pow2_ceil(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+// The sizes a config gives a block (the enumerators of the kernel, computed the same way).
+struct Geometry {
+  int64_t tw, th, pt, kb, tn, mma;
+  int64_t gn, ty, threads;  // channel groups, thread (m-tile) rows, threads of a block
+  int64_t iht, iwt;         // input tile rows and columns
+  int64_t pc, ld, cs;       // columns per phase, words per stored tile row and channel
+  int64_t lw;               // loader threads per tile row
+  int64_t taps, shared;     // window taps, shared-memory bytes
+
+  Geometry(const CudaConvTask& task, int64_t tw_, int64_t th_, int64_t pt_, int64_t kb_,
+           int64_t tn_, int64_t mma_)
+      : tw(tw_), th(th_), pt(pt_), kb(kb_), tn(tn_), mma(mma_) {
+    const ConvTask& t = task.conv;
+    gn = kb / tn;
+    ty = th / pt;
+    threads = mma ? 32 * gn * (tw / 16) * ty : gn * tw * ty;
+    iht = (th - 1) * t.sh + (t.kh - 1) * t.dh + 1;
+    iwt = (tw - 1) * t.sw + (t.kw - 1) * t.dw + 1;
+    pc = cpu::ceil_div(iwt, t.sw);
+    // A warp whose threads span several tile rows (tw * gn < 32 of them per row) reads, at a
+    // tap, words ty * SH * LD + tx: without bank conflicts when SH * LD = TW (mod 32).
+    ld = t.sw * pc;
+    if (tw * gn < 32) {
+      for (int64_t l = ld; l < t.sw * pc + 32; ++l) {
+        if ((t.sh * l - tw) % 32 == 0) {
+          ld = l;
+          break;
+        }
+      }
+    }
+    cs = iht * ld;
+    lw = std::min<int64_t>(32, pow2_ceil(iwt));
+    taps = t.c * t.kh * t.kw;
+    // MMA path: at most what spread_mma_reads may add.
+    shared = (taps * kb + t.c * (mma ? iht * (ld + 31) + 31 : cs)) * 4;
+  }
+
+  // MMA path: the row and channel strides of the stored tile (LD in [SW*PC, SW*PC + 32), CS in
+  // [IHT*LD, IHT*LD + 32)) with the fewest shared-memory wavefronts over a warp's A-fragment
+  // reads. Lane (gq, tq) of a read is at pixel word XS * gq (+ the warp's base) plus the place of
+  // its depth index 16*ks + 2*tq + {0, 1, 8, 9}: the four places, depending on the strides, may put
+  // the lanes of different tq on the same banks (4 ways for the stem with dense strides).
+  void spread_mma_reads(const ConvTask& t) {
+    int64_t best = -1;
+    const int64_t ld0 = t.sw * pc, xs = tw / 16;
+    for (int64_t l = ld0; l < ld0 + 32; ++l) {
+      for (int64_t c = iht * l; c < iht * l + 32; ++c) {
+        int64_t cost = 0;
+        for (int64_t ks = 0; ks * 16 < taps && (best < 0 || cost < best); ++ks) {
+          for (int64_t e = 0; e < 4; ++e) {
+            int64_t places[4];
+            for (int64_t tq = 0; tq < 4; ++tq) {
+              const int64_t k = ks * 16 + 2 * tq + (e & 1) + (e >> 1) * 8;
+              const int64_t ch = k / (t.kh * t.kw), r = k / t.kw % t.kh, sc = k % t.kw;
+              places[tq] =
+                  k < taps ? ch * c + r * t.dh * l + sc * t.dw % t.sw * pc + sc * t.dw / t.sw : 0;
+            }
+            // Wavefronts: the most distinct words on one bank (equal words are broadcast).
+            int64_t banks[32] = {};
+            for (int64_t tq = 0; tq < 4; ++tq) {
+              if (std::find(places, places + tq, places[tq]) != places + tq) continue;
+              for (int64_t gq = 0; gq < 8; ++gq) ++banks[(places[tq] + xs * gq) % 32];
+            }
+            cost += *std::max_element(banks, banks + 32);
+          }
+        }
+        if (best < 0 || cost < best) {
+          best = cost;
+          ld = l;
+          cs = c;
+        }
+      }
+    }
+    shared = (taps * kb + t.c * cs) * 4;
+  }
+  explicit Geometry(const CudaConvTask& task, const ScheduleConfig& cfg)
+      : Geometry(task, cfg.get("tw"), cfg.get("th"), cfg.get("pt"), cfg.get("kb"), cfg.get("tn"),
+                 cfg.get("mma")) {}
+
+  // MMA path: weight fragments, depth places and accumulators per thread.
+  int64_t mma_registers() const {
+    const int64_t ks = cpu::ceil_div(taps, 16), nt = tn / 8;
+    return ks * nt * 2 + ks * 4 + pt * nt * 4;
+  }
+
+  int64_t blocks(const ConvTask& t) const {
+    return t.n * cpu::ceil_div(t.oh, th) * cpu::ceil_div(t.ow, tw) * cpu::ceil_div(t.k, kb);
+  }
+};
+
+// The kernel after the common declarations of conv_common_source (in the same namespace). See the
+// header for the scheme; the comments here say why.
+constexpr const char* kKernel = R"(typedef @XT@ XT;  // input storage
+enum : int {
+  TW = @TW@, TH = @TH@, PT = @PT@, KB = @KB@, TN = @TN@,
+  MMA = @MMA@,  // tensor-core tiles (else FMAs)
+  // Channel groups and thread (FMA) or m-tile (MMA: 16 pixels of a tile row) rows of a block.
+  GN = KB / TN, TY = TH / PT,
+  THREADS = MMA ? 32 * GN * (TW / 16) * TY : GN * TW * TY,
+  NCHW_IN = @NCHW_IN@,  // x: dense NCHW float32 (else NHWC XT in its slice)
+  TAPS = C * KH * KW,
+  KP = (K + 63) / 64 * 64,  // weights per tap in the packed layout
+  // The input tile: the image rows and columns the block's output tile reads.
+  IHT = (TH - 1) * SH + (KH - 1) * DH + 1,
+  IWT = (TW - 1) * SW + (KW - 1) * DW + 1,
+  // Tile column ic is stored at (ic % SW) * PC + ic / SW: at a tap, consecutive output columns
+  // read consecutive words.
+  PC = (IWT + SW - 1) / SW,
+  LD = @LD@, CS = @CS@,  // words per stored tile row and channel
+  TILES_X = (OW + TW - 1) / TW, TILES_Y = (OH + TH - 1) / TH,
+  // The loader: LW consecutive threads per tile row, LR rows at a time.
+  LW = @LW@, LR = THREADS / LW,
+  QC = (IWT + LW - 1) / LW, QR = (IHT + LR - 1) / LR,
+  // Rows per batch of loads: about 40 values in registers.
+  RB = 40 / (QC * C) < 1 ? 1 : 40 / (QC * C) < QR ? 40 / (QC * C) : QR,
+  W_PIECES = TAPS * KB / 4, W_ITERS = (W_PIECES + THREADS - 1) / THREADS
+};
+static_assert(THREADS % LW == 0 && KB % 4 == 0 && TN % 4 == 0, "direct conv geometry");
+}  // namespace @SYM@_ns
+
+YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
+    @SYM@(const void* x_, const void* w_, const float* __restrict__ bias, const void* res_,
+          void* y_) {
+  YC_KERNEL_ENTRY();
+  using namespace @SYM@_ns;
+  YC_DYNAMIC_SMEM(float, yc_smem);
+  const XT* __restrict__ x = static_cast<const XT*>(x_);
+  const float* __restrict__ w = static_cast<const float*>(w_);
+  const OutT* res = static_cast<const OutT*>(res_);
+  OutT* y = static_cast<OutT*>(y_);
+  float* sw = yc_smem;              // [TAPS][KB]
+  float* si = yc_smem + TAPS * KB;  // [C][CS]: [IHT][LD] and padding
+  const int tid = static_cast<int>(threadIdx.x);
+  const int bx = static_cast<int>(blockIdx.x), n0 = static_cast<int>(blockIdx.y) * KB;
+  const int img = bx / (TILES_X * TILES_Y);
+  const int oy0 = bx / TILES_X % TILES_Y * TH, ox0 = bx % TILES_X * TW;
+  const int ih0 = oy0 * SH - PH, iw0 = ox0 * SW - PW;
+
+  // The block's channels of every tap, in 16-byte pieces.
+#pragma unroll
+  for (int j = 0; j < W_ITERS; ++j) {
+    const int i = tid + j * THREADS;
+    if (W_PIECES % THREADS != 0 && i >= W_PIECES) break;
+    const int tap = i / (KB / 4), k = i % (KB / 4) * 4;
+    *reinterpret_cast<yc_vec<float, 4>*>(sw + tap * KB + k) =
+        *reinterpret_cast<const yc_vec<float, 4>*>(w + (static_cast<yc_i64>(tap) * KP + n0 + k));
+  }
+  // The input tile, zeros outside the image: thread (lw, lr) copies tile columns lw + q * LW of
+  // tile rows lr + j * LR of every channel. Its columns' validity and places are the same in
+  // every row, and its reads are at fixed distances from one address. RB rows at a time, all
+  // their loads before their stores and without branches: so many loads are in flight at once.
+  {
+    const int lw = tid % LW, lr = tid / LW;
+    bool col_ok[QC], col_in[QC];
+    int col_at[QC];
+#pragma unroll
+    for (int q = 0; q < QC; ++q) {
+      const int ic = lw + q * LW;
+      // Past the tile's columns the phase layout would land on other columns' words.
+      col_in[q] = IWT % LW == 0 || ic < IWT;
+      col_ok[q] = col_in[q] && static_cast<unsigned>(iw0 + ic) < static_cast<unsigned>(W);
+      col_at[q] = ic % SW * PC + ic / SW;
+    }
+    const yc_i64 xo =
+        NCHW_IN ? (static_cast<yc_i64>(img) * C * H + ih0 + lr) * W + iw0 + lw
+                : ((static_cast<yc_i64>(img) * H + ih0 + lr) * W + iw0 + lw) * IS + IO;
+#pragma unroll
+    for (int j0 = 0; j0 < QR; j0 += RB) {
+      float v[RB][QC][C];
+#pragma unroll
+      for (int j = 0; j < RB; ++j) {
+        const int row = lr + (j0 + j) * LR;
+        const bool row_ok = j0 + j < QR && (IHT % LR == 0 || row < IHT) &&
+                            static_cast<unsigned>(ih0 + row) < static_cast<unsigned>(H);
+#pragma unroll
+        for (int q = 0; q < QC; ++q) {
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            const yc_i64 at = NCHW_IN ? (static_cast<yc_i64>(c) * H + (j0 + j) * LR) * W + q * LW
+                                      : (static_cast<yc_i64>(j0 + j) * LR * W + q * LW) * IS + c;
+            v[j][q][c] = 0.f;
+            if (row_ok && col_ok[q]) v[j][q][c] = yc_load(x + (xo + at));
+          }
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < RB; ++j) {
+        const int row = lr + (j0 + j) * LR;
+        const bool row_in = j0 + j < QR && (IHT % LR == 0 || row < IHT);
+#pragma unroll
+        for (int q = 0; q < QC; ++q) {
+#pragma unroll
+          for (int c = 0; c < C; ++c) {
+            if (row_in && col_in[q]) si[c * CS + row * LD + col_at[q]] = v[j][q][c];
+          }
+        }
+      }
+    }
+  }
+  YC_SYNC();
+
+@COMPUTE@}
+)";
+
+// The FMA path: thread (g, tx, ty) computes pixels (ty + i * TY, tx), i < PT, of the tile x
+// channels n0 + g * TN ... in fp32.
+constexpr const char* kFmaCompute =
+    R"(  const int g = tid % GN, tx = tid / GN % TW, ty = tid / GN / TW;
+  const float* wg = sw + g * TN;
+  const float* ip = si + ty * SH * LD + tx;
+  float acc[PT][TN];
+#pragma unroll
+  for (int i = 0; i < PT; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+#pragma unroll
+    for (int r = 0; r < KH; ++r) {
+#pragma unroll
+      for (int s = 0; s < KW; ++s) {
+        const int tap = (c * KH + r) * KW + s;
+        float wv[TN];
+#pragma unroll
+        for (int q = 0; q < TN / 4; ++q) {
+          const yc_vec<float, 4> w4 =
+              *reinterpret_cast<const yc_vec<float, 4>*>(wg + tap * KB + 4 * q);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) wv[4 * q + e] = w4.e[e];
+        }
+#pragma unroll
+        for (int i = 0; i < PT; ++i) {
+          const float v =
+              ip[c * CS + (i * TY * SH + r * DH) * LD + s * DW % SW * PC + s * DW / SW];
+#pragma unroll
+          for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(v, wv[j], acc[i][j]);
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int i = 0; i < PT; ++i) {
+    const int oy = oy0 + ty + i * TY, ox = ox0 + tx;
+    if (oy < OH && ox < OW) {
+      epilogue_vec<TN>(y, res, bias, (img * OH + oy) * OW + ox, n0 + g * TN, acc[i]);
+    }
+  }
+)";
+
+// The MMA path: warp (g, mx, ty) computes the m-tiles (16 pixels of a tile row) (ty + i * TY,
+// columns mx + XS * j, j < 16), i < PT, x channels n0 + g * TN ... with mma.m16n8k16 over the taps
+// in 16-deep steps (fp16 or bf16 operands, fp32 accumulators). A lane's depth indices are the same
+// in every m-tile: their places in the tile are computed once, and so are its weight fragments.
+// Depth past the taps has zero weights; its A elements read the pixel's first tap (finite, and
+// in its window anyway).
+constexpr const char* kMmaCompute =
+    R"(  enum : int { KS = (TAPS + 15) / 16, NT = TN / 8, XS = TW / 16 };
+  const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;
+  const int g = warp % GN, mx = warp / GN % (TW / 16), ty = warp / GN / (TW / 16);
+  yc_u32 bf[KS][NT][2];
+  int koff[KS][4];  // depth ks * 16 + 2 * tq + {0, 1, 8, 9}
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int k = ks * 16 + 2 * tq + (e & 1) + (e >> 1) * 8;
+      const int c = k / (KH * KW), r = k / KW % KH, s = k % KW;
+      koff[ks][e] = k < TAPS ? c * CS + r * DH * LD + s * DW % SW * PC + s * DW / SW : 0;
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int n = g * TN + nt * 8 + gq;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int k = ks * 16 + 2 * tq + 8 * h;
+        const float w0 = k < TAPS ? sw[k * KB + n] : 0.f;
+        const float w1 = k + 1 < TAPS ? sw[(k + 1) * KB + n] : 0.f;
+        bf[ks][nt][h] = static_cast<yc_u32>(@CVT@(w0)) | static_cast<yc_u32>(@CVT@(w1)) << 16;
+      }
+    }
+  }
+  // Row i of m-tile mx is tile column mx + XS * i (the XS m-tiles of a tile row interleaved: the
+  // lanes' words spread over more banks); row gq + 8 is 8 * XS words after row gq.
+  const float* ip = si + ty * SH * LD + mx + XS * gq;
+  float acc[PT][NT][4];
+#pragma unroll
+  for (int i = 0; i < PT; ++i)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][nt][e] = 0.f;
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+#pragma unroll
+    for (int i = 0; i < PT; ++i) {
+      const float* p = ip + i * TY * SH * LD;
+      const auto pair = [&](int e0, int row) {
+        return static_cast<yc_u32>(@CVT@(p[koff[ks][e0] + row])) |
+               static_cast<yc_u32>(@CVT@(p[koff[ks][e0 + 1] + row])) << 16;
+      };
+      const yc_u32 a[4] = {pair(0, 0), pair(0, 8 * XS), pair(2, 0), pair(2, 8 * XS)};
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) @MMA_FN@(acc[i][nt], a, bf[ks][nt]);
+    }
+  }
+
+  // Accumulator e of n-tile nt: pixel row gq (+8 for e >= 2), channels 2 * tq + e % 2.
+#pragma unroll
+  for (int i = 0; i < PT; ++i) {
+    const int oy = oy0 + ty + i * TY;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int ox = ox0 + mx + XS * (gq + 8 * h);
+      if (oy >= OH || ox >= OW) continue;
+      const int m = (img * OH + oy) * OW + ox;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        epilogue2(y, res, bias, m, n0 + g * TN + nt * 8 + 2 * tq, acc[i][nt][2 * h],
+                  acc[i][nt][2 * h + 1]);
+      }
+    }
+  }
+)";
+
+}  // namespace
+
+bool DirectConvTemplate::matches(const CudaConvTask& task) {
+  const ConvTask& t = task.conv;
+  const bool sizes = t.n > 0 && t.c > 0 && t.h > 0 && t.w > 0 && t.k > 0 && t.oh > 0 && t.ow > 0 &&
+                     t.kh > 0 && t.kw > 0 && t.sh > 0 && t.sw > 0 && t.dh > 0 && t.dw > 0 &&
+                     t.ph >= 0 && t.pw >= 0;
+  if (!sizes || t.groups != 1 || t.c > kMaxChannels) return false;
+  const bool window = t.c * t.kh * t.kw <= kMaxTaps && t.sh <= kMaxStride && t.sw <= kMaxStride &&
+                      (t.kh - 1) * t.dh + 1 <= kMaxExtent && (t.kw - 1) * t.dw + 1 <= kMaxExtent;
+  const auto storable = [](DType d) {
+    return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
+  };
+  // An NCHW input is addressed densely, whatever its slice says.
+  const bool in_ok = task.in_nchw_f32 ? task.in == ChannelSlice{t.c, 0} : storable(task.dtype);
+  // Pixel indices are 32-bit in the kernel; channel blocks (of 8 or more) are the grid's y.
+  const bool fits = t.n * t.oh * t.ow < (int64_t{1} << 31) && t.oh * t.sh < (int64_t{1} << 30) &&
+                    t.ow * t.sw < (int64_t{1} << 30) && cpu::ceil_div(t.k, 8) <= 65535;
+  return window && in_ok && storable(task.out_dtype) && task.slices_valid() && fits;
+}
+
+ScheduleSpace DirectConvTemplate::space(const CudaConvTask&) {
+  ScheduleSpace s;
+  s.knobs.push_back({"tw", "output columns per block tile", {8, 16, 32, 64}});
+  s.knobs.push_back({"th", "output rows per block tile", {1, 2, 4, 8, 16, 32}});
+  s.knobs.push_back({"pt", "output rows (m-tile rows) per thread (warp)", {1, 2, 4, 8}});
+  s.knobs.push_back({"kb", "output channels per block", {8, 16, 32, 64}});
+  s.knobs.push_back({"tn", "output channels per thread (warp)", {4, 8, 16, 32}});
+  s.knobs.push_back({"mma", "tensor-core m16n8k16 tiles instead of FMAs", {0, 1}});
+  return s;
+}
+
+bool DirectConvTemplate::valid(const CudaConvTask& t, const ScheduleConfig& cfg) {
+  if (!matches(t) || !cfg.in_space(space(t))) return false;
+  const Geometry geo(t, cfg);
+  const bool path = geo.mma ? (t.dtype == DType::kFloat16 || t.dtype == DType::kBFloat16) &&
+                                  geo.tw % 16 == 0 && geo.tn % 8 == 0 &&
+                                  geo.mma_registers() <= kMaxMmaRegisters
+                            : geo.pt * geo.tn <= kMaxAccumulators;
+  return path && geo.th % geo.pt == 0 && geo.kb % geo.tn == 0 &&
+         geo.kb <= std::max<int64_t>(8, pow2_ceil(t.conv.k)) && geo.threads >= kMinThreads &&
+         geo.threads <= kMaxThreads && geo.shared <= kMaxSharedBytes;
+}
+
+ScheduleConfig DirectConvTemplate::default_config(const CudaConvTask& task) {
+  YOLOC_CHECK(matches(task), "direct conv template does not match {}", task.key());
+  const ConvTask& t = task.conv;
+  // Tensor cores for 16-bit operands (they round the image as the tensor-core template did).
+  const int64_t mma = task.dtype == DType::kFloat16 || task.dtype == DType::kBFloat16 ? 1 : 0;
+  int64_t kb = std::clamp<int64_t>(pow2_ceil(t.k), 8, 64);
+  int64_t tn = std::min<int64_t>(kb, 16);
+  int64_t tw = 32;
+  while (tw > (mma ? 16 : 8) && tw / 2 >= t.ow) tw /= 2;
+  // FMA: 128 threads of 4 pixel rows; MMA: 8 warps of 4 m-tile rows; where the tile rows allow.
+  int64_t pt = 4;
+  const int64_t ty =
+      std::clamp<int64_t>(mma ? 8 / ((kb / tn) * (tw / 16)) : 128 / ((kb / tn) * tw), 1, 32 / pt);
+  int64_t th = ty * pt;
+  const auto geo = [&] { return Geometry(task, tw, th, pt, kb, tn, mma); };
+  // Smaller tiles for small layers, so that more multiprocessors get work, and where the shared
+  // memory would not hold the tile: fewer rows per thread first (the same threads), then fewer
+  // thread rows.
+  while (th > 1 &&
+         (geo().blocks(t) < kTargetBlocks || th / 2 >= t.oh || geo().shared > kMaxSharedBytes)) {
+    if (pt > 1) {
+      pt /= 2;
+      th /= 2;
+    } else if (Geometry(task, tw, th / 2, pt, kb, tn, mma).threads >= kMinThreads) {
+      th /= 2;
+    } else {
+      break;
+    }
+  }
+  // Wide windows of many channels: fewer channels per block (more channel groups keep the
+  // threads).
+  while ((geo().shared > kMaxSharedBytes || (mma && geo().mma_registers() > kMaxMmaRegisters)) &&
+         kb > 8) {
+    kb /= 2;
+    tn = std::min<int64_t>(tn, kb);
+  }
+  ScheduleConfig cfg({{"tw", tw}, {"th", th}, {"pt", pt}, {"kb", kb}, {"tn", tn}, {"mma", mma}});
+  YOLOC_CHECK(valid(task, cfg), "default direct conv config {} invalid for {}", cfg.str(),
+              task.key());
+  return cfg;
+}
+
+CudaKernel DirectConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig& cfg,
+                                    const std::string& symbol) {
+  YOLOC_CHECK(valid(t, cfg), "direct conv config {} invalid for {}", cfg.str(), t.key());
+  YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
+  Geometry geo(t, cfg);
+  if (geo.mma) geo.spread_mma_reads(t.conv);
+  std::string body = kKernel;
+  const bool bf16 = t.dtype == DType::kBFloat16;
+  const std::pair<const char*, std::string> subs[] = {
+      {"@COMPUTE@", geo.mma ? kMmaCompute : kFmaCompute},
+      {"@MMA@", std::to_string(geo.mma)},
+      {"@MMA_FN@", bf16 ? "yc_mma_bf16" : "yc_mma_f16"},
+      {"@CVT@", bf16 ? "yc_float_to_bf16" : "yc_float_to_half"},
+      {"@SYM@", symbol},
+      {"@XT@", t.in_nchw_f32 ? "float" : cuda_storage_type(t.dtype)},
+      {"@TW@", std::to_string(geo.tw)},
+      {"@TH@", std::to_string(geo.th)},
+      {"@PT@", std::to_string(geo.pt)},
+      {"@KB@", std::to_string(geo.kb)},
+      {"@TN@", std::to_string(geo.tn)},
+      {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
+      {"@LD@", std::to_string(geo.ld)},
+      {"@CS@", std::to_string(geo.cs)},
+      {"@LW@", std::to_string(geo.lw)}};
+  for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
+  CudaKernel k;
+  k.symbol = symbol;
+  k.source = cuda_prelude() + "// " + t.key() + " | direct " + cfg.str() + "\nnamespace " + symbol +
+             "_ns {\n" + conv_common_source(t) + body;
+  const ConvTask& c = t.conv;
+  k.grid = {static_cast<unsigned>(c.n * cpu::ceil_div(c.oh, geo.th) * cpu::ceil_div(c.ow, geo.tw)),
+            static_cast<unsigned>(cpu::ceil_div(c.k, geo.kb)), 1};
+  k.block = {static_cast<unsigned>(geo.threads), 1, 1};
+  k.shared_bytes = static_cast<unsigned>(geo.shared);
+  return k;
+}
+
+Tensor DirectConvTemplate::pack_weights(const CudaConvTask& task, const float* oihw) {
+  const ConvTask& t = task.conv;
+  const int64_t kp = cpu::ceil_div(t.k, kWeightRow) * kWeightRow;
+  const int64_t taps = t.c * t.kh * t.kw;
+  Tensor packed(DType::kFloat32, {taps, kp});
+  float* p = packed.data<float>();
+  std::fill(p, p + packed.numel(), 0.f);
+  // OIHW's (c, kh, kw) order is the tap order.
+  for (int64_t n = 0; n < t.k; ++n)
+    for (int64_t tap = 0; tap < taps; ++tap) p[tap * kp + n] = oihw[n * taps + tap];
+  return packed;
+}
+
+}  // namespace yoloc::codegen::cuda
