@@ -173,6 +173,7 @@ for s in "$@"; do
       ;;
     *) echo "unknown step $s"; exit 2 ;;
   esac
+  tar -C "$out" -czf "$final/results.tgz" .  # after every step: a call cut short keeps its results
 done
 step "done, status $status"
 tar -C "$out" -czf "$final/results.tgz" .
