@@ -163,14 +163,7 @@ const runtime::KernelLibrary& CpuWorker::library(const CpuRequest& q) {
 WorkerReply CpuWorker::serve(std::string_view message) {
   const CpuRequest q = decode_cpu_request(message);
   TaskState& t = task_state(q);
-  WorkerReply rep;
-  if (q.role == MeasureRole::kCandidate && !t.has_reference) {
-    rep.need_reference = true;
-    return rep;
-  }
-  if (q.role != MeasureRole::kCandidate) t.has_reference = false;
-  rep.result = run(q, t, library(q));
-  return rep;
+  return serve_request(q, t, [&] { return run(q, t, library(q)); });
 }
 
 MeasureResult CpuWorker::run(const CpuRequest& q, TaskState& t, const runtime::KernelLibrary& lib) {

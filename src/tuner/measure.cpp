@@ -24,11 +24,7 @@ double since(Clock::time_point t) {
 }
 
 /// What this process knows of a task (its inputs and reference outputs live in the worker).
-struct TaskData {
-  bool has_reference = false;
-  std::string reference_error;  // why the reference failed; empty while it has not
-  /// The default config's request, untimed: it makes the reference in a worker that lacks it.
-  std::string reference_request;
+struct TaskData : TaskReference {
   std::map<std::string, double> kept;  // built candidates kept (config -> seconds)
 };
 
@@ -198,18 +194,8 @@ std::vector<MeasureResult> CpuMeasurer::measure(const TuneTask& task,
     c.action = injected_action(injections_, t.template_name, c.config);
   }
   TaskData& data = tasks_[task.key()];
-  if (!data.reference_error.empty()) {
-    for (MeasureResult& r : results) {
-      r.error = "no reference: " + data.reference_error;
-      r.skipped = true;
-    }
+  if (!data.start_batch(configs, t.default_config, t.key, results, &cands[0].reference))
     return results;
-  }
-  if (!data.has_reference) {
-    YOLOC_CHECK(configs[0] == t.default_config,
-                "tuner: the first candidates of {} must start with its default config", t.key);
-    cands[0].reference = true;
-  }
 
   // Candidates built before (kept by keep_fastest) run from their object; the others are built.
   std::vector<Object> objects;

@@ -70,4 +70,23 @@ std::string first_lines(const std::string& log, size_t max_chars) {
   return log.size() <= max_chars ? log : log.substr(0, max_chars) + "\n...";
 }
 
+bool TaskReference::start_batch(const std::vector<codegen::ScheduleConfig>& configs,
+                                const codegen::ScheduleConfig& default_config,
+                                const std::string& key, std::vector<MeasureResult>& results,
+                                bool* first_makes_reference) const {
+  if (!reference_error.empty()) {
+    for (MeasureResult& r : results) {
+      r.error = "no reference: " + reference_error;
+      r.skipped = true;
+    }
+    return false;
+  }
+  if (!has_reference) {
+    YOLOC_CHECK(configs.at(0) == default_config,
+                "tuner: the first candidates of {} must start with its default config", key);
+  }
+  *first_makes_reference = !has_reference;
+  return true;
+}
+
 }  // namespace yoloc::tuner

@@ -27,6 +27,22 @@ std::vector<Injection> parse_injections(const std::string& spec);
 std::string injected_action(const std::vector<Injection>& injections, const std::string& tmpl,
                             const codegen::ScheduleConfig& c);
 
+/// A task's reference as the measurers of every target keep it.
+struct TaskReference {
+  bool has_reference = false;
+  std::string reference_error;  ///< why the reference failed; empty while it has not
+  /// The default config's request, untimed: it makes the reference in a worker that lacks it.
+  std::string reference_request;
+
+  /// The start of a batch of `configs` of the task `key`: when its reference failed, every
+  /// candidate is skipped ("no reference: ...") in `results` and false is returned. Else
+  /// *first_makes_reference says whether the first candidate makes the reference (the task has
+  /// none yet; it must then be the default config).
+  bool start_batch(const std::vector<codegen::ScheduleConfig>& configs,
+                   const codegen::ScheduleConfig& default_config, const std::string& key,
+                   std::vector<MeasureResult>& results, bool* first_makes_reference) const;
+};
+
 /// Runs fn(0..n-1) on up to `jobs` threads (fn must not throw).
 void parallel_for_each(size_t n, int jobs, const std::function<void(size_t)>& fn);
 

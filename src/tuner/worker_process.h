@@ -39,6 +39,21 @@ struct WorkerReply {
   bool need_reference = false;
 };
 
+/// How a worker of any target answers request q of a task whose state is t (with a
+/// has_reference flag): a candidate of a task without a reference here asks for it; a request
+/// that makes the reference drops the old one first; then run() measures.
+template <class Request, class TaskState, class Run>
+WorkerReply serve_request(const Request& q, TaskState& t, Run&& run) {
+  WorkerReply rep;
+  if (q.role == MeasureRole::kCandidate && !t.has_reference) {
+    rep.need_reference = true;
+    return rep;
+  }
+  if (q.role != MeasureRole::kCandidate) t.has_reference = false;
+  rep.result = run();
+  return rep;
+}
+
 /// How a worker starts and serves requests.
 struct WorkerSpec {
   /// Seconds each request may take (and the start as long).

@@ -132,14 +132,7 @@ CudaWorker::TaskState& CudaWorker::task_state(const CudaRequest& q) {
 WorkerReply CudaWorker::serve(std::string_view message) {
   const CudaRequest q = decode_cuda_request(message);
   TaskState& t = task_state(q);
-  WorkerReply rep;
-  if (q.role == MeasureRole::kCandidate && !t.has_reference) {
-    rep.need_reference = true;
-    return rep;
-  }
-  if (q.role != MeasureRole::kCandidate) t.has_reference = false;
-  rep.result = run(q, t);
-  return rep;
+  return serve_request(q, t, [&] { return run(q, t); });
 }
 
 MeasureResult CudaWorker::run(const CudaRequest& q, TaskState& t) {
