@@ -265,9 +265,7 @@ MeasureResult CpuWorker::run(const CpuRequest& q, TaskState& t, const runtime::K
       r.times.push_back((now() - t0) / number);
     }
   }
-  std::vector<double> sorted = r.times;
-  std::sort(sorted.begin(), sorted.end());
-  r.median = sorted[sorted.size() / 2];
+  r.set_median();
   return r;
 }
 

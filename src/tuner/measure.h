@@ -12,6 +12,7 @@
 /// timed repeats, each running the kernel as often as lasts `min_repeat_s` (or once, after
 /// flushing the core's caches). The median repeat is the candidate's time (CPU time with one
 /// thread, see cpu_clock).
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -57,6 +58,12 @@ struct MeasureResult {
   /// neither recorded nor counted as a trial.
   bool skipped = false;
   bool ok() const { return !skipped && error.empty() && median > 0; }
+  /// Sets `median` from `times` (the upper middle one of an even count); times not empty.
+  void set_median() {
+    std::vector<double> sorted = times;
+    std::sort(sorted.begin(), sorted.end());
+    median = sorted[sorted.size() / 2];
+  }
 };
 
 /// Times candidate configs of a target's tasks.

@@ -254,9 +254,7 @@ MeasureResult CudaWorker::run(const CudaRequest& q, TaskState& t) {
     for (int rep = 0; rep < std::max(1, opt_.repeats); ++rep)
       r.times.push_back(timed(number) / number);
   }
-  std::vector<double> sorted = r.times;
-  std::sort(sorted.begin(), sorted.end());
-  r.median = sorted[sorted.size() / 2];
+  r.set_median();
   return r;
 }
 
