@@ -6,6 +6,7 @@
 
 #include "codegen/cpu/emit_util.h"
 #include "codegen/cpu/tasks.h"
+#include "codegen/cuda/detect_tail_template.h"
 #include "codegen/cuda/direct_conv_template.h"
 #include "codegen/cuda/simt_conv_template.h"
 #include "codegen/cuda/sppf_template.h"
@@ -152,6 +153,34 @@ std::optional<CudaTask> sppf_task(const Graph& g, const FusedGroup& grp) {
   return task;
 }
 
+std::optional<CudaTask> detect_tail_task(const Graph& g, const FusedGroup& grp) {
+  if (grp.kind != GroupKind::kDetectTail) return std::nullopt;
+  const auto t = detect_tail_task_from_group(
+      g, grp, [&g](const Value* v) { return cuda_operand_of(g, v); });
+  if (!t) return std::nullopt;
+  CudaTask task;
+  task.template_name = "detect_tail";
+  task.key = t->key();
+  // The box unit's softmax and expectation (about 4 operations a logit), a sigmoid a class.
+  task.flops = static_cast<double>(t->n * t->anchors) *
+               static_cast<double>(4 * t->sides * t->bins + 4 * t->classes);
+  set_schedule<DetectTailTemplate>(task, *t);
+  task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& prefix) {
+    CudaLowered l;
+    CudaKernel k = DetectTailTemplate::emit(t, cfg, prefix);
+    l.source = std::move(k.source);
+    l.launches.push_back(std::move(k));
+    for (const CudaOperand& o : t.inputs) l.args.push_back(activation(o.value, 0, false));
+    Tensor table(DType::kFloat32, {static_cast<int64_t>(std::max<size_t>(t.table.size(), 1))});
+    std::fill_n(table.data<float>(), table.numel(), 0.f);
+    std::copy(t.table.begin(), t.table.end(), table.data<float>());
+    l.args.push_back(constant(table));
+    l.args.push_back(activation(t.output.value, 0, true));
+    return l;
+  };
+  return task;
+}
+
 std::optional<CudaTask> task_of_group(const Graph& g, const FusedGroup& grp) {
   // Convs of at most 4 input channels (the first conv) are direct convolutions; an implicit
   // GEMM of so shallow a depth spends its time gathering.
@@ -160,6 +189,7 @@ std::optional<CudaTask> task_of_group(const Graph& g, const FusedGroup& grp) {
   if (auto t = conv_task<TensorCoreConvTemplate>(g, grp, {"tc_conv", "", false, true})) return t;
   if (auto t = conv_task<SimtConvTemplate>(g, grp, {"simt_conv", "", false, true})) return t;
   if (auto t = sppf_task(g, grp)) return t;
+  if (auto t = detect_tail_task(g, grp)) return t;
   return generic_task(g, grp);
 }
 

@@ -5,13 +5,15 @@
 /// most 4 input channels (the first conv, also reading any dense NCHW float32 input), else to the
 /// tensor-core template (fp16 / bf16 storage; it also reads the NCHW float32 image) or the SIMT
 /// template (fp32), which also write NCHW (the detect head's last convs); stride-1 same-size
-/// MaxPools over one NHWC input with their view Concats (SPPF) to the SPPF template; every other
-/// group (detect tail, resize, depthwise convs, elementwise chains, other convs that read NCHW,
-/// pools the SPPF template does not take) to the generic template.
+/// MaxPools over one NHWC input with their view Concats (SPPF) to the SPPF template; the DFL
+/// detect tail of YOLOv8 / YOLO11 heads to the detect-tail template; every other group (other
+/// detect tails, resize, depthwise convs, elementwise chains, other convs that read NCHW, pools
+/// the SPPF template does not take) to the generic template.
 ///
 /// A task lowers to one CUDA source with one or more launches that all take the same parameter
 /// list (CudaLowered::args): the conv templates' (x, w, bias, res, y), the SPPF template's
-/// (x, outputs...), or the generic template's (inputs..., constants..., outputs..., scratch).
+/// (x, outputs...), the detect-tail template's (inputs..., table, output), or the generic
+/// template's (inputs..., constants..., outputs..., scratch).
 #include <functional>
 #include <string>
 #include <vector>
@@ -52,7 +54,8 @@ struct CudaLowered {
 struct CudaTask {
   int group = -1;
   std::string group_name;     ///< FusedGroup::name
-  std::string template_name;  ///< "direct_conv", "tc_conv", "simt_conv", "sppf", "generic"
+  std::string template_name;  ///< "direct_conv", "tc_conv", "simt_conv", "sppf", "detect_tail",
+                              ///< "generic"
   std::string key;            ///< workload key
   double flops = 0;
   ScheduleSpace space;

@@ -1,0 +1,694 @@
+#include "codegen/cuda/detect_tail_template.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <variant>
+
+#include "codegen/cpu/emit_util.h"
+#include "codegen/cuda/cuda_emit.h"
+#include "core/error.h"
+
+namespace yoloc::codegen::cuda {
+namespace {
+
+using Operand = DetectTailOperand;
+
+bool is_storage(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
+}
+
+// Channels ch0 .. ch0 + channels of every anchor, read from the head outputs `parts` (one level
+// each, in anchor order): a value [N, channels, sum of h*w].
+struct Gathered {
+  struct Part {
+    int input = 0;
+    int64_t h = 0, w = 0;
+    bool operator==(const Part& o) const { return input == o.input && h == o.h && w == o.w; }
+  };
+  std::vector<Part> parts;
+  int64_t ch0 = 0, channels = 0;
+  int64_t anchors() const {
+    int64_t a = 0;
+    for (const Part& p : parts) a += p.h * p.w;
+    return a;
+  }
+};
+
+// The DFL logits re-addressed: dims labelled 'n' (image), 's' (side), 'r' (bin), 'a' (anchor),
+// '1' (the conv's single output channel, after the conv).
+struct Dfl {
+  std::array<char, 4> labels{};
+  bool softmax = false;
+  bool conv = false;
+};
+
+// Per-anchor values [N, channels, A] of the box decode, one operand per channel.
+struct Decoded {
+  std::vector<Operand> ch;
+};
+
+// The sigmoids of gathered channels.
+struct Classes {
+  Gathered src;
+};
+
+// The group's output.
+struct Final {};
+
+using Tracked = std::variant<Gathered, Dfl, Decoded, Classes, Final>;
+
+std::optional<Shape> static_shape(const Value* v) {
+  if (!v || !v->type.has_rank || !v->type.is_static()) return std::nullopt;
+  return v->type.static_shape();
+}
+
+int64_t norm_axis(int64_t axis, size_t rank) {
+  return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+}
+
+std::optional<std::vector<int64_t>> known_ints(const Value* v) {
+  if (!v || !v->known()) return std::nullopt;
+  return v->known()->to_int64s();
+}
+
+// A float literal that reads back exactly (hexadecimal).
+std::string literal(float f) { return fmt::format("{:a}f", static_cast<double>(f)); }
+
+std::string operand_str(const Operand& o) {
+  switch (o.kind) {
+    case Operand::Kind::kDistance: return fmt::format("d{}", o.index);
+    case Operand::Kind::kTemp: return fmt::format("t{}", o.index);
+    case Operand::Kind::kTable: return fmt::format("T{}", o.index);
+    case Operand::Kind::kLiteral: return fmt::format("{}", o.literal);
+  }
+  return "?";
+}
+
+class Matcher {
+ public:
+  Matcher(const Graph& g, const FusedGroup& grp,
+          const std::function<CudaOperand(const Value*)>& operand_of)
+      : g_(g), grp_(grp), operand_of_(operand_of) {}
+
+  std::optional<DetectTailTask> run(std::string* why) {
+    const cpu::GroupIO io = cpu::group_io(g_, grp_);
+    if (io.outputs.size() != 1) return refuse(why, "not one output");
+    output_ = io.outputs[0];
+    for (const Node* n : io.nodes) {
+      if (!node(*n)) return refuse(why, n->label() + ": " + why_);
+    }
+    if (!final_) return refuse(why, "no output concat of boxes and class scores");
+    return task_;
+  }
+
+ private:
+  std::optional<DetectTailTask> refuse(std::string* why, const std::string& what) {
+    if (why) *why = what;
+    return std::nullopt;
+  }
+  bool fail(const std::string& what) {
+    why_ = what;
+    return false;
+  }
+
+  template <class T>
+  const T* get(const Value* v) {
+    const auto it = tracked_.find(v);
+    return it == tracked_.end() ? nullptr : std::get_if<T>(&it->second);
+  }
+
+  bool node(const Node& n) {
+    for (const Value* o : n.outputs) {
+      if (!static_shape(o)) return fail("not a static shape");
+      if (o != output_ && !g_.is_output(o)) continue;
+      if (o != output_ || n.op != "Concat") return fail("a value leaves the group");
+    }
+    if (n.op == "Reshape") return reshape(n);
+    if (n.op == "Concat") return concat(n);
+    if (n.op == "Split") return split(n);
+    if (n.op == "Slice") return slice(n);
+    if (n.op == "Transpose") return transpose(n);
+    if (n.op == "Softmax") return softmax(n);
+    if (n.op == "Conv") return conv(n);
+    if (n.op == "Sigmoid") return sigmoid(n);
+    if (n.op == "Add" || n.op == "Sub" || n.op == "Mul" || n.op == "Div") return arith(n);
+    return fail("op not in the DFL tail");
+  }
+
+  // The index of head output v among the task's inputs (added on first use).
+  std::optional<int> input_index(const Value* v) {
+    for (size_t i = 0; i < task_.inputs.size(); ++i) {
+      if (task_.inputs[i].value == v) return static_cast<int>(i);
+    }
+    // A head output: an activation made outside the group.
+    const auto s = static_shape(v);
+    if (v->is_constant() || (v->producer && v->producer->group == grp_.id) || !s || s->size() != 4)
+      return std::nullopt;
+    CudaOperand o = operand_of_(v);
+    if (!is_storage(o.dtype) || o.strides.size() != 4) return std::nullopt;
+    task_.inputs.push_back(std::move(o));
+    return static_cast<int>(task_.inputs.size() - 1);
+  }
+
+  bool set_batch(int64_t n) {
+    if (task_.n == 0) task_.n = n;
+    return task_.n == n;
+  }
+
+  bool reshape(const Node& n) {
+    const Value* x = n.input(0);
+    const Value* y = n.outputs.at(0);
+    const Shape ys = *static_shape(y);
+    if (const Gathered* gth = get<Gathered>(x)) {
+      // The DFL view [N, S, R, A]: channel s * R + r.
+      if (ys.size() != 4 || !set_batch(ys[0]) || ys[1] * ys[2] != gth->channels ||
+          ys[3] != gth->anchors() || ys[1] < 1 || ys[2] < 1)
+        return fail("not a [N, sides, bins, anchors] view of the box channels");
+      if (box_) return fail("a second DFL");
+      box_ = *gth;
+      task_.sides = ys[1];
+      task_.bins = ys[2];
+      task_.anchors = ys[3];
+      tracked_[y] = Dfl{{'n', 's', 'r', 'a'}, false, false};
+      return true;
+    }
+    if (const Dfl* d = get<Dfl>(x)) {
+      if (!d->conv || d->labels[1] != '1' || d->labels[2] != 's' || d->labels[3] != 'a' ||
+          ys != Shape{task_.n, task_.sides, task_.anchors})
+        return fail("not the DFL distances as [N, sides, anchors]");
+      Decoded dec;
+      for (int64_t s = 0; s < task_.sides; ++s) dec.ch.push_back({Operand::Kind::kDistance, s, 0});
+      tracked_[y] = dec;
+      return true;
+    }
+    if (tracked_.count(x)) return fail("reshape of a value other than a head output");
+    const auto xs = static_shape(x);
+    const auto in = input_index(x);
+    if (!in || !xs || ys.size() != 3 || !set_batch(ys[0]) || ys[0] != (*xs)[0] ||
+        ys[1] != (*xs)[1] || ys[2] != (*xs)[2] * (*xs)[3])
+      return fail("not a head output [N, C, H, W] flattened to [N, C, H*W]");
+    tracked_[y] = Gathered{{{*in, (*xs)[2], (*xs)[3]}}, 0, ys[1]};
+    return true;
+  }
+
+  bool concat(const Node& n) {
+    const Value* y = n.outputs.at(0);
+    const Shape ys = *static_shape(y);
+    const int64_t axis = norm_axis(n.attrs.get_int("axis", 0), ys.size());
+    if (ys.size() != 3) return fail("not rank 3");
+    size_t gathered = 0, decoded = 0, classes = 0;
+    for (const Value* in : n.inputs) {
+      gathered += get<Gathered>(in) != nullptr;
+      decoded += get<Decoded>(in) != nullptr;
+      classes += get<Classes>(in) != nullptr;
+    }
+    if (gathered == n.inputs.size() && axis == 2) {
+      Gathered out = *get<Gathered>(n.inputs[0]);
+      for (size_t i = 1; i < n.inputs.size(); ++i) {
+        const Gathered& p = *get<Gathered>(n.inputs[i]);
+        if (p.ch0 != out.ch0 || p.channels != out.channels)
+          return fail("levels of different channels");
+        out.parts.insert(out.parts.end(), p.parts.begin(), p.parts.end());
+      }
+      tracked_[y] = out;
+      return true;
+    }
+    if (axis != 1 || decoded + classes != n.inputs.size())
+      return fail("not a concat of levels, boxes or class scores");
+    if (classes == 0) {
+      Decoded out;
+      for (const Value* in : n.inputs) {
+        const auto& ch = get<Decoded>(in)->ch;
+        out.ch.insert(out.ch.end(), ch.begin(), ch.end());
+      }
+      tracked_[y] = out;
+      return true;
+    }
+    if (y != output_ || classes != 1) return fail("class scores concatenated inside the group");
+    // The output: box channels and the class sigmoids.
+    int64_t k = 0;
+    for (const Value* in : n.inputs) {
+      if (const Classes* c = get<Classes>(in)) {
+        if (!cls_) cls_ = c->src;
+        task_.class_offset = k;
+        k += c->src.channels;
+      } else {
+        for (const Operand& o : get<Decoded>(in)->ch) {
+          task_.box_out.push_back(o);
+          ++k;
+        }
+      }
+    }
+    if (k != ys[1]) return fail("channels do not add up");
+    if (task_.class_offset != 0 && task_.class_offset != static_cast<int64_t>(task_.box_out.size()))
+      return fail("class scores between box channels");
+    return finish(y, ys);
+  }
+
+  bool split(const Node& n) {
+    const Gathered* gth = get<Gathered>(n.input(0));
+    if (!gth) return fail("split of a value other than the gathered channels");
+    int64_t first = gth->ch0;
+    for (const Value* o : n.outputs) {
+      const Shape os = *static_shape(o);
+      if (os.size() != 3 || norm_axis(n.attrs.get_int("axis", 0), 3) != 1)
+        return fail("not a split of channels");
+      Gathered part = *gth;
+      part.ch0 = first;
+      part.channels = os[1];
+      first += os[1];
+      tracked_[o] = part;
+    }
+    return first == gth->ch0 + gth->channels || fail("split sizes do not add up");
+  }
+
+  bool slice(const Node& n) {
+    const Value* x = n.input(0);
+    const Value* y = n.outputs.at(0);
+    const Shape xs = *static_shape(x), ys = *static_shape(y);
+    const auto starts = known_ints(n.input(1));
+    const auto ends = known_ints(n.input(2));
+    const auto axes = n.input(3) ? known_ints(n.input(3)) : std::vector<int64_t>{0};
+    const auto steps = n.input(4) ? known_ints(n.input(4)) : std::vector<int64_t>{1};
+    if (xs.size() != 3 || !starts || !ends || !axes || !steps || starts->size() != 1 ||
+        ends->size() != 1 || axes->size() != 1 || steps->size() != 1 || (*steps)[0] != 1 ||
+        norm_axis((*axes)[0], 3) != 1)
+      return fail("not a step-1 slice of channels");
+    const int64_t dim = xs[1];
+    const auto clamp = [dim](int64_t v) { return std::clamp(v < 0 ? v + dim : v, int64_t{0}, dim); };
+    const int64_t start = clamp((*starts)[0]), end = std::max(start, clamp((*ends)[0]));
+    if (ys[1] != end - start) return fail("slice size");
+    if (const Gathered* gth = get<Gathered>(x)) {
+      Gathered out = *gth;
+      out.ch0 += start;
+      out.channels = end - start;
+      tracked_[y] = out;
+      return true;
+    }
+    if (const Decoded* d = get<Decoded>(x)) {
+      tracked_[y] = Decoded{{d->ch.begin() + start, d->ch.begin() + end}};
+      return true;
+    }
+    return fail("slice of a value other than gathered channels or boxes");
+  }
+
+  bool transpose(const Node& n) {
+    const Dfl* d = get<Dfl>(n.input(0));
+    const auto perm = n.attrs.get_ints("perm", {});
+    if (!d || perm.size() != 4) return fail("not a transpose of the DFL logits");
+    Dfl out = *d;
+    for (size_t i = 0; i < 4; ++i) {
+      if (perm[i] < 0 || perm[i] > 3) return fail("perm");
+      out.labels[i] = d->labels[static_cast<size_t>(perm[i])];
+    }
+    tracked_[n.outputs[0]] = out;
+    return true;
+  }
+
+  bool softmax(const Node& n) {
+    const Dfl* d = get<Dfl>(n.input(0));
+    if (!d || d->softmax || d->conv) return fail("not the softmax of the DFL logits");
+    const int64_t axis = norm_axis(n.attrs.get_int("axis", -1), 4);
+    if (axis < 0 || axis > 3 || d->labels[static_cast<size_t>(axis)] != 'r')
+      return fail("softmax over other than the bins");
+    Dfl out = *d;
+    out.softmax = true;
+    tracked_[n.outputs[0]] = out;
+    return true;
+  }
+
+  bool conv(const Node& n) {
+    const Dfl* d = get<Dfl>(n.input(0));
+    const Value* w = n.input(1);
+    const Value* b = n.input(2);
+    if (!d || !d->softmax || d->conv || d->labels[0] != 'n' || d->labels[1] != 'r')
+      return fail("not a conv over the softmaxed bins");
+    const auto ones = std::vector<int64_t>{1, 1};
+    if (!w || !w->known() || w->known()->shape() != Shape{1, task_.bins, 1, 1} ||
+        n.attrs.get_int("group", 1) != 1 || n.attrs.get_ints("strides", ones) != ones ||
+        n.attrs.get_ints("dilations", ones) != ones ||
+        n.attrs.get_ints("pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0} ||
+        n.attrs.get_string("auto_pad", "NOTSET") != "NOTSET" ||
+        !is_float(w->known()->dtype()) || (b && (!b->known() || b->known()->numel() != 1 ||
+                                                  !is_float(b->known()->dtype()))))
+      return fail("not a 1x1 conv of the bins to one channel");
+    const Tensor wf = w->known()->cast(DType::kFloat32);
+    task_.dfl_weights.assign(wf.data<float>(), wf.data<float>() + task_.bins);
+    task_.dfl_bias = b ? b->known()->cast(DType::kFloat32).data<float>()[0] : 0.f;
+    for (float v : task_.dfl_weights) {
+      if (!std::isfinite(v)) return fail("non-finite DFL weight");
+    }
+    if (!std::isfinite(task_.dfl_bias)) return fail("non-finite DFL bias");
+    Dfl out = *d;
+    out.conv = true;
+    out.labels[1] = '1';
+    tracked_[n.outputs[0]] = out;
+    return true;
+  }
+
+  static bool is_float(DType t) {
+    return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16 ||
+           t == DType::kFloat64;
+  }
+
+  bool sigmoid(const Node& n) {
+    const Gathered* gth = get<Gathered>(n.input(0));
+    if (!gth) return fail("sigmoid of other than gathered channels");
+    tracked_[n.outputs[0]] = Classes{*gth};
+    return true;
+  }
+
+  // Channel k of operand v of an elementwise node with output shape ys.
+  std::optional<Operand> channel(const Value* v, const Shape& ys, int64_t k) {
+    if (const Decoded* d = get<Decoded>(v)) {
+      const auto vs = *static_shape(v);
+      if (vs.size() != 3 || vs[0] != ys[0] || vs[2] != ys[2]) return std::nullopt;
+      if (d->ch.size() == 1) return d->ch[0];
+      if (static_cast<int64_t>(d->ch.size()) != ys[1]) return std::nullopt;
+      return d->ch[static_cast<size_t>(k)];
+    }
+    if (tracked_.count(v) || !v->known() || !is_float(v->known()->dtype())) return std::nullopt;
+    const Tensor c = v->known()->cast(DType::kFloat32);
+    const auto st = cpu::broadcast_strides(c.shape(), ys);
+    if (!st || (ys[0] > 1 && (*st)[0] != 0)) return std::nullopt;
+    const float* p = c.data<float>();
+    const int64_t at = k * (*st)[1];
+    if ((*st)[2] == 0) {
+      if (!std::isfinite(p[at])) return std::nullopt;
+      return Operand{Operand::Kind::kLiteral, 0, p[at]};
+    }
+    std::vector<float> row(static_cast<size_t>(ys[2]));
+    for (int64_t a = 0; a < ys[2]; ++a) row[static_cast<size_t>(a)] = p[at + a * (*st)[2]];
+    auto it = rows_.find(row);
+    if (it == rows_.end()) {
+      it = rows_.emplace(row, static_cast<int64_t>(rows_.size())).first;
+      task_.table.insert(task_.table.end(), row.begin(), row.end());
+    }
+    return Operand{Operand::Kind::kTable, it->second, 0};
+  }
+
+  bool arith(const Node& n) {
+    const Value* y = n.outputs.at(0);
+    const Shape ys = *static_shape(y);
+    if (n.inputs.size() != 2 || ys.size() != 3 || ys[0] != task_.n || ys[2] != task_.anchors ||
+        task_.anchors == 0 || (!get<Decoded>(n.input(0)) && !get<Decoded>(n.input(1))))
+      return fail("not arithmetic on the decoded boxes");
+    const char op = n.op == "Add" ? '+' : n.op == "Sub" ? '-' : n.op == "Mul" ? '*' : '/';
+    Decoded out;
+    for (int64_t k = 0; k < ys[1]; ++k) {
+      const auto a = channel(n.input(0), ys, k);
+      const auto b = channel(n.input(1), ys, k);
+      if (!a || !b) return fail("operand not a box value or a per-anchor float constant");
+      task_.decode.push_back({op, *a, *b});
+      out.ch.push_back({Operand::Kind::kTemp, static_cast<int64_t>(task_.decode.size() - 1), 0});
+    }
+    tracked_[y] = out;
+    return true;
+  }
+
+  // The levels (the box and class channels of each must come from maps of one size), the output.
+  bool finish(const Value* y, const Shape& ys) {
+    if (!box_ || !cls_ || task_.dfl_weights.empty()) return fail("no DFL or no class scores");
+    if (box_->parts.size() != cls_->parts.size() || cls_->anchors() != task_.anchors ||
+        ys[2] != task_.anchors || ys[0] != task_.n)
+      return fail("box and class levels differ");
+    int64_t first = 0;
+    for (size_t i = 0; i < box_->parts.size(); ++i) {
+      const auto& b = box_->parts[i];
+      const auto& c = cls_->parts[i];
+      if (b.h != c.h || b.w != c.w) return fail("box and class levels differ");
+      task_.levels.push_back({b.h, b.w, first, b.input, c.input, box_->ch0, cls_->ch0});
+      first += b.h * b.w;
+    }
+    task_.classes = cls_->channels;
+    task_.output = operand_of_(y);
+    if (!is_storage(task_.output.dtype) || task_.output.strides.size() != 3)
+      return fail("output not fp32 / fp16 / bf16 of rank 3");
+    tracked_[y] = Final{};
+    final_ = true;
+    return true;
+  }
+
+  const Graph& g_;
+  const FusedGroup& grp_;
+  const std::function<CudaOperand(const Value*)>& operand_of_;
+  const Value* output_ = nullptr;
+  std::map<const Value*, Tracked> tracked_;
+  std::map<std::vector<float>, int64_t> rows_;
+  std::optional<Gathered> box_, cls_;
+  DetectTailTask task_;
+  std::string why_;
+  bool final_ = false;
+};
+
+std::string strides_str(const CudaOperand& o) {
+  return fmt::format("{}:{}", short_dtype_name(o.dtype), fmt::join(o.strides, ","));
+}
+
+int64_t units(const DetectTailTask& t, int64_t chunk) {
+  return 1 + cpu::ceil_div(t.classes, chunk);
+}
+
+constexpr const char* kKernel = R"(namespace @SYM@_ns {
+typedef @TO@ TO;
+// Constants as enumerators: namespace-scope constexpr variables would each become a __device__
+// global of the module.
+enum : int { N = @N@, A = @A@, S = @S@, R = @R@, C = @C@, CC = @CC@, CO = @CO@,
+             THREADS = @THREADS@, TILES = @TILES@ };
+enum : yc_i64 { ON = @ON@, OC = @OC@, OA = @OA@ };
+// The box unit of one anchor: x at its first DFL logit, channels sc apart; y at its output
+// element of channel 0.
+template <class TI>
+YC_DEVICE void box_unit(const TI* __restrict__ x, yc_i64 sc, const float* __restrict__ table,
+                        int a, TO* __restrict__ y) {
+  float d[S];
+#pragma unroll
+  for (int s = 0; s < S; ++s) {
+    float v[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) v[r] = yc_load(x + (s * R + r) * sc);
+    float m = v[0];
+#pragma unroll
+    for (int r = 1; r < R; ++r) m = fmaxf(m, v[r]);
+    float sum = 0.f, acc = 0.f;
+@EXPECT@    d[s] = acc / sum + @BIAS@;
+  }
+@DECODE@}
+// A class unit: the sigmoids of classes c0 .. c0 + CC.
+template <class TI>
+YC_DEVICE void class_unit(const TI* __restrict__ x, yc_i64 sc, int c0, TO* __restrict__ y) {
+#pragma unroll 4
+  for (int c = c0; c < c0 + CC; ++c) {
+    if (c < C) yc_store(y + (CO + c) * OC, 1.f / (1.f + yc_exp(-yc_load(x + c * sc))));
+  }
+}
+}  // namespace @SYM@_ns
+
+YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @SYM@(@PARAMS@) {
+  YC_KERNEL_ENTRY();
+  using namespace @SYM@_ns;
+  const int unit = static_cast<int>(blockIdx.x) / TILES;
+  const int i = static_cast<int>(blockIdx.x) % TILES * THREADS + static_cast<int>(threadIdx.x);
+  if (i >= N * A) return;
+  const int n = i / A, a = i % A;
+  TO* y = static_cast<TO*>(p_out) + (static_cast<yc_i64>(n) * ON + static_cast<yc_i64>(a) * OA);
+@LEVELS@}
+)";
+
+}  // namespace
+
+std::string DetectTailTask::key() const {
+  std::string k = fmt::format("cuda_detect_tail {}->{} n{} a{} s{} r{} c{} box{} cls@{} levels",
+                              inputs.empty() ? "?" : short_dtype_name(inputs[0].dtype),
+                              short_dtype_name(output.dtype), n, anchors, sides, bins, classes,
+                              box_out.size(), class_offset);
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const DetectTailLevel& l = levels[i];
+    k += fmt::format("{}{}x{}:{}+{}/{}+{}", i ? "," : " ", l.h, l.w, l.box_input, l.box_channel,
+                     l.cls_input, l.cls_channel);
+  }
+  k += " in";
+  for (const CudaOperand& o : inputs) k += fmt::format(" {}", strides_str(o));
+  k += " decode";
+  for (size_t i = 0; i < decode.size(); ++i) {
+    k += fmt::format(" t{}={}{}{}", i, operand_str(decode[i].a), decode[i].op,
+                     operand_str(decode[i].b));
+  }
+  k += " out";
+  for (const Operand& o : box_out) k += fmt::format(" {}", operand_str(o));
+  return k + fmt::format(" {}", strides_str(output));
+}
+
+std::optional<DetectTailTask> detect_tail_task_from_group(
+    const Graph& g, const FusedGroup& grp,
+    const std::function<CudaOperand(const Value*)>& operand_of, std::string* why) {
+  Matcher m(g, grp, operand_of);
+  auto t = m.run(why);
+  if (t && !DetectTailTemplate::matches(*t)) {
+    if (why) *why = "no valid config (" + t->key() + ")";
+    return std::nullopt;
+  }
+  return t;
+}
+
+bool DetectTailTemplate::matches(const DetectTailTask& t) {
+  bool ok = t.n > 0 && t.anchors > 0 && t.sides > 0 && t.bins > 0 && t.bins <= 64 &&
+            t.sides * t.bins <= 256 && t.classes > 0 && !t.inputs.empty() && !t.levels.empty() &&
+            static_cast<int64_t>(t.dfl_weights.size()) == t.bins && !t.box_out.empty() &&
+            (t.class_offset == 0 || t.class_offset == static_cast<int64_t>(t.box_out.size())) &&
+            is_storage(t.output.dtype) && t.output.strides.size() == 3 &&
+            static_cast<int64_t>(t.table.size()) % t.anchors == 0 &&
+            t.n * t.anchors < (int64_t{1} << 31);
+  if (!ok) return false;
+  for (const CudaOperand& o : t.inputs) ok = ok && is_storage(o.dtype) && o.strides.size() == 4;
+  int64_t first = 0;
+  const auto in_range = [&t](int i) { return i >= 0 && static_cast<size_t>(i) < t.inputs.size(); };
+  for (const DetectTailLevel& l : t.levels) {
+    ok = ok && l.first == first && l.h > 0 && l.w > 0 && in_range(l.box_input) &&
+         in_range(l.cls_input) && l.box_channel >= 0 && l.cls_channel >= 0;
+    first += l.h * l.w;
+  }
+  ok = ok && first == t.anchors;
+  const int64_t rows = static_cast<int64_t>(t.table.size()) / t.anchors;
+  const auto operand_ok = [&](const Operand& o, size_t before) {
+    switch (o.kind) {
+      case Operand::Kind::kDistance: return o.index >= 0 && o.index < t.sides;
+      case Operand::Kind::kTemp: return o.index >= 0 && static_cast<size_t>(o.index) < before;
+      case Operand::Kind::kTable: return o.index >= 0 && o.index < rows;
+      case Operand::Kind::kLiteral: return std::isfinite(o.literal);
+    }
+    return false;
+  };
+  for (size_t i = 0; i < t.decode.size(); ++i) {
+    const DetectTailStatement& s = t.decode[i];
+    ok = ok && operand_ok(s.a, i) && operand_ok(s.b, i) &&
+         (s.op == '+' || s.op == '-' || s.op == '*' || s.op == '/');
+  }
+  for (const Operand& o : t.box_out) ok = ok && operand_ok(o, t.decode.size());
+  return ok && valid(t, ScheduleConfig({{"threads", 256}, {"class_chunk", 128}}));
+}
+
+ScheduleSpace DetectTailTemplate::space(const DetectTailTask&) {
+  ScheduleSpace s;
+  s.knobs.push_back({"threads", "threads per block", {64, 128, 256, 512}});
+  s.knobs.push_back({"class_chunk", "classes per class unit", {8, 16, 32, 64, 128}});
+  return s;
+}
+
+bool DetectTailTemplate::valid(const DetectTailTask& t, const ScheduleConfig& cfg) {
+  if (!cfg.in_space(space(t))) return false;
+  const int64_t chunk = cfg.get("class_chunk"), threads = cfg.get("threads");
+  // A chunk above C's next power of two is the one above it again (but 128 always serves).
+  if (chunk > 8 && chunk / 2 >= t.classes && chunk != 128) return false;
+  const int64_t blocks = cpu::ceil_div(t.n * t.anchors, threads) * units(t, chunk);
+  return blocks * threads < (int64_t{1} << 31);
+}
+
+ScheduleConfig DetectTailTemplate::default_config(const DetectTailTask& t) {
+  YOLOC_CHECK(matches(t), "detect-tail template does not match {}", t.key());
+  for (int64_t chunk : {16, 32, 64, 128, 8}) {
+    ScheduleConfig cfg({{"threads", 256}, {"class_chunk", chunk}});
+    if (valid(t, cfg)) return cfg;
+  }
+  internal_error("no valid detect-tail config for {}", t.key());
+}
+
+CudaKernel DetectTailTemplate::emit(const DetectTailTask& t, const ScheduleConfig& cfg,
+                                    const std::string& symbol) {
+  YOLOC_CHECK(matches(t) && valid(t, cfg), "detect-tail config {} invalid for {}", cfg.str(),
+              t.key());
+  YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
+  const int64_t threads = cfg.get("threads"), chunk = cfg.get("class_chunk");
+  const int64_t tiles = cpu::ceil_div(t.n * t.anchors, threads);
+  std::string params;
+  for (size_t i = 0; i < t.inputs.size(); ++i) {
+    params += fmt::format("const void* __restrict__ p_in{}, ", i);
+  }
+  params += "const float* __restrict__ p_table, void* __restrict__ p_out";
+
+  std::string expect;
+  for (int64_t r = 0; r < t.bins; ++r) {
+    expect += fmt::format("    {{ const float e = yc_exp(v[{0}] - m); sum += e; acc += e * {1}; }}\n",
+                          r, literal(t.dfl_weights[static_cast<size_t>(r)]));
+  }
+  const auto op = [](const Operand& o) -> std::string {
+    switch (o.kind) {
+      case Operand::Kind::kDistance: return fmt::format("d[{}]", o.index);
+      case Operand::Kind::kTemp: return fmt::format("t{}", o.index);
+      case Operand::Kind::kTable: return fmt::format("table[{} * A + a]", o.index);
+      case Operand::Kind::kLiteral: return literal(o.literal);
+    }
+    return "";
+  };
+  std::string decode;
+  for (size_t i = 0; i < t.decode.size(); ++i) {
+    const DetectTailStatement& s = t.decode[i];
+    decode += fmt::format("  const float t{} = {} {} {};\n", i, op(s.a), s.op, op(s.b));
+  }
+  for (size_t k = 0; k < t.box_out.size(); ++k) {
+    const int64_t ch = t.class_offset == 0 ? t.classes + static_cast<int64_t>(k)
+                                           : static_cast<int64_t>(k);
+    decode += fmt::format("  yc_store(y + {} * OC, {});\n", ch, op(t.box_out[k]));
+  }
+  // The level of anchor a: pointers at its pixel of the head outputs.
+  std::string levels;
+  for (const DetectTailLevel& l : t.levels) {
+    const auto at = [&](int input, int64_t channel) {
+      const CudaOperand& o = t.inputs[static_cast<size_t>(input)];
+      return fmt::format(
+          "static_cast<const {}*>(p_in{}) + (static_cast<yc_i64>(n) * {} + "
+          "static_cast<yc_i64>(p / {}) * {} + static_cast<yc_i64>(p % {}) * {} + {})",
+          cuda_storage_type(o.dtype), input, o.strides[0], l.w, o.strides[2], l.w, o.strides[3],
+          channel * o.strides[1]);
+    };
+    levels += fmt::format(
+        "  if (a < {}) {{\n"
+        "    const int p = a - {};\n"
+        "    if (unit == 0) {{\n"
+        "      box_unit({}, {}, p_table, a, y);\n"
+        "    }} else {{\n"
+        "      class_unit({}, {}, (unit - 1) * CC, y);\n"
+        "    }}\n"
+        "    return;\n"
+        "  }}\n",
+        l.first + l.h * l.w, l.first, at(l.box_input, l.box_channel),
+        t.inputs[static_cast<size_t>(l.box_input)].strides[1], at(l.cls_input, l.cls_channel),
+        t.inputs[static_cast<size_t>(l.cls_input)].strides[1]);
+  }
+  std::string body = kKernel;
+  const std::pair<const char*, std::string> subs[] = {
+      {"@SYM@", symbol},
+      {"@TO@", cuda_storage_type(t.output.dtype)},
+      {"@N@", std::to_string(t.n)},
+      {"@A@", std::to_string(t.anchors)},
+      {"@S@", std::to_string(t.sides)},
+      {"@R@", std::to_string(t.bins)},
+      {"@C@", std::to_string(t.classes)},
+      {"@CC@", std::to_string(chunk)},
+      {"@CO@", std::to_string(t.class_offset)},
+      {"@THREADS@", std::to_string(threads)},
+      {"@TILES@", std::to_string(tiles)},
+      {"@ON@", std::to_string(t.output.strides[0])},
+      {"@OC@", std::to_string(t.output.strides[1])},
+      {"@OA@", std::to_string(t.output.strides[2])},
+      {"@EXPECT@", expect},
+      {"@BIAS@", literal(t.dfl_bias)},
+      {"@DECODE@", decode},
+      {"@LEVELS@", levels},
+      {"@PARAMS@", params}};
+  for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
+  CudaKernel k;
+  k.symbol = symbol;
+  k.source = cuda_prelude() + "// " + t.key() + " | " + cfg.str() + "\n" + body;
+  k.grid = {static_cast<unsigned>(tiles * units(t, chunk)), 1, 1};
+  k.block = {static_cast<unsigned>(threads), 1, 1};
+  return k;
+}
+
+}  // namespace yoloc::codegen::cuda
