@@ -23,20 +23,52 @@ bool is_storage(DType t) {
   return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
 }
 
-// Channels ch0 .. ch0 + channels of every anchor, read from the head outputs `parts` (one level
-// each, in anchor order): a value [N, channels, sum of h*w].
+// Channels `channel` .. + `channels` of head output `input`.
+struct Segment {
+  int input = 0;
+  int64_t channel = 0, channels = 0;
+};
+using Segments = std::vector<Segment>;
+
+int64_t total(const Segments& s) {
+  int64_t c = 0;
+  for (const Segment& x : s) c += x.channels;
+  return c;
+}
+
+// Channels start .. start + count of s.
+Segments cut(const Segments& s, int64_t start, int64_t count) {
+  Segments out;
+  int64_t at = 0;
+  for (const Segment& x : s) {
+    const int64_t lo = std::max(start, at), hi = std::min(start + count, at + x.channels);
+    if (lo < hi) out.push_back({x.input, x.channel + lo - at, hi - lo});
+    at += x.channels;
+  }
+  return out;
+}
+
+// A 4-D value [N, C, H, W] of head output channels (view Concats and Splits of head outputs on
+// the channel axis).
+struct Head {
+  Segments seg;
+  int64_t h = 0, w = 0;
+};
+
+// Head channels of every anchor: a value [N, channels, sum of h*w], the parts (one level each)
+// in anchor order.
 struct Gathered {
-  struct Part {
-    int input = 0;
-    int64_t h = 0, w = 0;
-    bool operator==(const Part& o) const { return input == o.input && h == o.h && w == o.w; }
-  };
-  std::vector<Part> parts;
-  int64_t ch0 = 0, channels = 0;
+  std::vector<Head> parts;
+  int64_t channels = 0;
   int64_t anchors() const {
     int64_t a = 0;
-    for (const Part& p : parts) a += p.h * p.w;
+    for (const Head& p : parts) a += p.h * p.w;
     return a;
+  }
+  Gathered cut(int64_t start, int64_t count) const {
+    Gathered g{parts, count};
+    for (Head& p : g.parts) p.seg = cuda::cut(p.seg, start, count);
+    return g;
   }
 };
 
@@ -61,7 +93,7 @@ struct Classes {
 // The group's output.
 struct Final {};
 
-using Tracked = std::variant<Gathered, Dfl, Decoded, Classes, Final>;
+using Tracked = std::variant<Head, Gathered, Dfl, Decoded, Classes, Final>;
 
 std::optional<Shape> static_shape(const Value* v) {
   if (!v || !v->type.has_rank || !v->type.is_static()) return std::nullopt;
@@ -156,6 +188,16 @@ class Matcher {
     return static_cast<int>(task_.inputs.size() - 1);
   }
 
+  // x as head output channels: a Head value of the group, or a head output.
+  std::optional<Head> head_of(const Value* x) {
+    if (const Head* h = get<Head>(x)) return *h;
+    if (tracked_.count(x)) return std::nullopt;
+    const auto in = input_index(x);
+    if (!in) return std::nullopt;
+    const Shape xs = *static_shape(x);
+    return Head{{{*in, 0, xs[1]}}, xs[2], xs[3]};
+  }
+
   bool set_batch(int64_t n) {
     if (task_.n == 0) task_.n = n;
     return task_.n == n;
@@ -187,13 +229,12 @@ class Matcher {
       tracked_[y] = dec;
       return true;
     }
-    if (tracked_.count(x)) return fail("reshape of a value other than a head output");
+    const auto head = head_of(x);
     const auto xs = static_shape(x);
-    const auto in = input_index(x);
-    if (!in || !xs || ys.size() != 3 || !set_batch(ys[0]) || ys[0] != (*xs)[0] ||
+    if (!head || !xs || ys.size() != 3 || !set_batch(ys[0]) || ys[0] != (*xs)[0] ||
         ys[1] != (*xs)[1] || ys[2] != (*xs)[2] * (*xs)[3])
       return fail("not a head output [N, C, H, W] flattened to [N, C, H*W]");
-    tracked_[y] = Gathered{{{*in, (*xs)[2], (*xs)[3]}}, 0, ys[1]};
+    tracked_[y] = Gathered{{*head}, ys[1]};
     return true;
   }
 
@@ -201,6 +242,20 @@ class Matcher {
     const Value* y = n.outputs.at(0);
     const Shape ys = *static_shape(y);
     const int64_t axis = norm_axis(n.attrs.get_int("axis", 0), ys.size());
+    if (ys.size() == 4 && axis == 1) {
+      // Head outputs side by side (a view Concat the head convs write into).
+      Head out;
+      for (const Value* in : n.inputs) {
+        const auto h = head_of(in);
+        if (!h || (!out.seg.empty() && (h->h != out.h || h->w != out.w)))
+          return fail("not a concat of head outputs");
+        out.seg.insert(out.seg.end(), h->seg.begin(), h->seg.end());
+        out.h = h->h;
+        out.w = h->w;
+      }
+      tracked_[y] = out;
+      return true;
+    }
     if (ys.size() != 3) return fail("not rank 3");
     size_t gathered = 0, decoded = 0, classes = 0;
     for (const Value* in : n.inputs) {
@@ -212,8 +267,7 @@ class Matcher {
       Gathered out = *get<Gathered>(n.inputs[0]);
       for (size_t i = 1; i < n.inputs.size(); ++i) {
         const Gathered& p = *get<Gathered>(n.inputs[i]);
-        if (p.ch0 != out.ch0 || p.channels != out.channels)
-          return fail("levels of different channels");
+        if (p.channels != out.channels) return fail("levels of different channels");
         out.parts.insert(out.parts.end(), p.parts.begin(), p.parts.end());
       }
       tracked_[y] = out;
@@ -252,20 +306,24 @@ class Matcher {
   }
 
   bool split(const Node& n) {
-    const Gathered* gth = get<Gathered>(n.input(0));
-    if (!gth) return fail("split of a value other than the gathered channels");
-    int64_t first = gth->ch0;
+    const Value* x = n.input(0);
+    const Gathered* gth = get<Gathered>(x);
+    const auto head = gth ? std::nullopt : head_of(x);
+    const size_t rank = gth ? 3 : 4;
+    if ((!gth && !head) || norm_axis(n.attrs.get_int("axis", 0), rank) != 1)
+      return fail("not a split of head channels");
+    int64_t first = 0;
     for (const Value* o : n.outputs) {
       const Shape os = *static_shape(o);
-      if (os.size() != 3 || norm_axis(n.attrs.get_int("axis", 0), 3) != 1)
-        return fail("not a split of channels");
-      Gathered part = *gth;
-      part.ch0 = first;
-      part.channels = os[1];
+      if (os.size() != rank) return fail("rank");
+      if (gth) {
+        tracked_[o] = gth->cut(first, os[1]);
+      } else {
+        tracked_[o] = Head{cut(head->seg, first, os[1]), head->h, head->w};
+      }
       first += os[1];
-      tracked_[o] = part;
     }
-    return first == gth->ch0 + gth->channels || fail("split sizes do not add up");
+    return first == (gth ? gth->channels : total(head->seg)) || fail("split sizes do not add up");
   }
 
   bool slice(const Node& n) {
@@ -276,19 +334,22 @@ class Matcher {
     const auto ends = known_ints(n.input(2));
     const auto axes = n.input(3) ? known_ints(n.input(3)) : std::vector<int64_t>{0};
     const auto steps = n.input(4) ? known_ints(n.input(4)) : std::vector<int64_t>{1};
-    if (xs.size() != 3 || !starts || !ends || !axes || !steps || starts->size() != 1 ||
-        ends->size() != 1 || axes->size() != 1 || steps->size() != 1 || (*steps)[0] != 1 ||
-        norm_axis((*axes)[0], 3) != 1)
+    if ((xs.size() != 3 && xs.size() != 4) || !starts || !ends || !axes || !steps ||
+        starts->size() != 1 || ends->size() != 1 || axes->size() != 1 || steps->size() != 1 ||
+        (*steps)[0] != 1 || norm_axis((*axes)[0], xs.size()) != 1)
       return fail("not a step-1 slice of channels");
     const int64_t dim = xs[1];
     const auto clamp = [dim](int64_t v) { return std::clamp(v < 0 ? v + dim : v, int64_t{0}, dim); };
     const int64_t start = clamp((*starts)[0]), end = std::max(start, clamp((*ends)[0]));
     if (ys[1] != end - start) return fail("slice size");
+    if (xs.size() == 4) {
+      const auto head = head_of(x);
+      if (!head) return fail("slice of a 4-D value other than head outputs");
+      tracked_[y] = Head{cut(head->seg, start, end - start), head->h, head->w};
+      return true;
+    }
     if (const Gathered* gth = get<Gathered>(x)) {
-      Gathered out = *gth;
-      out.ch0 += start;
-      out.channels = end - start;
-      tracked_[y] = out;
+      tracked_[y] = gth->cut(start, end - start);
       return true;
     }
     if (const Decoded* d = get<Decoded>(x)) {
@@ -420,10 +481,14 @@ class Matcher {
       return fail("box and class levels differ");
     int64_t first = 0;
     for (size_t i = 0; i < box_->parts.size(); ++i) {
-      const auto& b = box_->parts[i];
-      const auto& c = cls_->parts[i];
+      const Head& b = box_->parts[i];
+      const Head& c = cls_->parts[i];
       if (b.h != c.h || b.w != c.w) return fail("box and class levels differ");
-      task_.levels.push_back({b.h, b.w, first, b.input, c.input, box_->ch0, cls_->ch0});
+      // Each level's box and class channels must lie in one head output each.
+      if (b.seg.size() != 1 || c.seg.size() != 1)
+        return fail("box or class channels of a level from several head outputs");
+      task_.levels.push_back(
+          {b.h, b.w, first, b.seg[0].input, c.seg[0].input, b.seg[0].channel, c.seg[0].channel});
       first += b.h * b.w;
     }
     task_.classes = cls_->channels;
