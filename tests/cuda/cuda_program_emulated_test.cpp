@@ -4,7 +4,8 @@
 // bindings, and the output compared with the reference executor on the graph as built. It covers
 // what the template tests cannot: task extraction, storage types, views and the memory plan
 // together, here the detect head's convs written NCHW into channel slices of each level's concat
-// (strided at batch 2) and the tail reading them through reshape views.
+// (strided at batch 2) and the tail (the detect-tail template) reading them through reshape
+// views.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -102,10 +103,12 @@ void run_detector(Precision precision, float tolerance) {
   std::vector<CudaKernel> conv_kernels;
   GenericKernels generic;
   std::map<std::string, CudaKernel> by_symbol;
-  int nchw_convs = 0;
+  int nchw_convs = 0, detect_tails = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const CudaLowered l = tasks[i].lower(build.tasks[i].config, fmt::format("yc_t{}", i));
-    if (tasks[i].template_name == "generic") {
+    // Detect-tail kernels (no shared memory, no barrier) run sequentially as generic ones do.
+    if (tasks[i].template_name == "generic" || tasks[i].template_name == "detect_tail") {
+      detect_tails += tasks[i].template_name == "detect_tail";
       generic.source += l.source;
       for (const CudaKernel& k : l.launches) generic.launches.push_back(k);
     } else {
@@ -118,6 +121,8 @@ void run_detector(Precision precision, float tolerance) {
   }
   // The 1x1 box and class convs of both levels, into their level's concat buffer.
   EXPECT_EQ(nchw_convs, 4);
+  // The DFL tail (distances and class sigmoids, no box decode) takes the detect-tail template.
+  EXPECT_EQ(detect_tails, 1);
   const EmulatedKernels convs(conv_kernels);
   const EmulatedGenericKernels generics(generic);
 
@@ -141,7 +146,7 @@ void run_detector(Precision precision, float tolerance) {
       bytes.push_back(base ? b.bytes : 0);
     }
     const CudaKernel& k = by_symbol.at(launch.symbol);
-    if (launch.task["template"] == "generic") {
+    if (launch.task["template"] == "generic" || launch.task["template"] == "detect_tail") {
       EXPECT_EQ(generics.launch(k, args), "");
     } else {
       ASSERT_EQ(args.size(), 5u);
