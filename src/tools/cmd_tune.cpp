@@ -50,6 +50,7 @@ struct TuneCliOptions {
   bool wall_clock = false;
   int build_jobs = 2;
   bool build_jobs_given = false;
+  std::string overlap = "auto";
   int verify_rounds = 3;
   int verify_top = 2;
   InModelOptions in_model;
@@ -194,6 +195,11 @@ void run_tune(const TuneCliOptions& o) {
     t.measure.cache_flush = o.cache_flush;
     t.measure.cpu_clock = !o.wall_clock && !cuda;
     t.measure.build_jobs = o.build_jobs;
+    // Building the next round while the current one is measured: always on a GPU; on the CPU
+    // only where the compilers and the measured kernel's threads have cores of their own (they
+    // would take the kernel's time slices, and its times, else).
+    t.overlap = o.overlap == "on" ||
+                (o.overlap == "auto" && (cuda || threads + o.build_jobs <= hardware));
     t.measure.cc = codegen::cpu::host_compiler_options_for("c++", isa);  // as compile builds
     if (const char* inject = std::getenv("YOLOC_TUNE_INJECT")) t.measure.inject = inject;
     std::unique_ptr<tuner::Measurer> measurer;
@@ -223,9 +229,10 @@ void run_tune(const TuneCliOptions& o) {
     const tuner::TuneSummary s = tuner::tune(tasks, t, *measurer, progress);
     fmt::print(
         "tuned {} tasks in {}: {} trials and {} re-measurements ({} failed), building "
-        "{:.0f} s, measuring {:.0f} s{} ({} worker start{}); records in {}\n",
+        "{:.0f} s ({:.0f} s of it while measuring), measuring {:.0f} s{} ({} worker start{}); "
+        "records in {}\n",
         tasks.size(), tuner::format_duration(s.seconds), s.trials, s.verify_trials, s.errors,
-        s.build_s, s.run_s,
+        s.build_s, s.build_overlap_s, s.run_s,
         devices.size() > 1 ? fmt::format(" on {} devices", devices.size()) : std::string(),
         s.worker_starts, s.worker_starts == 1 ? "" : "s", o.records);
     if (in_model) {
@@ -312,6 +319,11 @@ void add_tune(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 64))
       ->each([o](const std::string&) { o->build_jobs_given = true; });
+  c->add_option("--overlap", o->overlap,
+                "build the next round while the current one is measured: on, off, or auto (on "
+                "for cuda; for cpu when --threads plus --build-jobs fit the cores)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   c->add_option("--verify-rounds", o->verify_rounds,
                 "at the end, re-measure each task's default and best configs side by side this "
                 "many times (0: no)")

@@ -1,6 +1,7 @@
 #include "tuner/isolate.h"
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,43 +12,44 @@
 #include <csignal>
 #include <cstring>
 
+#include "tuner/worker_process.h"
+
 namespace yoloc::tuner {
 
 std::optional<std::string> run_isolated(const std::function<std::string()>& fn, double timeout_s,
                                         std::string& error) {
-  int fds[2];
-  if (pipe(fds) != 0) {
-    error = fmt::format("cannot create a pipe: {}", std::strerror(errno));
-    return std::nullopt;
-  }
-  const pid_t pid = fork();
+  int fds[2] = {-1, -1};
+  bool piped = false;
+  // Under the workers' fork lock: a measurement worker forked by another thread while the write
+  // end is open here would hold it, and the read below would not end before that worker.
+  const pid_t pid = fork_locked(
+      [&] { return piped = pipe2(fds, O_CLOEXEC) == 0; },
+      [&] {
+        close(fds[0]);
+        int code = 0;
+        std::string out;
+        try {
+          out = fn();
+        } catch (const std::exception& e) {
+          out = e.what();
+          code = 2;
+        } catch (...) {
+          code = 3;
+        }
+        for (size_t off = 0; off < out.size();) {
+          const ssize_t w = write(fds[1], out.data() + off, out.size() - off);
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) _exit(4);
+          off += static_cast<size_t>(w);
+        }
+        _exit(code);
+      },
+      [&] { close(fds[1]); });
   if (pid < 0) {
-    error = fmt::format("cannot fork: {}", std::strerror(errno));
-    close(fds[0]);
-    close(fds[1]);
+    error = fmt::format("cannot {}: {}", piped ? "fork" : "create a pipe", std::strerror(errno));
+    if (piped) close(fds[0]);
     return std::nullopt;
   }
-  if (pid == 0) {
-    close(fds[0]);
-    int code = 0;
-    std::string out;
-    try {
-      out = fn();
-    } catch (const std::exception& e) {
-      out = e.what();
-      code = 2;
-    } catch (...) {
-      code = 3;
-    }
-    for (size_t off = 0; off < out.size();) {
-      const ssize_t w = write(fds[1], out.data() + off, out.size() - off);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) _exit(4);
-      off += static_cast<size_t>(w);
-    }
-    _exit(code);
-  }
-  close(fds[1]);
   std::string out;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   bool timed_out = false;

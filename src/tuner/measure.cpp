@@ -3,7 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
+#include <atomic>
+#include <mutex>
 
 #include "codegen/cpu/cpu_compiler.h"
 #include "core/error.h"
@@ -17,11 +18,6 @@ namespace {
 using codegen::ScheduleConfig;
 using codegen::cpu::KernelArg;
 using codegen::cpu::LoweredKernel;
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 /// What this process knows of a task (its inputs and reference outputs live in the worker).
 struct TaskData : TaskReference {
@@ -82,23 +78,32 @@ WorkerSpec cpu_worker_spec(const MeasureOptions& o) {
   return spec;
 }
 
+/// A batch of candidates, lowered and built (results[i].error: candidate i did not build).
+struct CpuBatch : BuiltBatch {
+  const TuneTask* task = nullptr;
+  std::vector<Candidate> cands;
+  std::vector<Object> objects;
+  std::vector<MeasureResult> results;
+};
+
 class CpuMeasurer : public Measurer {
  public:
   explicit CpuMeasurer(const MeasureOptions& o)
       : opt_(o), injections_(parse_injections(o.inject)), pool_({cpu_worker_spec(o)}) {}
 
-  std::vector<MeasureResult> measure(const TuneTask& task,
-                                     const std::vector<ScheduleConfig>& configs,
-                                     double best_known_s) override;
-  double build_seconds() const override { return build_s_; }
-  double run_seconds() const override { return run_s_; }
   int worker_starts() const override { return pool_.starts(); }
+
+ protected:
+  std::unique_ptr<BuiltBatch> build_batch(const TuneTask& task,
+                                          const std::vector<ScheduleConfig>& configs) override;
+  std::vector<MeasureResult> run_batch(BuiltBatch& built, double best_known_s) override;
 
  private:
   /// Builds cands[i] for i in `todo` into new objects appended to `objects`.
-  void build(std::vector<Candidate>& cands, const std::vector<size_t>& todo,
-             std::vector<Object>& objects, int64_t batch, std::vector<MeasureResult>& results);
-  /// Keeps the builds of a task's default and fastest configs, drops the others.
+  void compile(std::vector<Candidate>& cands, const std::vector<size_t>& todo,
+               std::vector<Object>& objects, int64_t batch, std::vector<MeasureResult>& results);
+  /// Keeps the builds of a task's default and fastest configs, drops the others (built_mutex_
+  /// held).
   void keep_fastest(const TuneTask& task, TaskData& data, const std::vector<Candidate>& cands,
                     const std::vector<MeasureResult>& results);
   /// The request that carries cands[i] to the worker.
@@ -107,18 +112,17 @@ class CpuMeasurer : public Measurer {
 
   MeasureOptions opt_;
   std::vector<Injection> injections_;
-  std::map<std::string, TaskData> tasks_;
-  std::map<std::string, Built> built_;  // by task key + "|" + config
+  std::map<std::string, TaskData> tasks_;  // of run_batch only
+  std::mutex built_mutex_;                 // a build reads built_ while a run updates it
+  std::map<std::string, Built> built_;     // by task key + "|" + config
   WorkerPool pool_;
-  uint64_t objects_built_ = 0;
-  double build_s_ = 0, run_s_ = 0;
+  std::atomic<uint64_t> objects_built_{0};
 };
 
-void CpuMeasurer::build(std::vector<Candidate>& cands, const std::vector<size_t>& todo,
-                        std::vector<Object>& objects, int64_t batch,
-                        std::vector<MeasureResult>& results) {
+void CpuMeasurer::compile(std::vector<Candidate>& cands, const std::vector<size_t>& todo,
+                          std::vector<Object>& objects, int64_t batch,
+                          std::vector<MeasureResult>& results) {
   if (todo.empty()) return;
-  const auto t0 = Clock::now();
   const int jobs = std::max(1, opt_.build_jobs);
   // Spread the batch over the compilers, at most max_per_object candidates per object.
   const size_t per = std::clamp<size_t>((todo.size() + jobs - 1) / jobs, 1,
@@ -156,7 +160,6 @@ void CpuMeasurer::build(std::vector<Candidate>& cands, const std::vector<size_t>
         results[m].error = "build failed: " + first_lines(objects[oi].error);
     }
   }
-  build_s_ += since(t0);
 }
 
 std::string CpuMeasurer::request(const TuneTask& task, const Candidate& c, const Object& o,
@@ -176,14 +179,16 @@ std::string CpuMeasurer::request(const TuneTask& task, const Candidate& c, const
   return encode_cpu_request(q);
 }
 
-std::vector<MeasureResult> CpuMeasurer::measure(const TuneTask& task,
-                                                const std::vector<ScheduleConfig>& configs,
-                                                double best_known_s) {
-  std::vector<MeasureResult> results(configs.size());
-  if (configs.empty()) return results;
+std::unique_ptr<BuiltBatch> CpuMeasurer::build_batch(const TuneTask& task,
+                                                     const std::vector<ScheduleConfig>& configs) {
+  auto b = std::make_unique<CpuBatch>();
+  b->task = &task;
+  b->results.resize(configs.size());
+  if (configs.empty()) return b;
   YOLOC_CHECK(task.cpu(), "tuner: the CPU measurer got the non-CPU task {}", task.key());
   const codegen::cpu::CpuTask& t = *task.cpu();
-  std::vector<Candidate> cands(configs.size());
+  std::vector<Candidate>& cands = b->cands;
+  cands.resize(configs.size());
   for (size_t i = 0; i < configs.size(); ++i) {
     Candidate& c = cands[i];
     c.config = configs[i];
@@ -193,31 +198,45 @@ std::vector<MeasureResult> CpuMeasurer::measure(const TuneTask& task,
     c.items = c.kernel.kernel.work_items * t.batch;
     c.action = injected_action(injections_, t.template_name, c.config);
   }
+  // Candidates built before (kept by keep_fastest) run from their object; the others are built.
+  std::vector<Object>& objects = b->objects;
+  std::map<const std::string*, size_t> kept_objects;
+  std::vector<size_t> todo;
+  {
+    const std::lock_guard<std::mutex> lock(built_mutex_);
+    for (size_t i = 0; i < cands.size(); ++i) {
+      const auto it = built_.find(t.key + "|" + cands[i].config.str());
+      if (it == built_.end() || !cands[i].action.empty()) {
+        todo.push_back(i);
+        continue;
+      }
+      auto [o, fresh] = kept_objects.emplace(it->second.so.get(), objects.size());
+      if (fresh) objects.push_back(Object{{}, it->second.so, "", it->second.id});
+      objects[o->second].members.push_back(i);
+      cands[i].object = static_cast<int>(o->second);
+      cands[i].symbol = it->second.symbol;
+    }
+  }
+  compile(cands, todo, objects, t.batch, b->results);
+  return b;
+}
+
+std::vector<MeasureResult> CpuMeasurer::run_batch(BuiltBatch& built, double best_known_s) {
+  CpuBatch& b = dynamic_cast<CpuBatch&>(built);
+  std::vector<MeasureResult> results = std::move(b.results);
+  if (b.cands.empty()) return results;
+  const TuneTask& task = *b.task;
+  const codegen::cpu::CpuTask& t = *task.cpu();
+  std::vector<Candidate>& cands = b.cands;
+  const std::vector<Object>& objects = b.objects;
+  std::vector<ScheduleConfig> configs;
+  for (const Candidate& c : cands) configs.push_back(c.config);
   TaskData& data = tasks_[task.key()];
   if (!data.start_batch(configs, t.default_config, t.key, results, &cands[0].reference))
     return results;
-
-  // Candidates built before (kept by keep_fastest) run from their object; the others are built.
-  std::vector<Object> objects;
-  std::map<const std::string*, size_t> kept_objects;
-  std::vector<size_t> todo;
-  for (size_t i = 0; i < cands.size(); ++i) {
-    const auto it = built_.find(t.key + "|" + cands[i].config.str());
-    if (it == built_.end() || !cands[i].action.empty()) {
-      todo.push_back(i);
-      continue;
-    }
-    auto [o, fresh] = kept_objects.emplace(it->second.so.get(), objects.size());
-    if (fresh) objects.push_back(Object{{}, it->second.so, "", it->second.id});
-    objects[o->second].members.push_back(i);
-    cands[i].object = static_cast<int>(o->second);
-    cands[i].symbol = it->second.symbol;
-  }
-  build(cands, todo, objects, t.batch, results);
   std::vector<bool> done(cands.size(), false);
   for (size_t i = 0; i < cands.size(); ++i) done[i] = !results[i].error.empty();
 
-  const auto t0 = Clock::now();
   // A reference that did not build: nothing of the task can be checked (the others are left
   // not done, "no reference" below).
   if (!cands[0].reference || !done[0]) {
@@ -244,7 +263,6 @@ std::vector<MeasureResult> CpuMeasurer::measure(const TuneTask& task,
       done[i] = true;
     }
   }
-  run_s_ += since(t0);
   if (cands[0].reference) {
     if (results[0].ok()) {
       data.has_reference = true;
@@ -260,12 +278,15 @@ std::vector<MeasureResult> CpuMeasurer::measure(const TuneTask& task,
                            : "no reference: " + data.reference_error;
     results[i].skipped = true;
   }
-  for (size_t i = 0; i < cands.size(); ++i) {
-    if (!results[i].ok() || cands[i].object < 0) continue;
-    const Object& o = objects[static_cast<size_t>(cands[i].object)];
-    built_[t.key + "|" + cands[i].config.str()] = Built{o.so, cands[i].symbol, o.id};
+  {
+    const std::lock_guard<std::mutex> lock(built_mutex_);
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if (!results[i].ok() || cands[i].object < 0) continue;
+      const Object& o = objects[static_cast<size_t>(cands[i].object)];
+      built_[t.key + "|" + cands[i].config.str()] = Built{o.so, cands[i].symbol, o.id};
+    }
+    keep_fastest(task, data, cands, results);
   }
-  keep_fastest(task, data, cands, results);
   return results;
 }
 

@@ -13,9 +13,12 @@
 /// flushing the core's caches). The median repeat is the candidate's time (CPU time with one
 /// thread, see cpu_clock).
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/cpu/host_compiler.h"
@@ -66,24 +69,55 @@ struct MeasureResult {
   }
 };
 
-/// Times candidate configs of a target's tasks.
+/// A batch of candidates of one task that Measurer::build made, for Measurer::run.
+class BuiltBatch {
+ public:
+  virtual ~BuiltBatch() = default;
+};
+
+/// Times candidate configs of a target's tasks, in two steps: build() makes a batch's code (host
+/// compiler, NVRTC), run() times it in the workers. One thread may build while another runs
+/// (one build and one run at a time): the tuner builds its next round while the workers measure
+/// the current one, so builds stay off the critical path.
 class Measurer {
  public:
   virtual ~Measurer() = default;
-  /// Measures `configs` (valid configs of `task`) and returns one result each, in order.
-  /// The first call for a task must start with the task's default config: its outputs become
-  /// the reference later candidates are checked against (when it fails, every candidate of
-  /// the task fails with "no reference"). `best_known_s` (0: none) is the best time of the task
-  /// so far (see max_slowdown).
-  virtual std::vector<MeasureResult> measure(const TuneTask& task,
-                                             const std::vector<codegen::ScheduleConfig>& configs,
-                                             double best_known_s) = 0;
-  /// Seconds spent building and running so far.
-  virtual double build_seconds() const = 0;
-  virtual double run_seconds() const = 0;
+  /// Builds `configs` (valid configs of `task`); a candidate that does not build gets its error
+  /// ("build failed: ...") from run().
+  std::unique_ptr<BuiltBatch> build(const TuneTask& task,
+                                    const std::vector<codegen::ScheduleConfig>& configs);
+  /// Measures a batch of build() and returns one result per config, in order. The first batch
+  /// of a task that runs must start with the task's default config: its outputs become the
+  /// reference later candidates are checked against (when it fails, every candidate of the task
+  /// fails with "no reference"). `best_known_s` (0: none) is the best time of the task so far
+  /// (see max_slowdown).
+  std::vector<MeasureResult> run(BuiltBatch& batch, double best_known_s);
+  /// build() then run().
+  std::vector<MeasureResult> measure(const TuneTask& task,
+                                     const std::vector<codegen::ScheduleConfig>& configs,
+                                     double best_known_s) {
+    return run(*build(task, configs), best_known_s);
+  }
+  /// Seconds spent in build() and in run() so far, and how many of the build seconds passed
+  /// while a run() ran (builds hidden behind measurements).
+  double build_seconds() const;
+  double run_seconds() const;
+  double build_overlap_seconds() const;
   /// Measurement worker processes started so far (one per device that measured, plus one per
   /// restart after a crash, a timeout or a stop); 0 for a measurer without workers.
   virtual int worker_starts() const { return 0; }
+
+ protected:
+  /// What build() and run() do, untimed.
+  virtual std::unique_ptr<BuiltBatch> build_batch(
+      const TuneTask& task, const std::vector<codegen::ScheduleConfig>& configs) = 0;
+  virtual std::vector<MeasureResult> run_batch(BuiltBatch& batch, double best_known_s) = 0;
+
+ private:
+  using Interval = std::pair<std::chrono::steady_clock::time_point,
+                             std::chrono::steady_clock::time_point>;
+  mutable std::mutex mutex_;
+  std::vector<Interval> builds_, runs_;  // each in the order they ended
 };
 
 /// The CPU measurer (host compiler, one persistent worker process).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 
@@ -9,6 +10,57 @@
 #include "core/strings.h"
 
 namespace yoloc::tuner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+std::unique_ptr<BuiltBatch> Measurer::build(const TuneTask& task,
+                                            const std::vector<codegen::ScheduleConfig>& configs) {
+  const auto t0 = Clock::now();
+  std::unique_ptr<BuiltBatch> b = build_batch(task, configs);
+  const std::lock_guard<std::mutex> lock(mutex_);
+  builds_.emplace_back(t0, Clock::now());
+  return b;
+}
+
+std::vector<MeasureResult> Measurer::run(BuiltBatch& batch, double best_known_s) {
+  const auto t0 = Clock::now();
+  std::vector<MeasureResult> results = run_batch(batch, best_known_s);
+  const std::lock_guard<std::mutex> lock(mutex_);
+  runs_.emplace_back(t0, Clock::now());
+  return results;
+}
+
+double Measurer::build_seconds() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  double s = 0;
+  for (const auto& [a, b] : builds_) s += seconds(b - a);
+  return s;
+}
+
+double Measurer::run_seconds() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  double s = 0;
+  for (const auto& [a, b] : runs_) s += seconds(b - a);
+  return s;
+}
+
+double Measurer::build_overlap_seconds() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  // The runs follow one another (one at a time), and so do the builds: both lists are ordered.
+  double s = 0;
+  size_t first = 0;
+  for (const auto& [b0, b1] : builds_) {
+    while (first < runs_.size() && runs_[first].second <= b0) ++first;
+    for (size_t k = first; k < runs_.size() && runs_[k].first < b1; ++k)
+      s += seconds(std::min(b1, runs_[k].second) - std::max(b0, runs_[k].first));
+  }
+  return s;
+}
 
 std::vector<Injection> parse_injections(const std::string& spec) {
   std::vector<Injection> out;

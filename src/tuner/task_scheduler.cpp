@@ -43,7 +43,7 @@ int TaskScheduler::next() const {
   // First every task once, heaviest first.
   for (size_t i = 0; i < tasks_.size(); ++i) {
     const Task& t = tasks_[i];
-    if (t.done || !t.history.empty()) continue;
+    if (t.done || !t.history.empty() || t.pending > 0) continue;
     const double score = t.weight * seconds(static_cast<int>(i));
     if (score > best_score) best = static_cast<int>(i), best_score = score;
   }
@@ -53,19 +53,33 @@ int TaskScheduler::next() const {
     const Task& t = tasks_[i];
     if (t.done) continue;
     const double share = t.weight * seconds(static_cast<int>(i)) / total;
-    // Relative cut of the best time over the last `window` rounds.
+    // Relative cut of the best time over the last `window` rounds (none while a task's first
+    // round is under way). The rounds under way count as rounds given.
     const size_t n = t.history.size();
-    const double before = t.history[n > static_cast<size_t>(opt_.window) ? n - 1 - opt_.window : 0];
-    const double now = t.history[n - 1];
-    const double gain = before > 0 && now > 0 ? (before - now) / before : 0;
-    const double score = share * (gain + opt_.explore / static_cast<double>(n));
+    double gain = 0;
+    if (n > 0) {
+      const double before =
+          t.history[n > static_cast<size_t>(opt_.window) ? n - 1 - opt_.window : 0];
+      const double now = t.history[n - 1];
+      gain = before > 0 && now > 0 ? (before - now) / before : 0;
+    }
+    const double score =
+        share * (gain + opt_.explore / static_cast<double>(n + static_cast<size_t>(t.pending)));
     if (score > best_score) best = static_cast<int>(i), best_score = score;
   }
   return best;
 }
 
+void TaskScheduler::begin(int i) { ++tasks_[static_cast<size_t>(i)].pending; }
+
+void TaskScheduler::drop(int i) {
+  Task& t = tasks_[static_cast<size_t>(i)];
+  if (t.pending > 0) --t.pending;
+}
+
 void TaskScheduler::update(int i, int trials, double best_s) {
   Task& t = tasks_[static_cast<size_t>(i)];
+  if (t.pending > 0) --t.pending;
   const bool gained = best_s > 0 && (t.best <= 0 || best_s < t.best * (1 - opt_.min_gain));
   t.trials_since_gain = gained ? 0 : t.trials_since_gain + trials;
   if (best_s > 0 && (t.best <= 0 || best_s < t.best)) t.best = best_s;

@@ -6,6 +6,10 @@
 /// exploration term that decays with its rounds, so a task that has not improved yet is still
 /// retried now and then). Every task gets one round before any gets a second, the heaviest
 /// first. A task stops early after `early_stopping` trials without an improvement.
+///
+/// Rounds may overlap (the tuner builds the next round while the current one is measured):
+/// begin() says a round of a task is under way before its update() comes, so that the first
+/// pass does not give that task a second round meanwhile.
 #include <cstddef>
 #include <vector>
 
@@ -28,8 +32,12 @@ class TaskScheduler {
 
   /// The task to give the next round to; -1 when every task is done.
   int next() const;
+  /// A round of task `i` is under way (its update() or drop() comes later).
+  void begin(int i);
+  /// The round of task `i` under way is dropped (not measured).
+  void drop(int i);
   /// A round of `trials` measurements of task `i` ended with `best_s` as its best time (0: no
-  /// valid time yet).
+  /// valid time yet); it ends the round begun for it, if any.
   void update(int i, int trials, double best_s);
   /// Task `i`'s best time from earlier runs (records), before its first round.
   void seed(int i, double best_s);
@@ -55,6 +63,7 @@ class TaskScheduler {
     double weight = 1, estimate = 0, best = 0;
     std::vector<double> history;  // best after each round (0: none)
     int trials_since_gain = 0;
+    int pending = 0;  // rounds begun, not yet updated
     bool done = false;
   };
   std::vector<Task> tasks_;

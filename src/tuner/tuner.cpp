@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <optional>
+#include <system_error>
+#include <thread>
 
 #include "core/error.h"
 #include "tuner/cost_model.h"
@@ -21,7 +25,17 @@ using codegen::ScheduleConfig;
 struct TaskRun {
   SearchState search;
   double best_s = 0, default_s = 0;
+  bool planned = false;  // its first round of this run (the one with the default) is planned
   bool visited = false;  // measured in this run (its reference exists)
+};
+
+/// Candidates of one task: planned, built, then measured and recorded.
+struct Round {
+  int task = -1;
+  std::vector<ScheduleConfig> configs;
+  bool first = false;      // the task's first round of this run: starts with its default config
+  bool verifying = false;  // of the final re-measurement
+  std::unique_ptr<BuiltBatch> built;
 };
 
 class Tuner {
@@ -61,10 +75,25 @@ class Tuner {
     return o_.time_budget_s * (verify ? 1 - std::clamp(o_.verify_share, 0.0, 1.0) : 1.0);
   }
 
+  bool trials_spent() const { return o_.trials > 0 && sum_.trials + pending_trials_ >= o_.trials; }
+  bool search_time_spent() const { return o_.time_budget_s > 0 && elapsed() >= search_budget(); }
+
   void resume(const RecordSet& existing);
-  /// One round of the search; false when the scheduler has no task left.
-  bool search_round();
-  void verify();
+  /// Runs the rounds plan() gives until it has none: each is built, measured and taken in;
+  /// with o_.overlap, the next round is planned and built (on another thread) while the
+  /// current one is measured.
+  void pipeline(bool verifying);
+  /// The next round (verifying: of the re-measurement); nullopt when the budget is spent, every
+  /// task has stopped, or the trials left are all under way.
+  std::optional<Round> plan(bool verifying);
+  std::optional<Round> plan_search();
+  /// Measures a built round and takes in its results.
+  void measure(Round& r);
+  /// A built round not measured (its task stopped while it was built): the scheduler's round
+  /// and its trials are given back.
+  void drop(Round& r);
+  /// Plans the re-measurement's rounds (verify_plan_).
+  void plan_verify();
   /// Appends the results to the records and to what the run knows; returns the round's best.
   double record(int i, const std::vector<ScheduleConfig>& configs,
                 const std::vector<MeasureResult>& results, bool verifying);
@@ -80,6 +109,9 @@ class Tuner {
   CostModel model_;
   std::unique_ptr<SearchStrategy> strategy_;
   TuneSummary sum_;
+  int64_t pending_trials_ = 0;      // configs of the search's rounds planned, not yet measured
+  std::vector<Round> verify_plan_;  // the re-measurement's rounds, taken from the front
+  size_t verify_next_ = 0;
   Clock::time_point start_ = Clock::now();
 };
 
@@ -154,42 +186,127 @@ double Tuner::record(int i, const std::vector<ScheduleConfig>& configs,
   return best;
 }
 
-bool Tuner::search_round() {
-  const int i = scheduler_.next();
-  if (i < 0) return false;
-  const TuneTask& task = tasks_[static_cast<size_t>(i)];
+std::optional<Round> Tuner::plan(bool verifying) {
+  if (!verifying) return plan_search();
+  if (verify_next_ == verify_plan_.size()) return std::nullopt;
+  if (o_.time_budget_s > 0 && elapsed() >= o_.time_budget_s) return std::nullopt;
+  return std::move(verify_plan_[verify_next_++]);
+}
+
+std::optional<Round> Tuner::plan_search() {
+  for (;;) {
+    if (trials_spent() || search_time_spent()) return std::nullopt;
+    const int i = scheduler_.next();
+    if (i < 0) return std::nullopt;
+    const TuneTask& task = tasks_[static_cast<size_t>(i)];
+    TaskRun& run = runs_[static_cast<size_t>(i)];
+    int n = o_.round_size;
+    if (o_.trials > 0)
+      n = static_cast<int>(std::min<int64_t>(n, o_.trials - sum_.trials - pending_trials_));
+    Round r;
+    r.task = i;
+    r.first = !run.planned;
+    if (r.first) {
+      // The reference, measured again in every run: it also gives the run's default time.
+      r.configs.push_back(task.task.default_config);
+      run.search.tried.insert(task.task.default_config.str());
+      n = std::max(n - 1, 0);
+    }
+    for (ScheduleConfig& c : strategy_->propose(run.search, n)) r.configs.push_back(std::move(c));
+    if (r.configs.empty()) {
+      scheduler_.finish(i);  // every valid config is measured or under way
+      continue;
+    }
+    // Under way counts as tried: the next round, planned before this one's results are in,
+    // proposes others.
+    for (const ScheduleConfig& c : r.configs) run.search.tried.insert(c.str());
+    run.planned = true;
+    scheduler_.begin(i);
+    pending_trials_ += static_cast<int64_t>(r.configs.size());
+    return r;
+  }
+}
+
+void Tuner::drop(Round& r) {
+  ++sum_.dropped_rounds;
+  if (r.verifying) return;
+  TaskRun& run = runs_[static_cast<size_t>(r.task)];
+  for (const ScheduleConfig& c : r.configs) run.search.tried.erase(c.str());
+  if (r.first) run.planned = false;
+  scheduler_.drop(r.task);
+  pending_trials_ -= static_cast<int64_t>(r.configs.size());
+}
+
+void Tuner::measure(Round& r) {
+  const int i = r.task;
   TaskRun& run = runs_[static_cast<size_t>(i)];
-  int n = o_.round_size;
-  if (o_.trials > 0) n = static_cast<int>(std::min<int64_t>(n, o_.trials - sum_.trials));
-  std::vector<ScheduleConfig> configs;
-  const bool first = !run.visited;
-  if (first) {
-    // The reference, measured again in every run: it also gives the run's default time.
-    configs.push_back(task.task.default_config);
-    run.search.tried.insert(task.task.default_config.str());
-    n = std::max(n - 1, 0);
+  const std::vector<MeasureResult> results =
+      measurer_.run(*r.built, r.verifying ? 0 : run.best_s);
+  r.built.reset();
+  if (r.verifying) {
+    show(i, record(i, r.configs, results, true));
+    return;
   }
-  for (ScheduleConfig& c : strategy_->propose(run.search, n)) configs.push_back(std::move(c));
-  if (configs.empty()) {
-    scheduler_.finish(i);  // every valid config is measured
-    return true;
-  }
-  const std::vector<MeasureResult> results = measurer_.measure(task, configs, run.best_s);
+  pending_trials_ -= static_cast<int64_t>(r.configs.size());
   run.visited = true;
-  const double round_best = record(i, configs, results, false);
-  if (first && results[0].ok()) run.default_s = results[0].median;  // this run's, over records
+  const double round_best = record(i, r.configs, results, false);
+  if (r.first && results[0].ok()) run.default_s = results[0].median;  // this run's, over records
   if (round_best > 0 && (run.best_s == 0 || round_best < run.best_s)) run.best_s = round_best;
-  scheduler_.update(i, static_cast<int>(configs.size()), run.best_s);
-  if (first && run.default_s > 0) scheduler_.calibrate(i, run.default_s);
-  if (first && !results[0].ok()) scheduler_.finish(i);  // no reference: nothing can be checked
-  if (std::all_of(results.begin(), results.end(), [](const auto& r) { return r.skipped; }))
+  scheduler_.update(i, static_cast<int>(r.configs.size()), run.best_s);
+  if (r.first && run.default_s > 0) scheduler_.calibrate(i, run.default_s);
+  if (r.first && !results[0].ok()) scheduler_.finish(i);  // no reference: nothing can be checked
+  if (std::all_of(results.begin(), results.end(), [](const auto& m) { return m.skipped; }))
     scheduler_.finish(i);  // the task cannot be measured
   model_.train();
   show(i, round_best);
-  return true;
 }
 
-void Tuner::verify() {
+void Tuner::pipeline(bool verifying) {
+  const auto build = [this](Round& r) {
+    r.built = measurer_.build(tasks_[static_cast<size_t>(r.task)], r.configs);
+  };
+  std::optional<Round> current;
+  for (;;) {
+    if (!current) {
+      current = plan(verifying);
+      if (!current) return;
+      build(*current);  // nothing to hide it behind
+    }
+    std::optional<Round> next = o_.overlap ? plan(verifying) : std::nullopt;
+    std::thread builder;
+    std::exception_ptr build_error;
+    if (next) {
+      try {
+        builder = std::thread([&] {
+          try {
+            build(*next);
+          } catch (...) {
+            build_error = std::current_exception();
+          }
+        });
+      } catch (const std::system_error&) {
+        build(*next);  // no thread to be had: one after the other
+      }
+    }
+    try {
+      measure(*current);
+    } catch (...) {
+      if (builder.joinable()) builder.join();  // no build outlives the run
+      throw;
+    }
+    if (builder.joinable()) builder.join();
+    if (build_error) std::rethrow_exception(build_error);
+    current = std::move(next);
+    // Its task may have stopped on the results that came meanwhile: the run is not measured
+    // further than it would have been without the overlap.
+    if (current && !current->verifying && scheduler_.done(current->task)) {
+      drop(*current);
+      current.reset();
+    }
+  }
+}
+
+void Tuner::plan_verify() {
   // Heaviest tasks first: if the budget ends early, the ones that matter are done.
   std::vector<size_t> order;
   for (size_t i = 0; i < tasks_.size(); ++i)
@@ -218,12 +335,14 @@ void Tuner::verify() {
     }
     if (configs.size() < 2) continue;
     for (int round = 0; round < o_.verify_rounds; ++round) {
-      if (o_.time_budget_s > 0 && elapsed() >= o_.time_budget_s) return;
       // A different order each round: no config always runs first (colder) or last.
       std::rotate(configs.begin(), configs.begin() + round % static_cast<int>(configs.size()),
                   configs.end());
-      const std::vector<MeasureResult> results = measurer_.measure(task, configs, 0);
-      show(static_cast<int>(i), record(static_cast<int>(i), configs, results, true));
+      Round r;
+      r.task = static_cast<int>(i);
+      r.configs = configs;
+      r.verifying = true;
+      verify_plan_.push_back(std::move(r));
     }
   }
 }
@@ -265,20 +384,17 @@ TuneSummary Tuner::run() {
   resume(load_records(o_.records));
   model_.train();
   strategy_ = make_strategy(o_.strategy, &model_, o_.seed);
-  for (;;) {
-    const bool trials_spent = o_.trials > 0 && sum_.trials >= o_.trials;
-    const bool time_spent = o_.time_budget_s > 0 && elapsed() >= search_budget();
-    if (trials_spent || time_spent) {
-      sum_.budget_spent = true;
-      break;
-    }
-    if (!search_round()) break;
+  pipeline(false);
+  sum_.budget_spent = (o_.trials > 0 && sum_.trials >= o_.trials) || search_time_spent();
+  if (o_.verify_rounds > 0 && o_.verify_top > 0) {
+    plan_verify();
+    pipeline(true);
   }
-  if (o_.verify_rounds > 0 && o_.verify_top > 0) verify();
   progress_.finish();
   sum_.seconds = elapsed();
   sum_.build_s = measurer_.build_seconds();
   sum_.run_s = measurer_.run_seconds();
+  sum_.build_overlap_s = measurer_.build_overlap_seconds();
   sum_.worker_starts = measurer_.worker_starts();
   return sum_;
 }

@@ -8,6 +8,13 @@
 /// threads) count as tried (never measured again), seed each task's best time and the
 /// scheduler, and warm-start the cost model. Each task's first round of a run starts with its
 /// default config, whose outputs are the reference the other candidates are checked against.
+///
+/// Building and measuring overlap (TuneOptions::overlap): while the measurer runs round k, a
+/// thread builds round k+1, which the search therefore proposes before round k's results are
+/// in (the cost model, the scheduler and the best times see every result that has arrived).
+/// A built round whose task has stopped meanwhile (early stopping, a failed reference) is
+/// dropped unmeasured; no round is planned once the trial or time budget is spent (the rounds
+/// under way count against the trial budget), and the run ends with no build or request left.
 #include <string>
 #include <vector>
 
@@ -36,6 +43,8 @@ struct TuneOptions {
   int verify_top = 2;
   int verify_rounds = 3;
   double verify_share = 0.1;
+  /// Build the next round while the current one is measured (else one after the other).
+  bool overlap = true;
   MeasureOptions measure;
 };
 
@@ -45,6 +54,8 @@ struct TuneSummary {
   int resumed = 0;                 ///< matching records read from the file
   int stale = 0;                   ///< records of other versions in the file (ignored)
   double seconds = 0, build_s = 0, run_s = 0;
+  double build_overlap_s = 0;  ///< of build_s, the seconds spent while measuring
+  int dropped_rounds = 0;      ///< built rounds not measured (their task stopped meanwhile)
   int worker_starts = 0;      ///< measurement worker processes started (Measurer::worker_starts)
   bool budget_spent = false;  ///< stopped by the trial or time budget (else: all tasks done)
 };

@@ -119,6 +119,22 @@ std::string describe_death(int status, const char* before) {
 
 }  // namespace
 
+pid_t fork_locked(const std::function<bool()>& open, const std::function<void()>& child,
+                  const std::function<void()>& close_child_ends) {
+  const std::lock_guard<std::mutex> lock(fork_mutex);
+  if (!open()) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    for (int end : parent_ends) close(end);
+    child();
+    _exit(5);  // `child` must not return
+  }
+  const int fork_errno = errno;
+  close_child_ends();
+  errno = fork_errno;
+  return pid;
+}
+
 MeasureRole measure_role(uint8_t v) {
   if (v > static_cast<uint8_t>(MeasureRole::kReferenceOnly))
     throw MalformedMessage("a request with an unknown role");

@@ -54,6 +54,15 @@ WorkerReply serve_request(const Request& q, TaskState& t, Run&& run) {
   return rep;
 }
 
+/// Forks under the lock the worker starts take, so that a child forked by one thread and a worker
+/// started by another do not inherit each other's pipe and socket ends (a reader whose pipe's
+/// write end another process holds never sees its end). Under the lock: `open` opens what the
+/// child needs (false: it failed, nothing is forked); the child closes the parent ends of the
+/// workers' sockets and runs `child` (which must not return: _exit); the parent then runs
+/// `close_child_ends`. Returns fork()'s result: -1 when `open` or the fork failed, with errno.
+pid_t fork_locked(const std::function<bool()>& open, const std::function<void()>& child,
+                  const std::function<void()>& close_child_ends);
+
 /// How a worker starts and serves requests.
 struct WorkerSpec {
   /// Seconds each request may take (and the start as long).

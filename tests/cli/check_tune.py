@@ -2,7 +2,8 @@
 """`yoloc tune` end to end on a shared model with a tiny budget:
   - --list-tasks lists every kernel's workload with shares that add up to 100 %;
   - a grid run whose first conv candidates are made to crash and hang (YOLOC_TUNE_INJECT) writes
-    one JSON-lines record per trial, the crash and the hang among them, and goes on; then it
+    one JSON-lines record per trial, the crash and the hang among them, and goes on (building
+    each next round while the current one is measured); then it
     re-measures the best configs alone and inside the model ("model" records);
   - `compile --records` applies records (here: the valid non-default ones, made the fastest so
     that the tuned artifact really runs other configs) and its outputs match the untuned
@@ -61,12 +62,14 @@ def main():
         fail(f"--list-tasks: {len(shares)} shares for {tasks} tasks, summing to {sum(shares)}")
 
     # Grid order: the first candidates after each conv's default have owb=1 and unroll 1, 2, 4.
+    # Builds overlap measurements (--overlap on, whatever the cores): the crash and the hang
+    # come while the next round builds.
     records = work("records.jsonl")
     env = dict(os.environ, YOLOC_TUNE_INJECT="crash@conv:owb=1,unroll=2;hang@conv:owb=1,unroll=4")
     p = subprocess.run([args.yoloc, "tune", args.model, "--records", records, "--trials",
                         str(TRIALS), "--strategy", "grid", "--threads", "1", "--timeout", "2",
                         "--repeats", "2", "--min-repeat-ms", "0.5", "--model-top", "1",
-                        "--model-rounds", "1", "--model-iters", "2"],
+                        "--model-rounds", "1", "--model-iters", "2", "--overlap", "on"],
                        capture_output=True, text=True, env=env)
     if p.returncode != 0:
         fail(f"tune exited with {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")

@@ -107,8 +107,23 @@ TEST(TunerMeasure, AFailingReferenceStopsItsTaskOnly) {
 /// Makes up times (no build, no run): seconds = 1 ms / unroll, plus the knob sum for others.
 class FakeMeasurer : public Measurer {
  public:
-  std::vector<MeasureResult> measure(const TuneTask& task, const std::vector<ScheduleConfig>& cs,
-                                     double) override {
+  std::vector<std::string> measured;
+
+ protected:
+  struct Batch : BuiltBatch {
+    const TuneTask* task;
+    std::vector<ScheduleConfig> configs;
+  };
+  std::unique_ptr<BuiltBatch> build_batch(const TuneTask& task,
+                                          const std::vector<ScheduleConfig>& cs) override {
+    auto b = std::make_unique<Batch>();
+    b->task = &task;
+    b->configs = cs;
+    return b;
+  }
+  std::vector<MeasureResult> run_batch(BuiltBatch& built, double) override {
+    const TuneTask& task = *static_cast<Batch&>(built).task;
+    const std::vector<ScheduleConfig>& cs = static_cast<Batch&>(built).configs;
     if (!seen_.count(task.key())) {
       EXPECT_EQ(cs.at(0), task.task.default_config)
           << "a task's first round starts with its default";
@@ -126,9 +141,6 @@ class FakeMeasurer : public Measurer {
     }
     return out;
   }
-  double build_seconds() const override { return 0; }
-  double run_seconds() const override { return 0; }
-  std::vector<std::string> measured;
 
  private:
   std::set<std::string> seen_;

@@ -173,6 +173,23 @@ TEST(TunerScheduler, EarlyStoppingAndFinish) {
   EXPECT_EQ(s.next(), -1);
 }
 
+TEST(TunerScheduler, ARoundUnderWayIsNotGivenTwiceInTheFirstPass) {
+  // Task 0 weighs most: its first round begins; the next round goes to task 1, then (every
+  // task's first round under way) to one of them again, not to none.
+  TaskScheduler s({3, 1}, {1e-3, 1e-3});
+  EXPECT_EQ(s.next(), 0);
+  s.begin(0);
+  EXPECT_EQ(s.next(), 1);
+  s.begin(1);
+  EXPECT_EQ(s.next(), 0);  // 3 ms of the 4 ms latency: the larger share of the exploration
+  s.update(0, 8, 1e-3);
+  s.drop(1);  // task 1's round dropped: it is still owed its first round
+  EXPECT_EQ(s.next(), 1);
+  s.finish(0);
+  s.finish(1);
+  EXPECT_EQ(s.next(), -1);
+}
+
 TEST(TunerScheduler, EstimatesAreCalibratedByMeasuredTasks) {
   TaskScheduler s({1, 1}, {1e-3, 4e-3});
   s.update(0, 8, 2e-3);

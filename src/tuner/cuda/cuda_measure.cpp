@@ -2,7 +2,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -21,12 +20,7 @@ namespace {
 using codegen::ScheduleConfig;
 using codegen::cuda::CudaArg;
 using codegen::cuda::CudaLowered;
-using Clock = std::chrono::steady_clock;
 namespace rt = runtime::cuda;
-
-double since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 /// What this process knows of a task (its inputs and reference outputs live in the workers).
 using TaskData = TaskReference;
@@ -38,6 +32,15 @@ struct Candidate {
   std::shared_ptr<const std::string> cubin;
   bool reference = false;
   std::string action;  // injected fault
+};
+
+/// A batch of candidates, lowered and built (done[i]: candidate i did not build, results[i]
+/// says why).
+struct CudaBatch : BuiltBatch {
+  const TuneTask* task = nullptr;
+  std::vector<Candidate> cands;
+  std::vector<MeasureResult> results;
+  std::vector<bool> done;
 };
 
 std::vector<WorkerSpec> cuda_worker_specs(const MeasureOptions& o,
@@ -65,12 +68,12 @@ class CudaMeasurer : public Measurer {
     codegen::cuda::parse_cuda_arch(arch_);
   }
 
-  std::vector<MeasureResult> measure(const TuneTask& task,
-                                     const std::vector<ScheduleConfig>& configs,
-                                     double best_known_s) override;
-  double build_seconds() const override { return build_s_; }
-  double run_seconds() const override { return run_s_; }
   int worker_starts() const override { return pool_.starts(); }
+
+ protected:
+  std::unique_ptr<BuiltBatch> build_batch(const TuneTask& task,
+                                          const std::vector<ScheduleConfig>& configs) override;
+  std::vector<MeasureResult> run_batch(BuiltBatch& built, double best_known_s) override;
 
  private:
   /// NVRTC builds of the candidates not done, in parallel, in a child process: a process that
@@ -87,15 +90,13 @@ class CudaMeasurer : public Measurer {
   std::string arch_;
   std::vector<int> devices_;
   std::vector<Injection> injections_;
-  std::map<std::string, TaskData> tasks_;
-  WorkerPool pool_;  // one worker per device
-  double build_s_ = 0, run_s_ = 0;
+  std::map<std::string, TaskData> tasks_;  // of run_batch only
+  WorkerPool pool_;                        // one worker per device
 };
 
 void CudaMeasurer::build(std::vector<Candidate>& cands, std::vector<MeasureResult>& results,
                          std::vector<bool>& done) {
   // The child sends back each candidate's cubin or error, length-prefixed.
-  const auto t0 = Clock::now();
   std::string build_error;
   const auto built = run_isolated(
       [&] {
@@ -148,7 +149,6 @@ void CudaMeasurer::build(std::vector<Candidate>& cands, std::vector<MeasureResul
       done[i] = true;
     }
   }
-  build_s_ += since(t0);
 }
 
 std::string CudaMeasurer::request(const TuneTask& task, const Candidate& c, MeasureRole role,
@@ -178,16 +178,18 @@ std::string CudaMeasurer::request(const TuneTask& task, const Candidate& c, Meas
   return encode_cuda_request(q);
 }
 
-std::vector<MeasureResult> CudaMeasurer::measure(const TuneTask& task,
-                                                 const std::vector<ScheduleConfig>& configs,
-                                                 double best_known_s) {
-  std::vector<MeasureResult> results(configs.size());
-  if (configs.empty()) return results;
+std::unique_ptr<BuiltBatch> CudaMeasurer::build_batch(const TuneTask& task,
+                                                      const std::vector<ScheduleConfig>& configs) {
+  auto b = std::make_unique<CudaBatch>();
+  b->task = &task;
+  b->results.resize(configs.size());
+  b->done.assign(configs.size(), false);
+  if (configs.empty()) return b;
   YOLOC_CHECK(task.cuda(), "tuner: the CUDA measurer got the non-CUDA task {}", task.key());
   const CudaTuneTask& ct = *task.cuda();
   const codegen::cuda::CudaTask& t = ct.task;
-  std::vector<Candidate> cands(configs.size());
-  std::vector<bool> done(cands.size(), false);
+  std::vector<Candidate>& cands = b->cands;
+  cands.resize(configs.size());
   for (size_t i = 0; i < configs.size(); ++i) {
     Candidate& c = cands[i];
     c.config = configs[i];
@@ -198,12 +200,24 @@ std::vector<MeasureResult> CudaMeasurer::measure(const TuneTask& task,
                 c.lowered.args.size(), c.config.str(), ct.arg_elements.size());
     c.action = injected_action(injections_, t.template_name, c.config);
   }
+  build(cands, b->results, b->done);
+  return b;
+}
+
+std::vector<MeasureResult> CudaMeasurer::run_batch(BuiltBatch& built, double best_known_s) {
+  CudaBatch& b = dynamic_cast<CudaBatch&>(built);
+  std::vector<MeasureResult> results = std::move(b.results);
+  if (b.cands.empty()) return results;
+  const TuneTask& task = *b.task;
+  const codegen::cuda::CudaTask& t = task.cuda()->task;
+  std::vector<Candidate>& cands = b.cands;
+  std::vector<bool>& done = b.done;
+  std::vector<ScheduleConfig> configs;
+  for (const Candidate& c : cands) configs.push_back(c.config);
   TaskData& data = tasks_[task.key()];
   if (!data.start_batch(configs, t.default_config, t.key, results, &cands[0].reference))
     return results;
-  build(cands, results, done);
 
-  const auto t1 = Clock::now();
   // A reference that did not build: nothing of the task can be checked (the others are left
   // not done, "no reference" below).
   std::vector<std::string> fatal(devices_.size());
@@ -224,7 +238,6 @@ std::vector<MeasureResult> CudaMeasurer::measure(const TuneTask& task,
     batch.reference_request = data.reference_request;
     fatal = pool_.run(batch, results, done);
   }
-  run_s_ += since(t1);
   for (size_t d = 0; d < devices_.size(); ++d)
     if (!fatal[d].empty())
       user_error("the CUDA measurement worker on device {} failed: {}", devices_[d], fatal[d]);
