@@ -178,6 +178,23 @@ TEST(CudaConvEmulated, TensorCoreSplitKRules) {
   eight.set("splitk", 8);
   EXPECT_TRUE(TensorCoreConvTemplate::valid(t, old));
   EXPECT_FALSE(TensorCoreConvTemplate::valid(t, four));  // sm_80
+  // The knob's value when absent: only for a knob that has one, only for a knob of the space.
+  const ScheduleSpace space = TensorCoreConvTemplate::space(t);
+  EXPECT_EQ(old.get(space, "splitk"), 1);
+  EXPECT_EQ(four.get(space, "splitk"), 4);
+  EXPECT_EQ(old.completed(space), one);
+  EXPECT_EQ(four.completed(space), four);
+  ScheduleConfig no_bk = old, extra = old;
+  no_bk.set("splitk", 1);
+  no_bk = ScheduleConfig([&] {
+    auto v = no_bk.values();
+    v.erase("bk");
+    return v;
+  }());
+  extra.set("unknown", 1);
+  EXPECT_FALSE(no_bk.in_space(space));
+  EXPECT_THROW(no_bk.get(space, "bk"), InternalError);
+  EXPECT_FALSE(extra.in_space(space));
   t.sm = 90;
   EXPECT_TRUE(TensorCoreConvTemplate::valid(t, old));
   EXPECT_TRUE(TensorCoreConvTemplate::valid(t, four));

@@ -66,6 +66,15 @@ class ScheduleConfig {
     return *k->when_absent;
   }
 
+  /// This config with every knob of `space` it lacks set to the knob's when_absent, where that is
+  /// given: the form that compares equal to, and searches like, the configs of today's space.
+  ScheduleConfig completed(const ScheduleSpace& space) const {
+    ScheduleConfig out = *this;
+    for (const Knob& k : space.knobs)
+      if (k.when_absent && !values_.contains(k.name)) out.set(k.name, *k.when_absent);
+    return out;
+  }
+
   /// True when every knob of `space` is set to a value of its domain, or unset where the knob has
   /// a when_absent value, and nothing else is set.
   bool in_space(const ScheduleSpace& space) const {
