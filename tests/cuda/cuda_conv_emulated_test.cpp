@@ -22,8 +22,7 @@ struct Case {
 
 // Emits every (task, config), builds them in one shared object, runs each on random operands and
 // compares with the reference.
-void run_configs(Template tmpl,
-                 const std::vector<std::pair<CudaConvTask, ScheduleConfig>>& todo) {
+void run_configs(Template tmpl, const std::vector<std::pair<CudaConvTask, ScheduleConfig>>& todo) {
   std::vector<Case> cases;
   std::vector<CudaKernel> kernels;
   for (const auto& [t, cfg] : todo) {
@@ -167,9 +166,8 @@ TEST(CudaConvEmulated, TensorCoreSplitKBf16) {
 // before it) is valid and means one block per tile; the default splits only small deep layers.
 TEST(CudaConvEmulated, TensorCoreSplitKRules) {
   const DType f16 = DType::kFloat16;
-  CudaConvTask t =
-      sliced(ConvTask::make(1, 12, 7, 6, 19, 3, 1, 1, Activation::kSilu, true), f16, f16, {12, 0},
-             {21, 1}, {23, 3});  // 7 steps of 16
+  CudaConvTask t = sliced(ConvTask::make(1, 12, 7, 6, 19, 3, 1, 1, Activation::kSilu, true), f16,
+                          f16, {12, 0}, {21, 1}, {23, 3});  // 7 steps of 16
   const std::map<std::string, int64_t> shape = {{"bm", 32}, {"bn", 32}, {"bk", 16},
                                                 {"wm", 16}, {"wn", 16}, {"stages", 3}};
   ScheduleConfig old(shape), one(shape), four(shape), eight(shape);
@@ -221,8 +219,8 @@ TEST(CudaConvEmulated, TensorCoreSplitKRules) {
   deep.sm = 90;
   const ScheduleConfig def = TensorCoreConvTemplate::default_config(deep);
   EXPECT_EQ(def.get("splitk"), 4) << def.str();
-  CudaConvTask wide = CudaConvTask::dense(
-      ConvTask::make(1, 64, 80, 80, 64, 3, 1, 1, Activation::kSilu), f16, f16);
+  CudaConvTask wide =
+      CudaConvTask::dense(ConvTask::make(1, 64, 80, 80, 64, 3, 1, 1, Activation::kSilu), f16, f16);
   wide.sm = 90;
   EXPECT_EQ(TensorCoreConvTemplate::default_config(wide).get("splitk"), 1);
 }

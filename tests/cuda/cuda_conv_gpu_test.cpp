@@ -259,8 +259,7 @@ std::vector<Case> cases_of(const Layer& s, int sm) {
   // Split-K (sm_90): the default's tile with every other factor, and bf16.
   add(Template::kTensorCore, f16, splitk_variants(f16));
   add(Template::kTensorCore, bf16, {TensorCoreConvTemplate::default_config(bf16)});
-  if (s.conv.oh * s.conv.ow <= 40 * 40)
-    add(Template::kTensorCore, bf16, splitk_variants(bf16));
+  if (s.conv.oh * s.conv.ow <= 40 * 40) add(Template::kTensorCore, bf16, splitk_variants(bf16));
   add(Template::kTensorCore, f16_f32, {TensorCoreConvTemplate::default_config(f16_f32)});
   add(Template::kSimt, f32, simt_configs(f32));
   if (DirectConvTemplate::matches(f16)) add(Template::kDirect, f16, direct_configs(f16));

@@ -182,8 +182,13 @@ TEST(CudaNvrtc, TensorCoreSplitKBuildsForSm90) {
       c.set("splitk", s);
       if (!(c == def) && TensorCoreConvTemplate::valid(t, c)) cfgs.push_back(c);
     }
-    ScheduleConfig big({{"bm", 128}, {"bn", 128}, {"bk", 32}, {"wm", 64}, {"wn", 32},
-                        {"stages", 3}, {"splitk", 2}});
+    ScheduleConfig big({{"bm", 128},
+                        {"bn", 128},
+                        {"bk", 32},
+                        {"wm", 64},
+                        {"wn", 32},
+                        {"stages", 3},
+                        {"splitk", 2}});
     if (TensorCoreConvTemplate::valid(t, big)) cfgs.push_back(big);
     for (const ScheduleConfig& cfg : cfgs) {
       const std::string sym = fmt::format("tc_{}", m.symbols.size());
@@ -199,9 +204,9 @@ TEST(CudaNvrtc, TensorCoreSplitKBuildsForSm90) {
   opts.arch = "sm_90";
   opts.extra_options = {"--ptxas-options=--verbose"};
   const CompiledModule out = nvrtc_compile(m.source, m.symbols.front(), opts);
-  for (const char* ins : {"barrier.cluster.arrive", "barrier.cluster.wait",
-                          "mapa.shared::cluster.u32", "ld.shared::cluster.f32",
-                          ".reqnctapercluster 1, 1, 4", ".reqnctapercluster 1, 1, 8"}) {
+  for (const char* ins :
+       {"barrier.cluster.arrive", "barrier.cluster.wait", "mapa.shared::cluster.u32",
+        "ld.shared::cluster.f32", ".reqnctapercluster 1, 1, 4", ".reqnctapercluster 1, 1, 8"}) {
     EXPECT_NE(out.ptx.find(ins), std::string::npos) << ins;
   }
   for (const std::string& sym : m.default_symbols) {

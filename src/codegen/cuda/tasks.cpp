@@ -161,8 +161,7 @@ std::optional<CudaTask> task_of_group(const Graph& g, const FusedGroup& grp, int
     return t;
   if (auto t = conv_task<TensorCoreConvTemplate>(g, grp, {"tc_conv", "", false, true}, sm))
     return t;
-  if (auto t = conv_task<SimtConvTemplate>(g, grp, {"simt_conv", "", false, true}, sm))
-    return t;
+  if (auto t = conv_task<SimtConvTemplate>(g, grp, {"simt_conv", "", false, true}, sm)) return t;
   if (auto t = sppf_task(g, grp)) return t;
   return generic_task(g, grp);
 }

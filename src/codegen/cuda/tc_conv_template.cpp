@@ -307,8 +307,7 @@ bool TensorCoreConvTemplate::valid(const CudaConvTask& t, const ScheduleConfig& 
   const int64_t splitk = cfg.get(space(t), "splitk");
   if (bm % wm != 0 || bn % wn != 0) return false;
   // Split-K needs clusters, and a depth step for every split.
-  if (splitk > 1 && (t.sm < kClusterSm || cpu::ceil_div(gemm_depth8(t), bk) < splitk))
-    return false;
+  if (splitk > 1 && (t.sm < kClusterSm || cpu::ceil_div(gemm_depth8(t), bk) < splitk)) return false;
   const int64_t warps = (bm / wm) * (bn / wn);
   return warps <= kMaxWarps && wm * wn / 32 <= kMaxAccumulators &&
          shared_bytes(bm, bn, bk, stages, splitk) <= kMaxSharedBytes;
@@ -375,10 +374,11 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
       {"@WN@", std::to_string(wn)},
       {"@STAGES@", std::to_string(stages)},
       {"@SPLITK@", std::to_string(splitk)},
-      {"@SPLITK_ARCH_CHECK@", splitk > 1 ? "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n"
-                                           "#error \"split-K (thread-block clusters) needs sm_90\"\n"
-                                           "#endif\n"
-                                         : ""},
+      {"@SPLITK_ARCH_CHECK@", splitk > 1
+                                  ? "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n"
+                                    "#error \"split-K (thread-block clusters) needs sm_90\"\n"
+                                    "#endif\n"
+                                  : ""},
       {"@CLUSTER_DIMS@", splitk > 1 ? fmt::format("YC_CLUSTER_DIMS(1, 1, {})", splitk) : ""},
       {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},
       {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
