@@ -21,6 +21,7 @@
 #include "tuner/target.h"
 #include "tuner/tuner.h"
 #ifdef YOLOC_HAVE_CUDA
+#include "codegen/cuda/nvrtc_compiler.h"
 #include "tuner/cuda/cuda_tuning.h"
 #endif
 
@@ -134,7 +135,7 @@ void run_tune(const TuneCliOptions& o) {
   if (cuda) {
 #ifdef YOLOC_HAVE_CUDA
     const std::string arch = o.arch.empty() ? "sm_90" : o.arch;
-    tasks = tuner::cuda_tuning_tasks(*d.graph);
+    tasks = tuner::cuda_tuning_tasks(*d.graph, codegen::cuda::parse_cuda_arch(arch));
     // --list-tasks needs no GPU; measuring asks the device (in a child process: this one never
     // initialises CUDA, so that the measurement workers it forks can).
     if (o.list_tasks) {

@@ -20,18 +20,16 @@ struct Case {
   CudaKernel kernel;
 };
 
-// Emits every config of template_configs for every task, builds them in one shared object, runs
-// each on random operands and compares with the reference.
-void run(Template tmpl, const std::vector<CudaConvTask>& tasks) {
+// Emits every (task, config), builds them in one shared object, runs each on random operands and
+// compares with the reference.
+void run_configs(Template tmpl, const std::vector<std::pair<CudaConvTask, ScheduleConfig>>& todo) {
   std::vector<Case> cases;
   std::vector<CudaKernel> kernels;
-  for (const CudaConvTask& t : tasks) {
+  for (const auto& [t, cfg] : todo) {
     ASSERT_TRUE(template_matches(tmpl, t)) << t.key();
-    for (const ScheduleConfig& cfg : template_configs(tmpl, t)) {
-      const CudaKernel k = template_emit(tmpl, t, cfg, fmt::format("k{}", cases.size()));
-      cases.push_back({tmpl, t, cfg, k});
-      kernels.push_back(k);
-    }
+    const CudaKernel k = template_emit(tmpl, t, cfg, fmt::format("k{}", cases.size()));
+    cases.push_back({tmpl, t, cfg, k});
+    kernels.push_back(k);
   }
   const EmulatedKernels emu(kernels);
   uint32_t seed = 11;
@@ -51,6 +49,16 @@ void run(Template tmpl, const std::vector<CudaConvTask>& tasks) {
     EXPECT_EQ(err, "");
     EXPECT_TRUE(check_output(t, y, o.want, 0x5a));
   }
+}
+
+// Every config of template_configs for every task.
+void run(Template tmpl, const std::vector<CudaConvTask>& tasks) {
+  std::vector<std::pair<CudaConvTask, ScheduleConfig>> todo;
+  for (const CudaConvTask& t : tasks) {
+    ASSERT_TRUE(template_matches(tmpl, t)) << t.key();
+    for (const ScheduleConfig& cfg : template_configs(tmpl, t)) todo.emplace_back(t, cfg);
+  }
+  run_configs(tmpl, todo);
 }
 
 // Tasks over every path of the kernels, activations stored as `dtype`.
@@ -104,6 +112,117 @@ TEST(CudaConvEmulated, TensorCoreNarrowHeadSlices) {
       {sliced(ConvTask::make(1, 64, 6, 5, 4, 1, 1, 0), f16, f16, {64, 0}, {7, 0}, {7, 0}),
        sliced(ConvTask::make(1, 64, 6, 5, 1, 1, 1, 0), f16, f16, {64, 0}, {7, 4}, {7, 4}),
        sliced(ConvTask::make(1, 64, 6, 5, 2, 1, 1, 0), f16, f16, {64, 0}, {7, 5}, {7, 5})});
+}
+
+// Split-K (sm_90 clusters; the emulator runs a cluster's blocks together) over tasks whose depth
+// steps do not divide among the splits (KT = 7, 9, 18: splits of 1 to 5 steps, and splits that
+// complete no fragment when there are fewer fragments than blocks), with a residual, slices of
+// the input, residual and output, element-wise loads, an fp32 output with K = 24, and NCHW.
+std::vector<std::pair<CudaConvTask, ScheduleConfig>> splitk_cases(DType dtype) {
+  const DType f32 = DType::kFloat32;
+  std::vector<CudaConvTask> tasks = {
+      // KG = 288: 18 steps of 16, 9 of 32.
+      sliced(ConvTask::make(1, 32, 6, 7, 32, 3, 1, 1, Activation::kRelu, true), dtype, dtype,
+             {40, 8}, {48, 16}, {40, 8}),
+      // 1x1, KG = 128, K = 24, batch 2 (two images in a pixel tile), fp32 output.
+      CudaConvTask::dense(ConvTask::make(2, 128, 4, 5, 24, 1, 1, 0), dtype, f32),
+      // 12 channels: element-wise loads; KG8 = 112, 7 steps of 16; odd output slice, K = 19.
+      sliced(ConvTask::make(1, 12, 7, 6, 19, 3, 1, 1, Activation::kSilu, true), dtype,
+             DType::kFloat16, {12, 0}, {21, 1}, {23, 3}),
+      nchw_out(sliced(ConvTask::make(1, 32, 5, 6, 20, 3, 1, 1, Activation::kSilu, true), dtype,
+                      dtype, {32, 0}, {48, 16}, {40, 8}))};
+  const std::vector<std::map<std::string, int64_t>> shapes = {
+      {{"bm", 32}, {"bn", 32}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 3}},
+      {{"bm", 64}, {"bn", 32}, {"bk", 32}, {"wm", 32}, {"wn", 16}, {"stages", 2}},
+      {{"bm", 32}, {"bn", 64}, {"bk", 16}, {"wm", 16}, {"wn", 32}, {"stages", 4}}};
+  std::vector<std::pair<CudaConvTask, ScheduleConfig>> out;
+  for (CudaConvTask& t : tasks) {
+    t.sm = 90;
+    for (const auto& shape : shapes) {
+      for (int64_t s : {2, 4, 8}) {
+        ScheduleConfig cfg(shape);
+        cfg.set("splitk", s);
+        if (TensorCoreConvTemplate::valid(t, cfg)) out.emplace_back(t, cfg);
+      }
+    }
+  }
+  return out;
+}
+
+TEST(CudaConvEmulated, TensorCoreSplitKFp16) {
+  const auto cases = splitk_cases(DType::kFloat16);
+  EXPECT_GE(cases.size(), 30u);
+  run_configs(Template::kTensorCore, cases);
+}
+
+TEST(CudaConvEmulated, TensorCoreSplitKBf16) {
+  std::vector<std::pair<CudaConvTask, ScheduleConfig>> some;
+  for (const auto& c : splitk_cases(DType::kBFloat16))
+    if (c.second.get("bm") == 32 && c.second.get("bn") == 32) some.push_back(c);
+  run_configs(Template::kTensorCore, some);
+}
+
+// Split-K needs sm_90 and a depth step per split; a config without the knob (a record written
+// before it) is valid and means one block per tile; the default splits only small deep layers.
+TEST(CudaConvEmulated, TensorCoreSplitKRules) {
+  const DType f16 = DType::kFloat16;
+  CudaConvTask t = sliced(ConvTask::make(1, 12, 7, 6, 19, 3, 1, 1, Activation::kSilu, true), f16,
+                          f16, {12, 0}, {21, 1}, {23, 3});  // 7 steps of 16
+  const std::map<std::string, int64_t> shape = {{"bm", 32}, {"bn", 32}, {"bk", 16},
+                                                {"wm", 16}, {"wn", 16}, {"stages", 3}};
+  ScheduleConfig old(shape), one(shape), four(shape), eight(shape);
+  one.set("splitk", 1);
+  four.set("splitk", 4);
+  eight.set("splitk", 8);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, old));
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(t, four));  // sm_80
+  // The knob's value when absent: only for a knob that has one, only for a knob of the space.
+  const ScheduleSpace space = TensorCoreConvTemplate::space(t);
+  EXPECT_EQ(old.get(space, "splitk"), 1);
+  EXPECT_EQ(four.get(space, "splitk"), 4);
+  EXPECT_EQ(old.completed(space), one);
+  EXPECT_EQ(four.completed(space), four);
+  ScheduleConfig no_bk = old, extra = old;
+  no_bk.set("splitk", 1);
+  no_bk = ScheduleConfig([&] {
+    auto v = no_bk.values();
+    v.erase("bk");
+    return v;
+  }());
+  extra.set("unknown", 1);
+  EXPECT_FALSE(no_bk.in_space(space));
+  EXPECT_THROW(no_bk.get(space, "bk"), InternalError);
+  EXPECT_FALSE(extra.in_space(space));
+  t.sm = 90;
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, old));
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, four));
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(t, eight));  // 7 steps for 8 splits
+  const CudaKernel k_old = TensorCoreConvTemplate::emit(t, old, "k");
+  const CudaKernel k_one = TensorCoreConvTemplate::emit(t, one, "k");
+  std::string src = k_old.source;
+  const size_t at = src.find(old.str());
+  ASSERT_NE(at, std::string::npos);
+  src.replace(at, old.str().size(), one.str());
+  EXPECT_EQ(src, k_one.source);
+  EXPECT_EQ(k_old.grid, k_one.grid);
+  EXPECT_EQ(k_old.shared_bytes, k_one.shared_bytes);
+  const CudaKernel k4 = TensorCoreConvTemplate::emit(t, four, "k");
+  EXPECT_EQ(k4.grid, (std::array<unsigned, 3>{2, 1, 4}));
+  EXPECT_EQ(k4.cluster, (std::array<unsigned, 3>{1, 1, 4}));
+  EXPECT_NE(k4.source.find("YC_CLUSTER_DIMS(1, 1, 4)"), std::string::npos);
+
+  // yolov8n at batch 1: a 3x3 conv over 256 channels at 20x20 (65 tiles of 72 steps) splits in 4
+  // on sm_90 only; a 3x3 conv at 80x80 (hundreds of tiles) does not split.
+  CudaConvTask deep = CudaConvTask::dense(
+      ConvTask::make(1, 256, 20, 20, 144, 3, 1, 1, Activation::kSilu), f16, f16);
+  EXPECT_EQ(TensorCoreConvTemplate::default_config(deep).get("splitk"), 1);
+  deep.sm = 90;
+  const ScheduleConfig def = TensorCoreConvTemplate::default_config(deep);
+  EXPECT_EQ(def.get("splitk"), 4) << def.str();
+  CudaConvTask wide =
+      CudaConvTask::dense(ConvTask::make(1, 64, 80, 80, 64, 3, 1, 1, Activation::kSilu), f16, f16);
+  wide.sm = 90;
+  EXPECT_EQ(TensorCoreConvTemplate::default_config(wide).get("splitk"), 1);
 }
 
 TEST(CudaConvEmulated, SimtFp32) { run(Template::kSimt, tasks(DType::kFloat32)); }

@@ -52,6 +52,13 @@ std::vector<Layer> yolov8n_layers() {
        ConvTask::make(1, 128, 40, 40, 128, 3, 1, 1, silu, true)},
       {"model.8 C2f 256->256 3x3 @20", ConvTask::make(1, 256, 20, 20, 256, 3, 1, 1, silu)},
       {"model.9 SPPF cv2 512->256 1x1 @20", ConvTask::make(1, 512, 20, 20, 256, 1, 1, 0, silu)},
+      {"model.7 256->256 3x3 s2 @40->20", ConvTask::make(1, 256, 40, 40, 256, 3, 2, 1, silu)},
+      {"head P5 box+class 256->144 3x3 @20", ConvTask::make(1, 256, 20, 20, 144, 3, 1, 1, silu)},
+      {"model.8 C2f m.0.cv2 128->128 3x3 @20 +res, slices",
+       ConvTask::make(1, 128, 20, 20, 128, 3, 1, 1, silu, true),
+       {256, 128},
+       {384, 256},
+       {256, 128}},
       {"head cv3 class conv 80->80 1x1 @40", ConvTask::make(1, 80, 40, 40, 80, 1, 1, 0)},
       // The head's last convs as compiled: NCHW out, for the detect tail (layout_selection).
       {"head cv2 box conv 64->64 1x1 @80 NCHW out",
@@ -93,8 +100,10 @@ std::vector<Layer> all_layers() {
   return out;
 }
 
-CudaConvTask make_task(const Layer& s, DType dtype, DType out_dtype) {
+// The task for a device of compute capability sm (as in sm_XX).
+CudaConvTask make_task(const Layer& s, DType dtype, DType out_dtype, int sm) {
   CudaConvTask t = CudaConvTask::dense(s.conv, dtype, out_dtype);
+  t.sm = sm;
   if (s.in.stride) t.in = s.in;
   if (s.out.stride) t.out = s.out;
   if (s.res.stride) t.res = s.res;
@@ -135,18 +144,19 @@ struct Built {
   std::vector<Case> cases;
   CompiledModule module;
 };
-std::vector<Case> cases_of(const Layer& s);
+std::vector<Case> cases_of(const Layer& s, int sm);
 
 const std::vector<Built>& built_layers() {
   static const std::vector<Built> built = [] {
     const std::vector<Layer> layers = all_layers();
     NvrtcOptions opts;
     opts.arch = context()->info().arch();
+    const int sm = parse_cuda_arch(opts.arch);
     std::vector<std::future<Built>> jobs;
     for (const Layer& s : layers) {
-      jobs.push_back(std::async(std::launch::async, [s, opts] {
+      jobs.push_back(std::async(std::launch::async, [s, opts, sm] {
         Built b;
-        b.cases = cases_of(s);
+        b.cases = cases_of(s, sm);
         std::string source;
         for (const Case& c : b.cases) source += c.kernel.source;
         b.module = nvrtc_compile(source, b.cases.front().kernel.symbol, opts);
@@ -212,7 +222,19 @@ void run_layer(const Layer& s, const Built& built) {
   }
 }
 
-std::vector<Case> cases_of(const Layer& s) {
+// The default with the other split-K factors valid for t (sm_90: 2, 4, 8), for the timing table.
+std::vector<ScheduleConfig> splitk_variants(const CudaConvTask& t) {
+  const ScheduleConfig def = TensorCoreConvTemplate::default_config(t);
+  std::vector<ScheduleConfig> out;
+  for (int64_t s : {1, 2, 4, 8}) {
+    ScheduleConfig c = def;
+    c.set("splitk", s);
+    if (!(c == def) && TensorCoreConvTemplate::valid(t, c)) out.push_back(c);
+  }
+  return out;
+}
+
+std::vector<Case> cases_of(const Layer& s, int sm) {
   std::vector<Case> cases;
   const auto add = [&](Template tmpl, const CudaConvTask& t,
                        const std::vector<ScheduleConfig>& cfgs) {
@@ -221,20 +243,23 @@ std::vector<Case> cases_of(const Layer& s) {
       cases.push_back({tmpl, t, cfg, template_emit(tmpl, t, cfg, sym)});
     }
   };
-  const CudaConvTask f16 = make_task(s, DType::kFloat16, DType::kFloat16);
+  const CudaConvTask f16 = make_task(s, DType::kFloat16, DType::kFloat16, sm);
   if (s.image) {
     // What yoloc chose before the direct template, then the direct template's configs.
     add(Template::kTensorCore, f16, {TensorCoreConvTemplate::default_config(f16)});
     add(Template::kDirect, f16, direct_configs(f16));
-    const CudaConvTask f32 = make_task(s, DType::kFloat32, DType::kFloat32);
+    const CudaConvTask f32 = make_task(s, DType::kFloat32, DType::kFloat32, sm);
     add(Template::kDirect, f32, {DirectConvTemplate::default_config(f32)});
     return cases;
   }
-  const CudaConvTask bf16 = make_task(s, DType::kBFloat16, DType::kBFloat16);
-  const CudaConvTask f16_f32 = make_task(s, DType::kFloat16, DType::kFloat32);
-  const CudaConvTask f32 = make_task(s, DType::kFloat32, DType::kFloat32);
+  const CudaConvTask bf16 = make_task(s, DType::kBFloat16, DType::kBFloat16, sm);
+  const CudaConvTask f16_f32 = make_task(s, DType::kFloat16, DType::kFloat32, sm);
+  const CudaConvTask f32 = make_task(s, DType::kFloat32, DType::kFloat32, sm);
   add(Template::kTensorCore, f16, tc_configs(f16));
+  // Split-K (sm_90): the default's tile with every other factor, and bf16.
+  add(Template::kTensorCore, f16, splitk_variants(f16));
   add(Template::kTensorCore, bf16, {TensorCoreConvTemplate::default_config(bf16)});
+  if (s.conv.oh * s.conv.ow <= 40 * 40) add(Template::kTensorCore, bf16, splitk_variants(bf16));
   add(Template::kTensorCore, f16_f32, {TensorCoreConvTemplate::default_config(f16_f32)});
   add(Template::kSimt, f32, simt_configs(f32));
   if (DirectConvTemplate::matches(f16)) add(Template::kDirect, f16, direct_configs(f16));
@@ -255,7 +280,7 @@ INSTANTIATE_TEST_SUITE_P(Yolov8nAndStems, CudaGpuConv,
 TEST(CudaGpu, StreamsEventsPinnedCopiesAndGraphReplay) {
   YOLOC_REQUIRE_GPU();
   const Layer s{"graph replay", ConvTask::make(2, 32, 24, 24, 48, 3, 1, 1, Activation::kSilu)};
-  const CudaConvTask t = make_task(s, DType::kFloat16, DType::kFloat16);
+  const CudaConvTask t = make_task(s, DType::kFloat16, DType::kFloat16, 80);
   const ScheduleConfig cfg = TensorCoreConvTemplate::default_config(t);
   const CudaKernel k = TensorCoreConvTemplate::emit(t, cfg, "replayed");
   NvrtcOptions opts;
@@ -290,6 +315,68 @@ TEST(CudaGpu, StreamsEventsPinnedCopiesAndGraphReplay) {
     EXPECT_TRUE(check_output(t, y, o.want, 0x5a)) << "replay " << i;
   }
   EXPECT_THROW(module.function("no_such_kernel"), UserError);
+}
+
+// Split-K clusters as the runtime launches them: with programmatic stream serialization (PDL,
+// cuLaunchKernelEx), two launches back to back in a captured graph, the second reading the first's
+// output as its residual, on a small deep layer (its default splits in 4).
+TEST(CudaGpu, SplitKClustersWithPdlInGraph) {
+  YOLOC_REQUIRE_GPU();
+  NvrtcOptions opts;
+  opts.arch = context()->info().arch();
+  if (parse_cuda_arch(opts.arch) < 90) GTEST_SKIP() << "split-K needs sm_90";
+  const Layer s{"split-K", ConvTask::make(1, 256, 20, 20, 256, 3, 1, 1, Activation::kSilu, true)};
+  const CudaConvTask t = make_task(s, DType::kFloat16, DType::kFloat16, 90);
+  ScheduleConfig cfg = TensorCoreConvTemplate::default_config(t);
+  ASSERT_EQ(cfg.get("splitk"), 2) << cfg.str();  // 104 tiles of 72 steps
+  cfg.set("splitk", 4);
+  const CudaKernel k = TensorCoreConvTemplate::emit(t, cfg, "split");
+  const rt::Module module(nvrtc_compile(k.source, k.symbol, opts).cubin);
+  const ConvOperands o = make_operands(t, 7);
+  const Tensor packed = TensorCoreConvTemplate::pack_weights(t, o.w.data<float>());
+  const std::vector<uint8_t> x = to_nhwc_buffer(o.x, t.dtype, t.in, 0);
+  const std::vector<uint8_t> res = to_nhwc_buffer(o.res, t.out_dtype, t.res, 0);
+  const size_t y_bytes = static_cast<size_t>(20 * 20 * 256 * 2);
+  rt::DeviceBuffer dx(x.size()), dw(packed.nbytes()), db(o.b.nbytes()), dr(res.size()),
+      dy1(y_bytes), dy2(y_bytes);
+  dx.upload(x.data());
+  dw.upload(packed.raw());
+  db.upload(o.b.raw());
+  dr.upload(res.data());
+  dy1.fill_bytes(0x5a);
+  dy2.fill_bytes(0x5a);
+  rt::Stream stream;
+  CUfunction fn = module.function(k.symbol);
+  if (k.shared_bytes > 48 * 1024) rt::set_max_dynamic_shared(fn, static_cast<int>(k.shared_bytes));
+  CUdeviceptr px = dx.ptr(), pw = dw.ptr(), pb = db.ptr(), pr = dr.ptr(), py1 = dy1.ptr(),
+              py2 = dy2.ptr();
+  void* first[] = {&px, &pw, &pb, &pr, &py1};
+  void* second[] = {&px, &pw, &pb, &py1, &py2};  // residual: the first's output
+  rt::LaunchDims dims{k.grid, k.block, k.shared_bytes};
+  dims.programmatic = true;
+  stream.begin_capture();
+  rt::launch(fn, dims, first, &stream);
+  rt::launch(fn, dims, second, &stream);
+  const rt::Graph graph = stream.end_capture();
+  graph.launch(stream);
+  stream.synchronize();
+  std::vector<uint8_t> y1(y_bytes), y2(y_bytes);
+  dy1.download(y1.data());
+  dy2.download(y2.data());
+  EXPECT_TRUE(check_output(t, y1, o.want, 0x5a));
+  // The second: the same conv plus the first's output (as stored) in place of the residual.
+  Tensor want2 = o.want.clone();
+  Tensor first_out(DType::kFloat16, {1, 20, 20, 256});  // NHWC
+  std::memcpy(first_out.raw(), y1.data(), y_bytes);
+  const Tensor first_f32 = first_out.cast(DType::kFloat32);
+  const Tensor res_f32 = o.res.cast(DType::kFloat32);
+  float* w2 = want2.data<float>();
+  for (int64_t c = 0; c < 256; ++c)
+    for (int64_t p = 0; p < 400; ++p) {
+      const int64_t nchw = c * 400 + p;
+      w2[nchw] += first_f32.data<float>()[p * 256 + c] - res_f32.data<float>()[nchw];
+    }
+  EXPECT_TRUE(check_output(t, y2, want2, 0x5a));
 }
 
 }  // namespace

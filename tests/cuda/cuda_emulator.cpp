@@ -30,6 +30,7 @@ constexpr const char* kHostPrelude = R"HOST(#define YOLOC_CUDA_DEVICE_PRELUDE
 // loaded in one process (whose kernel namespaces share names) never bind to each other's helpers.
 #define YC_KERNEL extern "C" __attribute__((visibility("default")))
 #define YC_LAUNCH_BOUNDS(n)
+#define YC_CLUSTER_DIMS(x, y, z)
 #define YC_KERNEL_ENTRY() ((void)0)
 #define __align__(n) alignas(n)
 typedef unsigned short yc_u16;
@@ -56,8 +57,16 @@ struct yc_block {
   std::vector<unsigned char> smem;  // 0xff bytes: NaN in f32, f16 and bf16
   std::unique_ptr<yc_warp[]> warps;
 };
+// The blocks of one thread-block cluster, which run together.
+struct yc_cluster {
+  explicit yc_cluster(unsigned threads) : bar(threads) {}
+  std::barrier<> bar;               // every thread of every block: barrier.cluster
+  std::vector<yc_block*> blocks;    // by rank
+};
 struct yc_thread {
   yc_block* block = nullptr;
+  yc_cluster* cluster = nullptr;
+  unsigned rank = 0;  // of the block in its cluster
   std::deque<std::vector<std::function<void()>>> groups;  // committed cp.async groups
   std::vector<std::function<void()>> pending;              // issued, not yet committed
 };
@@ -75,7 +84,8 @@ inline void yc_fail(const std::string& what) {
   std::lock_guard<std::mutex> lock(yc_error_mutex);
   if (yc_error.empty()) {
     yc_error = what + " (block " + std::to_string(blockIdx.x) + "," +
-               std::to_string(blockIdx.y) + " thread " + std::to_string(threadIdx.x) + ")";
+               std::to_string(blockIdx.y) + "," + std::to_string(blockIdx.z) + " thread " +
+               std::to_string(threadIdx.x) + ")";
   }
 }
 inline bool yc_in(const void* p, size_t n, const void* base, size_t size) {
@@ -145,6 +155,21 @@ inline void yc_cp_async_wait() {
     for (auto& copy : yc_self->groups.front()) copy();
     yc_self->groups.pop_front();
   }
+}
+
+inline void yc_cluster_sync() { yc_self->cluster->bar.arrive_and_wait(); }
+// mapa + ld.shared::cluster: the same offset in the shared memory of block `rank` of the cluster.
+inline float yc_ld_cluster_f32(const float* smem, unsigned rank) {
+  const std::vector<yc_block*>& blocks = yc_self->cluster->blocks;
+  if (!yc_in_smem(smem, 4) || !yc_aligned(smem, 4) || rank >= blocks.size()) {
+    yc_fail("ld.shared::cluster: address out of shared memory, misaligned, or rank " +
+            std::to_string(rank) + " not in a cluster of " + std::to_string(blocks.size()));
+    return 0.f;
+  }
+  const size_t at = reinterpret_cast<const unsigned char*>(smem) - yc_self->block->smem.data();
+  float v;
+  std::memcpy(&v, blocks[rank]->smem.data() + at, 4);
+  return v;
 }
 
 inline yc_warp& yc_my_warp() { return yc_self->block->warps[threadIdx.x / 32]; }
@@ -225,31 +250,46 @@ struct yc_any_ptr {
 };
 using yc_trampoline = void (*)(void* const*);
 
-// Runs fn over the grid, one block after the other; returns "" or the first error.
+// Runs fn over the grid (g[3]), one cluster (cl[3] blocks, rank x fastest) after the other, the
+// blocks of a cluster together; returns "" or the first error.
 extern "C" __attribute__((visibility("default"))) const char* yc_emulate(
-    yc_trampoline fn, unsigned gx, unsigned gy, unsigned threads, unsigned smem_bytes,
+    yc_trampoline fn, const unsigned* g, const unsigned* cl, unsigned threads, unsigned smem_bytes,
     void* const* args, const void* const* range_data, const size_t* range_bytes, int ranges) {
   yc_error.clear();
   yc_globals.clear();
   for (int i = 0; i < ranges; ++i) yc_globals.push_back({range_data[i], range_bytes[i]});
-  for (unsigned by = 0; by < gy && yc_error.empty(); ++by) {
-    for (unsigned bx = 0; bx < gx && yc_error.empty(); ++bx) {
-      yc_block block(threads, smem_bytes);
-      std::vector<yc_thread> states(threads);
-      std::vector<std::thread> pool;
-      for (unsigned t = 0; t < threads; ++t) {
-        pool.emplace_back([&, t] {
-          threadIdx = {t, 0, 0};
-          blockIdx = {bx, by, 0};
-          states[t].block = &block;
-          yc_self = &states[t];
-          fn(args);
-          if (!states[t].pending.empty() || !states[t].groups.empty()) {
-            yc_fail("cp.async copies still in flight at the end of the kernel");
+  const unsigned size = cl[0] * cl[1] * cl[2];
+  for (unsigned cz = 0; cz < g[2] && yc_error.empty(); cz += cl[2]) {
+    for (unsigned cy = 0; cy < g[1] && yc_error.empty(); cy += cl[1]) {
+      for (unsigned cx = 0; cx < g[0] && yc_error.empty(); cx += cl[0]) {
+        yc_cluster cluster(size * threads);
+        std::vector<std::unique_ptr<yc_block>> blocks;
+        for (unsigned r = 0; r < size; ++r) {
+          blocks.push_back(std::make_unique<yc_block>(threads, smem_bytes));
+          cluster.blocks.push_back(blocks.back().get());
+        }
+        std::vector<yc_thread> states(size * threads);
+        std::vector<std::thread> pool;
+        for (unsigned r = 0; r < size; ++r) {
+          const yc_dim3 b = {cx + r % cl[0], cy + r / cl[0] % cl[1], cz + r / (cl[0] * cl[1])};
+          for (unsigned t = 0; t < threads; ++t) {
+            pool.emplace_back([&, r, b, t] {
+              threadIdx = {t, 0, 0};
+              blockIdx = b;
+              yc_thread& self = states[r * threads + t];
+              self.block = blocks[r].get();
+              self.cluster = &cluster;
+              self.rank = r;
+              yc_self = &self;
+              fn(args);
+              if (!self.pending.empty() || !self.groups.empty()) {
+                yc_fail("cp.async copies still in flight at the end of the kernel");
+              }
+            });
           }
-        });
+        }
+        for (std::thread& th : pool) th.join();
       }
-      for (std::thread& th : pool) th.join();
     }
   }
   return yc_error.c_str();
@@ -343,12 +383,16 @@ std::string EmulatedKernels::launch(const CudaKernel& k, Buffer x, Buffer w, con
 }
 
 std::string EmulatedKernels::launch(const CudaKernel& k, const std::vector<Buffer>& args) const {
-  using Emulate = const char* (*)(void*, unsigned, unsigned, unsigned, unsigned, void* const*,
-                                  const void* const*, const size_t*, int);
+  using Emulate = const char* (*)(void*, const unsigned*, const unsigned*, unsigned, unsigned,
+                                  void* const*, const void* const*, const size_t*, int);
   const auto emulate = reinterpret_cast<Emulate>(lib_.symbol("yc_emulate"));
-  YOLOC_CHECK(k.grid[2] == 1 && k.block[1] == 1 && k.block[2] == 1 && k.block[0] % 32 == 0,
-              "emulation of a {}x{}x{} block, grid z {}", k.block[0], k.block[1], k.block[2],
-              k.grid[2]);
+  YOLOC_CHECK(k.block[1] == 1 && k.block[2] == 1 && k.block[0] % 32 == 0,
+              "emulation of a {}x{}x{} block", k.block[0], k.block[1], k.block[2]);
+  for (int d = 0; d < 3; ++d) {
+    YOLOC_CHECK(k.cluster[d] >= 1 && k.grid[d] % k.cluster[d] == 0,
+                "grid {}x{}x{} is not a multiple of the cluster {}x{}x{}", k.grid[0], k.grid[1],
+                k.grid[2], k.cluster[0], k.cluster[1], k.cluster[2]);
+  }
   std::vector<void*> ptrs;
   std::vector<const void*> data;
   std::vector<size_t> bytes;
@@ -357,7 +401,7 @@ std::string EmulatedKernels::launch(const CudaKernel& k, const std::vector<Buffe
     data.push_back(b.data);
     bytes.push_back(b.bytes);
   }
-  return emulate(lib_.symbol("yc_call_" + k.symbol), k.grid[0], k.grid[1], k.block[0],
+  return emulate(lib_.symbol("yc_call_" + k.symbol), k.grid.data(), k.cluster.data(), k.block[0],
                  k.shared_bytes, ptrs.data(), data.data(), bytes.data(),
                  static_cast<int>(args.size()));
 }

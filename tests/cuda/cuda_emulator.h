@@ -2,7 +2,10 @@
 /// Runs generated CUDA kernels (conv, SPPF) on the CPU, so their indexing, pipeline and epilogue are
 /// tested where there is no GPU. The kernel source is compiled by the host compiler after a host
 /// version of the prelude's device part (see codegen/cuda/cuda_emit.h): every CUDA thread of a
-/// block is a std::thread; __syncthreads is a barrier of the block; ldmatrix and mma.sync are
+/// block is a std::thread; the blocks of one thread-block cluster (CudaKernel::cluster) run
+/// together, clusters one after the other; __syncthreads is a barrier of the block,
+/// barrier.cluster one of the cluster, and ld.shared::cluster reads the shared memory of the
+/// block of the given rank at the same offset; ldmatrix and mma.sync are
 /// warp-collective exchanges computed from the PTX ISA's fragment layouts; cp.async copies are
 /// queued and land only at the cp.async.wait_group that covers them, so a kernel that reads a
 /// tile before waiting for it reads the sentinel NaNs shared memory starts with. Misaligned or

@@ -159,6 +159,70 @@ TEST(CudaNvrtc, TensorCoreTemplateBuilds) {
              "cp.async.wait_group", "cvt.rn.bf16.f32", "cvt.rn.f16.f32"});
 }
 
+// Split-K (sm_90 thread-block clusters): yolov8n's small deep layers at batch 1 (their defaults
+// split) and a bf16 residual into slices, with 2, 4 and 8 splits, build for sm_90 with the
+// cluster shape in the PTX and no spills in the defaults; for sm_80 they are a compile error
+// that says why.
+TEST(CudaNvrtc, TensorCoreSplitKBuildsForSm90) {
+  const DType f16 = DType::kFloat16, bf16 = DType::kBFloat16;
+  std::vector<CudaConvTask> tasks = {
+      CudaConvTask::dense(ConvTask::make(1, 256, 20, 20, 144, 3, 1, 1, Activation::kSilu), f16,
+                          f16),
+      CudaConvTask::dense(ConvTask::make(1, 512, 20, 20, 256, 1, 1, 0, Activation::kSilu), f16,
+                          f16),
+      sliced(ConvTask::make(1, 128, 40, 40, 128, 3, 1, 1, Activation::kSilu, true), bf16, bf16,
+             {128, 0}, {384, 256}, {128, 0})};
+  Module m;
+  for (CudaConvTask& t : tasks) {
+    t.sm = 90;
+    const ScheduleConfig def = TensorCoreConvTemplate::default_config(t);
+    std::vector<ScheduleConfig> cfgs = {def};
+    for (int64_t s : {2, 4, 8}) {
+      ScheduleConfig c = def;
+      c.set("splitk", s);
+      if (!(c == def) && TensorCoreConvTemplate::valid(t, c)) cfgs.push_back(c);
+    }
+    ScheduleConfig big({{"bm", 128},
+                        {"bn", 128},
+                        {"bk", 32},
+                        {"wm", 64},
+                        {"wn", 32},
+                        {"stages", 3},
+                        {"splitk", 2}});
+    if (TensorCoreConvTemplate::valid(t, big)) cfgs.push_back(big);
+    for (const ScheduleConfig& cfg : cfgs) {
+      const std::string sym = fmt::format("tc_{}", m.symbols.size());
+      m.source += TensorCoreConvTemplate::emit(t, cfg, sym).source;
+      m.symbols.push_back(sym);
+      if (cfg == def) m.default_symbols.push_back(sym);
+    }
+  }
+  EXPECT_EQ(TensorCoreConvTemplate::default_config(tasks[0]).get("splitk"), 4);
+  EXPECT_EQ(TensorCoreConvTemplate::default_config(tasks[1]).get("splitk"), 2);
+  ASSERT_GE(m.symbols.size(), 9u);
+  NvrtcOptions opts;
+  opts.arch = "sm_90";
+  opts.extra_options = {"--ptxas-options=--verbose"};
+  const CompiledModule out = nvrtc_compile(m.source, m.symbols.front(), opts);
+  for (const char* ins :
+       {"barrier.cluster.arrive", "barrier.cluster.wait", "mapa.shared::cluster.u32",
+        "ld.shared::cluster.f32", ".reqnctapercluster 1, 1, 4", ".reqnctapercluster 1, 1, 8"}) {
+    EXPECT_NE(out.ptx.find(ins), std::string::npos) << ins;
+  }
+  for (const std::string& sym : m.default_symbols) {
+    const auto [spill, regs] = ptxas_report(out.log, sym);
+    EXPECT_GE(regs, 16) << sym << ": no ptxas report in\n" << out.log;
+    EXPECT_LE(spill, 16) << sym << " (default config) spills " << spill << " bytes";
+  }
+  opts.arch = "sm_80";
+  try {
+    nvrtc_compile(m.source, m.symbols.front(), opts);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs sm_90"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CudaNvrtc, SimtTemplateBuilds) { build_all(simt_module(), {"fma.rn.f32"}); }
 
 // FMA path: 16-byte broadcasts of the weights from shared memory, 16-byte output stores; MMA

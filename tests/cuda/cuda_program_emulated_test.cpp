@@ -84,7 +84,9 @@ std::unique_ptr<Graph> detector() {
 
 // Compiled at `precision` (fp16: tensor-core convs, fp16 activations; fp32: SIMT convs), run,
 // and compared with the reference within `tolerance` (relative to max(1, |want|)).
-void run_detector(Precision precision, float tolerance) {
+// With `splitk`, for sm_90 with every tensor-core conv that allows it split in 2 (the thread-block
+// clusters of split-K, in the program as compiled).
+void run_detector(Precision precision, float tolerance, bool splitk = false) {
   const Tensor xin = yoloc::testing::random_tensor({2, 8, 8, 8}, 7);
   const Tensor want = run_reference(*detector(), {{"x", xin}}).at(0).tensor;
 
@@ -94,10 +96,21 @@ void run_detector(Precision precision, float tolerance) {
   ctx.precision = precision;
   optimize(*g, ctx);
   CudaCompileOptions options;
-  options.arch = "sm_80";
+  options.arch = splitk ? "sm_90" : "sm_80";
+  const std::vector<CudaTask> tasks = extract_cuda_tasks(*g, splitk ? 90 : 80);
+  int split = 0;
+  for (const CudaTask& t : tasks) {
+    ScheduleConfig cfg = t.default_config;
+    cfg.set("splitk", 2);
+    if (splitk && t.template_name == "tc_conv" && t.valid(cfg)) {
+      options.configs[t.key] = cfg;
+      ++split;
+    }
+  }
+  if (splitk) EXPECT_GE(split, 4);
   const CudaBuild build = compile_cuda(*g, options);
-  const std::vector<CudaTask> tasks = extract_cuda_tasks(*g);
   ASSERT_EQ(tasks.size(), build.tasks.size());
+  EXPECT_EQ(build.tuned, split);
 
   // The kernels as compile_cuda lowered them (same configs and symbols), built for the host.
   std::vector<CudaKernel> conv_kernels;
@@ -174,6 +187,10 @@ void run_detector(Precision precision, float tolerance) {
 // fp16 activations between the kernels: a few units of 2^-11 per op.
 TEST(CudaProgramEmulated, Fp16DetectorWithNchwHeadConvsMatchesReference) {
   run_detector(Precision::kFp16, 1e-2f);
+}
+
+TEST(CudaProgramEmulated, Fp16DetectorSplitKOnSm90MatchesReference) {
+  run_detector(Precision::kFp16, 1e-2f, true);
 }
 
 TEST(CudaProgramEmulated, Fp32DetectorWithNchwHeadConvsMatchesReference) {

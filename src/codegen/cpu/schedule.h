@@ -4,6 +4,7 @@
 /// templates and targets; a template adds its own validity rule (KernelTemplate::valid).
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ struct Knob {
   std::string name;
   std::string doc;
   std::vector<int64_t> domain;
+  /// For a knob added to a template after records were written: the value (of the domain) that a
+  /// config lacking the knob means, what the template did before. Such configs stay in the space.
+  std::optional<int64_t> when_absent = std::nullopt;
 };
 
 /// The search space of one template for one task: its knobs in a fixed order.
@@ -53,17 +57,40 @@ class ScheduleConfig {
   void set(const std::string& name, int64_t v) { values_[name] = v; }
   const std::map<std::string, int64_t>& values() const { return values_; }
 
-  /// True when every knob of `space` is set to a value of its domain (and nothing else is set).
+  /// The value of knob `name` of `space`: the config's own, else the knob's when_absent (a config
+  /// recorded before the knob existed). Raises InternalError when neither is there.
+  int64_t get(const ScheduleSpace& space, const std::string& name) const {
+    if (auto it = values_.find(name); it != values_.end()) return it->second;
+    const Knob* k = space.find(name);
+    YOLOC_CHECK(k && k->when_absent, "schedule config {} has no knob '{}'", str(), name);
+    return *k->when_absent;
+  }
+
+  /// This config with every knob of `space` it lacks set to the knob's when_absent, where that is
+  /// given: the form that compares equal to, and searches like, the configs of today's space.
+  ScheduleConfig completed(const ScheduleSpace& space) const {
+    ScheduleConfig out = *this;
+    for (const Knob& k : space.knobs)
+      if (k.when_absent && !values_.contains(k.name)) out.set(k.name, *k.when_absent);
+    return out;
+  }
+
+  /// True when every knob of `space` is set to a value of its domain, or unset where the knob has
+  /// a when_absent value, and nothing else is set.
   bool in_space(const ScheduleSpace& space) const {
-    if (values_.size() != space.knobs.size()) return false;
+    size_t set = 0;
     for (const Knob& k : space.knobs) {
       auto it = values_.find(k.name);
-      if (it == values_.end()) return false;
+      if (it == values_.end()) {
+        if (!k.when_absent) return false;
+        continue;
+      }
+      ++set;
       bool found = false;
       for (int64_t v : k.domain) found = found || v == it->second;
       if (!found) return false;
     }
-    return true;
+    return set == values_.size();
   }
   /// Canonical text form "name=value,..." (sorted by name), stable for records and hashes.
   std::string str() const {

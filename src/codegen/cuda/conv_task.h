@@ -50,6 +50,10 @@ struct CudaConvTask {
   /// last convs store in, so that the tail kernel reading them walks consecutive pixels
   /// (layout_selection). Bias and activation are per channel as in NHWC.
   bool out_nchw = false;
+  /// The target's compute capability as in sm_XX (80, 86, 90, ...): a template uses features of
+  /// newer targets only where the task says so (the tensor-core template's split-K clusters need
+  /// 90). Not part of the key: records are kept per target architecture.
+  int sm = 80;
 
   /// A task on dense NHWC tensors (slices as wide as the tensors).
   static CudaConvTask dense(const ConvTask& conv, DType dtype, DType out_dtype);
@@ -88,6 +92,9 @@ struct CudaKernel {
   std::string source;
   std::array<unsigned, 3> grid{1, 1, 1};
   std::array<unsigned, 3> block{1, 1, 1};
+  /// The thread-block cluster shape (sm_90 and up), which the kernel declares itself
+  /// (YC_CLUSTER_DIMS), so that a plain launch makes the clusters; the grid is a multiple of it.
+  std::array<unsigned, 3> cluster{1, 1, 1};
   unsigned shared_bytes = 0;  ///< dynamic shared memory (above 48 KiB the kernel must opt in)
 };
 

@@ -74,7 +74,7 @@ std::string cuda_module_blob(size_t i) { return fmt::format("cuda_module_{}", i)
 CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
   const int sm = parse_cuda_arch(options.arch);
   CudaBuild out;
-  const std::vector<CudaTask> tasks = extract_cuda_tasks(g);
+  const std::vector<CudaTask> tasks = extract_cuda_tasks(g, sm);
   out.plan = plan_memory(g);
   verify_memory_plan(out.plan);
   const ArenaMap arena(g, out.plan);

@@ -86,6 +86,34 @@ YC_DEVICE void yc_mma_bf16(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+// Thread-block clusters (sm_90 and up). YC_CLUSTER_DIMS declares a kernel's cluster shape, so a
+// plain launch makes the clusters; a kernel that uses one says #error for older targets itself.
+// The helpers compile (to nothing) for those, as kernels name them in discarded branches.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define YC_CLUSTER_DIMS(x, y, z) __cluster_dims__(x, y, z)
+#else
+#define YC_CLUSTER_DIMS(x, y, z)
+#endif
+// barrier.cluster over every thread of the cluster: the shared-memory writes of each before it
+// are visible to the others' ld.shared::cluster after it.
+YC_DEVICE void yc_cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
+#endif
+}
+// The float at the place of `smem` (this block's shared memory) in the shared memory of the
+// cluster's block `rank`.
+YC_DEVICE float yc_ld_cluster_f32(const float* smem, unsigned rank) {
+  float v = 0.f;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  yc_u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n"
+               : "=r"(remote)
+               : "r"(yc_smem_address(smem)), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote));
+#endif
+  return v;
+}
 #endif  // YOLOC_CUDA_DEVICE_PRELUDE
 )";
 

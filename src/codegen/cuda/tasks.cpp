@@ -48,7 +48,8 @@ struct ConvRule {
 /// A conv group on channels-last activations, for one of the conv templates. Its output (and
 /// residual) may be NCHW instead where the template writes NCHW.
 template <class T>
-std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const ConvRule& rule) {
+std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const ConvRule& rule,
+                                  int sm) {
   const auto o = cpu::conv_operands(g, grp);
   if (!o) return std::nullopt;
   const bool out_nchw = o->y->layout.layout == Layout::kNCHW;
@@ -65,6 +66,7 @@ std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const C
   if (!t) return std::nullopt;
   t->in_nchw_f32 = image_in;
   t->out_nchw = out_nchw;
+  t->sm = sm;
   // The kernels address an NCHW input as a dense tensor.
   if (image_in && !(t->in == ChannelSlice{t->conv.c, 0})) return std::nullopt;
   if (!T::matches(*t)) return std::nullopt;
@@ -181,13 +183,14 @@ std::optional<CudaTask> detect_tail_task(const Graph& g, const FusedGroup& grp) 
   return task;
 }
 
-std::optional<CudaTask> task_of_group(const Graph& g, const FusedGroup& grp) {
+std::optional<CudaTask> task_of_group(const Graph& g, const FusedGroup& grp, int sm) {
   // Convs of at most 4 input channels (the first conv) are direct convolutions; an implicit
   // GEMM of so shallow a depth spends its time gathering.
-  if (auto t = conv_task<DirectConvTemplate>(g, grp, {"direct_conv", " direct", true, false}))
+  if (auto t = conv_task<DirectConvTemplate>(g, grp, {"direct_conv", " direct", true, false}, sm))
     return t;
-  if (auto t = conv_task<TensorCoreConvTemplate>(g, grp, {"tc_conv", "", false, true})) return t;
-  if (auto t = conv_task<SimtConvTemplate>(g, grp, {"simt_conv", "", false, true})) return t;
+  if (auto t = conv_task<TensorCoreConvTemplate>(g, grp, {"tc_conv", "", false, true}, sm))
+    return t;
+  if (auto t = conv_task<SimtConvTemplate>(g, grp, {"simt_conv", "", false, true}, sm)) return t;
   if (auto t = sppf_task(g, grp)) return t;
   if (auto t = detect_tail_task(g, grp)) return t;
   return generic_task(g, grp);
@@ -222,10 +225,10 @@ CudaOperand cuda_operand_of(const Graph& g, const Value* v) {
   return op;
 }
 
-std::vector<CudaTask> extract_cuda_tasks(const Graph& g) {
+std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm) {
   std::vector<CudaTask> tasks;
   for (const FusedGroup* grp : g.kernel_groups_in_run_order()) {
-    std::optional<CudaTask> t = task_of_group(g, *grp);
+    std::optional<CudaTask> t = task_of_group(g, *grp, sm);
     if (!t) {
       std::string ops;
       for (const Node* n : cpu::group_io(g, *grp).nodes) ops += (ops.empty() ? "" : ", ") + n->op;

@@ -71,7 +71,9 @@ struct CudaTask {
 CudaOperand cuda_operand_of(const Graph& g, const Value* v);
 
 /// The tasks of every kernel group of `g` (optimize()d for target "cuda", static shapes) in the
-/// order they run. Raises a UserError naming the group and its ops when no template takes it.
-std::vector<CudaTask> extract_cuda_tasks(const Graph& g);
+/// order they run, for a target of compute capability `sm` (as in sm_XX: the features the
+/// templates may use; the default, 80, is every target's). Raises a UserError naming the group
+/// and its ops when no template takes it.
+std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm = 80);
 
 }  // namespace yoloc::codegen::cuda

@@ -15,19 +15,26 @@ constexpr int64_t kMaxWarps = 8;
 constexpr int64_t kMaxAccumulators = 128;  // fp32 registers per thread for the warp tile
 constexpr int64_t kPad = 8;                // halves of padding per shared-memory row
 constexpr int64_t kTargetBlocks = 128;     // about one wave on an A100 / H100
+// Split-K by default (sm_90): while the blocks stay within two per multiprocessor of an H100 /
+// H200 (132), which the small tiles of small layers allow, and each split keeps this many steps.
+constexpr int64_t kSplitTargetBlocks = 2 * 132;
+constexpr int64_t kMinSplitSteps = 8;
+constexpr int kClusterSm = 90;  // thread-block clusters
 
 int64_t gemm_depth8(const CudaConvTask& t) {
   return cpu::ceil_div(t.conv.kh * t.conv.kw * t.conv.c, 8) * 8;
 }
 
-int64_t shared_bytes(int64_t bm, int64_t bn, int64_t bk, int64_t stages) {
-  return stages * (bm + bn) * (bk + kPad) * 2;
+// The pipeline's ring; with split-K at least the fp32 tile of partial sums that reuses it.
+int64_t shared_bytes(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int64_t splitk) {
+  const int64_t ring = stages * (bm + bn) * (bk + kPad) * 2;
+  return splitk > 1 ? std::max(ring, bm * bn * 4) : ring;
 }
 
 // The kernel after the common declarations of conv_common_source (in the same namespace). See the
 // header for the scheme; the comments here say why.
 constexpr const char* kKernel = R"(enum : int {
-  BM = @BM@, BN = @BN@, BK = @BK@, WM = @WM@, WN = @WN@, STAGES = @STAGES@,
+  BM = @BM@, BN = @BN@, BK = @BK@, WM = @WM@, WN = @WN@, STAGES = @STAGES@, SPLITK = @SPLITK@,
   WARPS_N = BN / WN, THREADS = (BM / WM) * WARPS_N * 32,
   MI = WM / 16, NI = WN / 8,
   // 16 bytes of padding per row: the 8 rows an ldmatrix reads then fall on distinct banks.
@@ -109,9 +116,47 @@ YC_DEVICE void load_b(yc_u16* sb, const yc_u16* __restrict__ w, int n0, int kt, 
     yc_cp_async16(sb + row * LDS + kc * 8, src, ok ? 16 : 0);
   }
 }
-}  // namespace @SYM@_ns
 
-YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
+// Split-K: the SPLITK blocks of a cluster (grid z, cluster dims (1, 1, SPLITK), so rank = z)
+// each run a share of the depth steps, then sum their partial accumulators through distributed
+// shared memory: no extra launch, no global workspace. Block z completes fragments (mi, ni) with
+// (mi * NI + ni) % SPLITK == z, so the blocks share the reads and the epilogue.
+YC_DEVICE bool splitk_owns(int mi, int ni) {
+  return SPLITK == 1 || (mi * NI + ni) % SPLITK == static_cast<int>(blockIdx.z);
+}
+YC_DEVICE void splitk_reduce(float (&acc)[MI][NI][4], float* red, int tid) {
+  // Every warp is done with the pipeline's tiles, which the partials overwrite: value e of
+  // fragment f of all threads in turn, so that a warp's accesses are consecutive words.
+  YC_SYNC();
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) red[((mi * NI + ni) * 4 + e) * THREADS + tid] = acc[mi][ni][e];
+  yc_cluster_sync();
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni) {
+      if (!splitk_owns(mi, ni)) continue;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float s = 0.f;
+#pragma unroll
+        for (int r = 0; r < SPLITK; ++r) {
+          s += yc_ld_cluster_f32(red + ((mi * NI + ni) * 4 + e) * THREADS + tid, r);
+        }
+        acc[mi][ni][e] = s;
+      }
+    }
+  }
+  // A block's shared memory lives while it runs: none exits before its peers have read it.
+  yc_cluster_sync();
+}
+}  // namespace @SYM@_ns
+@SPLITK_ARCH_CHECK@
+YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
     @SYM@(const void* x_, const void* w_, const float* __restrict__ bias, const void* res_,
           void* y_) {
   YC_KERNEL_ENTRY();
@@ -126,6 +171,9 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
   const int m0 = static_cast<int>(blockIdx.x) * BM, n0 = static_cast<int>(blockIdx.y) * BN;
+  // This block's depth steps [kt0, kt1): its split's share (all of them without split-K).
+  const int split = SPLITK > 1 ? static_cast<int>(blockIdx.z) : 0;
+  const int kt0 = KT * split / SPLITK, kt1 = KT * (split + 1) / SPLITK;
 
   // The pixel of each A row this thread copies is the same at every depth step.
   yc_i64 base[A_ITERS];
@@ -152,23 +200,24 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
 
-  // Steps 0 .. STAGES-2 in flight before the first use; one commit group per step, empty past
-  // the last, so that wait<STAGES - 2> below always means "step kt has landed".
+  // Steps kt0 .. kt0+STAGES-2 in flight before the first use; one commit group per step, empty
+  // past the last, so that wait<STAGES - 2> below always means "step kt has landed".
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < KT) {
-      load_a(sa + s * A_STAGE, x, base, ih0, iw0, s, tid);
-      load_b(sb + s * B_STAGE, w, n0, s, tid);
+    const int st = kt0 + s;
+    if (st < kt1) {
+      load_a(sa + (st % STAGES) * A_STAGE, x, base, ih0, iw0, st, tid);
+      load_b(sb + (st % STAGES) * B_STAGE, w, n0, st, tid);
     }
     yc_cp_async_commit();
   }
-  for (int kt = 0; kt < KT; ++kt) {
+  for (int kt = kt0; kt < kt1; ++kt) {
     yc_cp_async_wait<STAGES - 2>();
     // Step kt is visible to all threads, and all are done with step kt - 1, whose buffer the
     // copy issued next overwrites.
     YC_SYNC();
     const int next = kt + STAGES - 1;
-    if (next < KT) {
+    if (next < kt1) {
       load_a(sa + (next % STAGES) * A_STAGE, x, base, ih0, iw0, next, tid);
       load_b(sb + (next % STAGES) * B_STAGE, w, n0, next, tid);
     }
@@ -204,12 +253,14 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
     }
   }
   yc_cp_async_wait<0>();
+  if constexpr (SPLITK > 1) splitk_reduce(acc, reinterpret_cast<float*>(yc_smem), tid);
 
   // Accumulator e of tile (mi, ni) is row lane / 4 (+8 for e >= 2), column 2 * (lane % 4) + e % 2.
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
     for (int ni = 0; ni < NI; ++ni) {
+      if (!splitk_owns(mi, ni)) continue;
       const int m = m0 + warp_m * WM + mi * 16 + (lane >> 2);
       const int n = n0 + warp_n * WN + ni * 8 + (lane & 3) * 2;
       epilogue2(y, res, bias, m, n, acc[mi][ni][0], acc[mi][ni][1]);
@@ -243,6 +294,9 @@ ScheduleSpace TensorCoreConvTemplate::space(const CudaConvTask&) {
   s.knobs.push_back({"wm", "output pixels per warp tile", {16, 32, 64}});
   s.knobs.push_back({"wn", "output channels per warp tile", {16, 32, 64}});
   s.knobs.push_back({"stages", "shared-memory pipeline depth", {2, 3, 4}});
+  // Records written before split-K lack it: they meant one block per tile.
+  s.knobs.push_back(
+      {"splitk", "blocks of a cluster sharing a tile's depth steps (sm_90)", {1, 2, 4, 8}, 1});
   return s;
 }
 
@@ -250,10 +304,13 @@ bool TensorCoreConvTemplate::valid(const CudaConvTask& t, const ScheduleConfig& 
   if (!matches(t) || !cfg.in_space(space(t))) return false;
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
+  const int64_t splitk = cfg.get(space(t), "splitk");
   if (bm % wm != 0 || bn % wn != 0) return false;
+  // Split-K needs clusters, and a depth step for every split.
+  if (splitk > 1 && (t.sm < kClusterSm || cpu::ceil_div(gemm_depth8(t), bk) < splitk)) return false;
   const int64_t warps = (bm / wm) * (bn / wn);
   return warps <= kMaxWarps && wm * wn / 32 <= kMaxAccumulators &&
-         shared_bytes(bm, bn, bk, stages) <= kMaxSharedBytes;
+         shared_bytes(bm, bn, bk, stages, splitk) <= kMaxSharedBytes;
 }
 
 ScheduleConfig TensorCoreConvTemplate::default_config(const CudaConvTask& t) {
@@ -277,9 +334,24 @@ ScheduleConfig TensorCoreConvTemplate::default_config(const CudaConvTask& t) {
   while ((bm / wm) * (bn / wn) < 4 && wm > 16) wm /= 2;
   const int64_t depth = gemm_depth8(t);
   const int64_t bk = depth <= 16 ? 16 : 32;
-  const int64_t stages = cpu::ceil_div(depth, bk) >= 3 ? 3 : 2;
-  ScheduleConfig cfg(
-      {{"bm", bm}, {"bn", bn}, {"bk", bk}, {"wm", wm}, {"wn", wn}, {"stages", stages}});
+  const int64_t steps = cpu::ceil_div(depth, bk);
+  const int64_t stages = steps >= 3 ? 3 : 2;
+  // Split-K where the tiles are few and deep (the 20x20 and 40x40 layers of a batch-1 network:
+  // tens of blocks, each running tens of dependent steps).
+  int64_t splitk = 1;
+  if (t.sm >= kClusterSm) {
+    while (splitk < 8 && blocks() * splitk * 2 <= kSplitTargetBlocks &&
+           steps / (splitk * 2) >= kMinSplitSteps) {
+      splitk *= 2;
+    }
+  }
+  ScheduleConfig cfg({{"bm", bm},
+                      {"bn", bn},
+                      {"bk", bk},
+                      {"wm", wm},
+                      {"wn", wn},
+                      {"stages", stages},
+                      {"splitk", splitk}});
   YOLOC_CHECK(valid(t, cfg), "default tensor-core conv config {} invalid for {}", cfg.str(),
               t.key());
   return cfg;
@@ -291,6 +363,7 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
   YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
+  const int64_t splitk = cfg.get(space(t), "splitk");
   std::string body = kKernel;
   const std::pair<const char*, std::string> subs[] = {
       {"@SYM@", symbol},
@@ -300,6 +373,13 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
       {"@WM@", std::to_string(wm)},
       {"@WN@", std::to_string(wn)},
       {"@STAGES@", std::to_string(stages)},
+      {"@SPLITK@", std::to_string(splitk)},
+      {"@SPLITK_ARCH_CHECK@", splitk > 1
+                                  ? "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n"
+                                    "#error \"split-K (thread-block clusters) needs sm_90\"\n"
+                                    "#endif\n"
+                                  : ""},
+      {"@CLUSTER_DIMS@", splitk > 1 ? fmt::format("YC_CLUSTER_DIMS(1, 1, {})", splitk) : ""},
       {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},
       {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
       {"@CVT@", t.dtype == DType::kBFloat16 ? "yc_float_to_bf16" : "yc_float_to_half"}};
@@ -310,9 +390,10 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
              "_ns {\n" + conv_common_source(t) + body;
   const int64_t m = t.conv.n * t.conv.oh * t.conv.ow;
   k.grid = {static_cast<unsigned>(cpu::ceil_div(m, bm)),
-            static_cast<unsigned>(cpu::ceil_div(t.conv.k, bn)), 1};
+            static_cast<unsigned>(cpu::ceil_div(t.conv.k, bn)), static_cast<unsigned>(splitk)};
   k.block = {static_cast<unsigned>((bm / wm) * (bn / wn) * 32), 1, 1};
-  k.shared_bytes = static_cast<unsigned>(shared_bytes(bm, bn, bk, stages));
+  k.cluster = {1, 1, static_cast<unsigned>(splitk)};
+  k.shared_bytes = static_cast<unsigned>(shared_bytes(bm, bn, bk, stages, splitk));
   return k;
 }
 

@@ -13,6 +13,15 @@
 /// pieces: their tiles are gathered element by element over the same (kh, kw, c) order, so the
 /// depth stays KG = KH*KW*C (27 for a 3x3 RGB conv, one 32-deep step) instead of padding C.
 ///
+/// Split-K (sm_90): with SPLITK > 1 a tile is computed by a thread-block cluster of SPLITK blocks
+/// (grid z, cluster dims (1, 1, SPLITK) declared by the kernel, so a plain launch makes them);
+/// block z runs depth steps [KT*z/SPLITK, KT*(z+1)/SPLITK) of the KT, then the blocks sum their
+/// partial accumulators through distributed shared memory (each writes its own into its shared
+/// memory; after a cluster barrier, block z reads a share of the fragments from all the blocks
+/// and applies the epilogue to them). For the small layers of batch 1, whose few tiles each run
+/// tens of dependent steps, it spreads a tile's depth over more multiprocessors, with no extra
+/// launch and no global workspace.
+///
 /// Weights: what pack_weights makes, [K][KG8] in the activation dtype, KG8 = KG rounded up to 8
 /// (zeros past KG): row n holds output channel n's kernel in (kh, kw, c) order.
 #include "codegen/cpu/schedule.h"
@@ -27,13 +36,16 @@ class TensorCoreConvTemplate {
   /// their tensors, and fewer than 2^31 output pixels.
   static bool matches(const CudaConvTask& t);
   /// Knobs: "bm", "bn" (block tile of pixels x channels), "bk" (depth per pipeline step), "wm",
-  /// "wn" (warp tile), "stages" (depth of the shared-memory ring).
+  /// "wn" (warp tile), "stages" (depth of the shared-memory ring), "splitk" (blocks of a cluster
+  /// per tile, 1 2 4 8; 1 where a config lacks it: records written before it).
   static ScheduleSpace space(const CudaConvTask& t);
   /// True when cfg is a point of space(t) with wm | bm, wn | bn, at most 8 warps, at most 128
-  /// accumulators per thread and its shared memory within kMaxSharedBytes.
+  /// accumulators per thread and its shared memory (with split-K at least BM*BN floats) within
+  /// kMaxSharedBytes; split-K only for t.sm >= 90 and at least one depth step per split.
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
   /// A heuristic config, valid for every matching task: a block tile fitted to K, shrunk until the
-  /// grid has about a hundred blocks.
+  /// grid has about a hundred blocks; then on sm_90 split-K doubled while the grid stays within
+  /// 264 blocks (two per multiprocessor of an H100 / H200) and each split keeps 8 depth steps.
   static ScheduleConfig default_config(const CudaConvTask& t);
   /// The kernel; `symbol` names it (a C identifier). Raises InternalError for an invalid config.
   static CudaKernel emit(const CudaConvTask& t, const ScheduleConfig& cfg,

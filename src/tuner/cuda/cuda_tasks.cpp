@@ -3,10 +3,10 @@
 
 namespace yoloc::tuner {
 
-std::vector<TuneTask> cuda_tuning_tasks(const Graph& g) {
+std::vector<TuneTask> cuda_tuning_tasks(const Graph& g, int sm) {
   using codegen::cuda::CudaArg;
   std::vector<TuneTask> out;
-  for (codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(g)) {
+  for (codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(g, sm)) {
     TuneTask tt;
     tt.task = task_info(t);
     CudaTuneTask ct;

@@ -27,8 +27,9 @@
 namespace yoloc::tuner {
 
 /// The workloads of `g` (optimize()d for target "cuda", static shapes) in the order of their
-/// first group. Raises a UserError for a group no CUDA template takes.
-std::vector<TuneTask> cuda_tuning_tasks(const Graph& g);
+/// first group, for a target of compute capability `sm` (as extract_cuda_tasks). Raises a
+/// UserError for a group no CUDA template takes.
+std::vector<TuneTask> cuda_tuning_tasks(const Graph& g, int sm = 80);
 
 /// The CUDA target of devices `devices` (the first one's id) for kernels built for `arch`
 /// ("sm_90"; empty: the first device's own): kind "cuda", the arch, the device's name. The
