@@ -4,6 +4,7 @@
 /// templates and targets; a template adds its own validity rule (KernelTemplate::valid).
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,13 @@ struct Knob {
   std::string name;
   std::string doc;
   std::vector<int64_t> domain;
+  /// The value a config that lacks this knob means: set for a knob added to a template after
+  /// configs were stored (tuning records), to the value that gives the kernel those configs
+  /// had; nullopt: a config must set it.
+  std::optional<int64_t> absent = std::nullopt;
 };
+
+class ScheduleConfig;
 
 /// The search space of one template for one task: its knobs in a fixed order.
 struct ScheduleSpace {
@@ -30,6 +37,10 @@ struct ScheduleSpace {
     }
     return nullptr;
   }
+  /// `cfg` with every knob it lacks that has a value when absent (Knob::absent) set to that
+  /// value: how a stored config, perhaps older than some knobs, is read before it is checked
+  /// against the space (ScheduleConfig::in_space, a template's valid) and used.
+  ScheduleConfig complete(ScheduleConfig cfg) const;
   /// Number of points (product of domain sizes); invalid points are included.
   int64_t size() const {
     int64_t n = 1;
@@ -87,6 +98,13 @@ class ScheduleConfig {
  private:
   std::map<std::string, int64_t> values_;
 };
+
+inline ScheduleConfig ScheduleSpace::complete(ScheduleConfig cfg) const {
+  for (const Knob& k : knobs) {
+    if (k.absent && !cfg.values().contains(k.name)) cfg.set(k.name, *k.absent);
+  }
+  return cfg;
+}
 
 /// Fills a target's task (CpuTask, CudaTask: fields space, default_config, valid) from the
 /// template class T for its workload t: what every task extraction does for every template.
