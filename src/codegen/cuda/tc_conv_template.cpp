@@ -24,10 +24,23 @@ int64_t shared_bytes(int64_t bm, int64_t bn, int64_t bk, int64_t stages) {
   return stages * (bm + bn) * (bk + kPad) * 2;
 }
 
+// The fp32 output tile the staged epilogue (epi=1) writes over the pipeline ring: rows of BN + 8
+// floats, so that the float pairs of a fragment store fall on distinct banks (8 rows of a tile are
+// 8 banks apart).
+int64_t staged_bytes(int64_t bm, int64_t bn) { return bm * (bn + 8) * 4; }
+
+// Whether epi=1 stages the output for the task: NHWC outputs only (an NCHW output keeps the
+// fragment stores, which write runs of 8 pixels of a channel plane already).
+bool staged_output(const CudaConvTask& t, const ScheduleConfig& cfg) {
+  return cfg.get("epi") == 1 && !t.out_nchw;
+}
+
 // The kernel after the common declarations of conv_common_source (in the same namespace). See the
 // header for the scheme; the comments here say why.
 constexpr const char* kKernel = R"(enum : int {
   BM = @BM@, BN = @BN@, BK = @BK@, WM = @WM@, WN = @WN@, STAGES = @STAGES@,
+  L1 = @L1@,    // A tiles copied through L1 (cp.async.ca): the taps of a kxk window re-read pixels
+  EPI = @EPI@,  // the output tile staged in shared memory, stored in 16-byte pieces
   WARPS_N = BN / WN, THREADS = (BM / WM) * WARPS_N * 32,
   MI = WM / 16, NI = WN / 8,
   // 16 bytes of padding per row: the 8 rows an ldmatrix reads then fall on distinct banks.
@@ -65,7 +78,7 @@ YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const yc_i64 (&b
       const bool ok = kk < KG && static_cast<unsigned>(ih) < static_cast<unsigned>(H) &&
                       static_cast<unsigned>(iw) < static_cast<unsigned>(W);
       const yc_u16* src = ok ? x + base[j] + (static_cast<yc_i64>(ih) * W + iw) * IS + c : x;
-      yc_cp_async16(dst, src, ok ? 16 : 0);
+      yc_cp_async16<L1>(dst, src, ok ? 16 : 0);
     } else {
       yc_u32 packed[4];
 #pragma unroll
@@ -206,14 +219,45 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
   yc_cp_async_wait<0>();
 
   // Accumulator e of tile (mi, ni) is row lane / 4 (+8 for e >= 2), column 2 * (lane % 4) + e % 2.
+  if constexpr (EPI) {
+    // Those pairs make 4-byte stores, 8 pixels apart: few bytes per transaction when the output
+    // has few channels. Instead the tile goes through shared memory (over the pipeline ring, once
+    // every warp is past its last ldmatrix), and each thread finishes 8 channels of one pixel: a
+    // warp then reads the residual and writes the output in 16-byte pieces along the rows.
+    enum : int { LDO = BN + 8 };
+    YC_SYNC();
+    float* so = reinterpret_cast<float*>(yc_smem);
 #pragma unroll
-  for (int mi = 0; mi < MI; ++mi) {
+    for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
-    for (int ni = 0; ni < NI; ++ni) {
-      const int m = m0 + warp_m * WM + mi * 16 + (lane >> 2);
-      const int n = n0 + warp_n * WN + ni * 8 + (lane & 3) * 2;
-      epilogue2(y, res, bias, m, n, acc[mi][ni][0], acc[mi][ni][1]);
-      epilogue2(y, res, bias, m + 8, n, acc[mi][ni][2], acc[mi][ni][3]);
+      for (int ni = 0; ni < NI; ++ni) {
+        float* at = so + (warp_m * WM + mi * 16 + (lane >> 2)) * LDO + warp_n * WN + ni * 8 +
+                    (lane & 3) * 2;
+        *reinterpret_cast<yc_vec<float, 2>*>(at) = {{acc[mi][ni][0], acc[mi][ni][1]}};
+        *reinterpret_cast<yc_vec<float, 2>*>(at + 8 * LDO) = {{acc[mi][ni][2], acc[mi][ni][3]}};
+      }
+    }
+    YC_SYNC();
+#pragma unroll
+    for (int j = 0; j < (BM * BN / 8 + THREADS - 1) / THREADS; ++j) {
+      const int chunk = tid + j * THREADS;
+      if ((BM * BN / 8) % THREADS != 0 && chunk >= BM * BN / 8) break;
+      const int row = chunk / (BN / 8), col = chunk % (BN / 8) * 8;
+      const auto* from = reinterpret_cast<const yc_vec<float, 4>*>(so + row * LDO + col);
+      const yc_vec<float, 4> lo = from[0], hi = from[1];
+      const float v[8] = {lo.e[0], lo.e[1], lo.e[2], lo.e[3], hi.e[0], hi.e[1], hi.e[2], hi.e[3]};
+      epilogue_vec<8>(y, res, bias, m0 + row, n0 + col, v);
+    }
+  } else {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni) {
+        const int m = m0 + warp_m * WM + mi * 16 + (lane >> 2);
+        const int n = n0 + warp_n * WN + ni * 8 + (lane & 3) * 2;
+        epilogue2(y, res, bias, m, n, acc[mi][ni][0], acc[mi][ni][1]);
+        epilogue2(y, res, bias, m + 8, n, acc[mi][ni][2], acc[mi][ni][3]);
+      }
     }
   }
 }
@@ -243,6 +287,10 @@ ScheduleSpace TensorCoreConvTemplate::space(const CudaConvTask&) {
   s.knobs.push_back({"wm", "output pixels per warp tile", {16, 32, 64}});
   s.knobs.push_back({"wn", "output channels per warp tile", {16, 32, 64}});
   s.knobs.push_back({"stages", "shared-memory pipeline depth", {2, 3, 4}});
+  // Added after records were tuned without them: absent means the kernel those records timed.
+  s.knobs.push_back({"l1", "input tiles copied through L1 (cp.async.ca), else L2 only", {0, 1}, 0});
+  s.knobs.push_back(
+      {"epi", "output tile staged in shared memory for 16-byte stores (NHWC)", {0, 1}, 0});
   return s;
 }
 
@@ -252,6 +300,17 @@ bool TensorCoreConvTemplate::valid(const CudaConvTask& t, const ScheduleConfig& 
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
   if (bm % wm != 0 || bn % wn != 0) return false;
   const int64_t warps = (bm / wm) * (bn / wn);
+  if (staged_output(t, cfg)) {
+    // The staged tile must fit in the ring, and the output and residual slices must keep 16-byte
+    // pieces aligned (the K tail's last channels fall back to pairs inside epilogue_vec).
+    const auto vec = static_cast<int64_t>(16 / dtype_size(t.out_dtype));
+    const auto aligned = [&](const ChannelSlice& s) {
+      return s.stride % vec == 0 && s.offset % vec == 0;
+    };
+    if (staged_bytes(bm, bn) > shared_bytes(bm, bn, bk, stages) || !aligned(t.out) ||
+        (t.conv.residual && !aligned(t.res)))
+      return false;
+  }
   return warps <= kMaxWarps && wm * wn / 32 <= kMaxAccumulators &&
          shared_bytes(bm, bn, bk, stages) <= kMaxSharedBytes;
 }
@@ -278,8 +337,15 @@ ScheduleConfig TensorCoreConvTemplate::default_config(const CudaConvTask& t) {
   const int64_t depth = gemm_depth8(t);
   const int64_t bk = depth <= 16 ? 16 : 32;
   const int64_t stages = cpu::ceil_div(depth, bk) >= 3 ? 3 : 2;
-  ScheduleConfig cfg(
-      {{"bm", bm}, {"bn", bn}, {"bk", bk}, {"wm", wm}, {"wn", wn}, {"stages", stages}});
+  // l1 and epi off until measured on GPUs.
+  ScheduleConfig cfg({{"bm", bm},
+                      {"bn", bn},
+                      {"bk", bk},
+                      {"wm", wm},
+                      {"wn", wn},
+                      {"stages", stages},
+                      {"l1", 0},
+                      {"epi", 0}});
   YOLOC_CHECK(valid(t, cfg), "default tensor-core conv config {} invalid for {}", cfg.str(),
               t.key());
   return cfg;
@@ -300,6 +366,8 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
       {"@WM@", std::to_string(wm)},
       {"@WN@", std::to_string(wn)},
       {"@STAGES@", std::to_string(stages)},
+      {"@L1@", std::to_string(cfg.get("l1"))},
+      {"@EPI@", staged_output(t, cfg) ? "1" : "0"},
       {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},
       {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
       {"@CVT@", t.dtype == DType::kBFloat16 ? "yc_float_to_bf16" : "yc_float_to_half"}};

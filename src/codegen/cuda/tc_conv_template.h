@@ -27,10 +27,16 @@ class TensorCoreConvTemplate {
   /// their tensors, and fewer than 2^31 output pixels.
   static bool matches(const CudaConvTask& t);
   /// Knobs: "bm", "bn" (block tile of pixels x channels), "bk" (depth per pipeline step), "wm",
-  /// "wn" (warp tile), "stages" (depth of the shared-memory ring).
+  /// "wn" (warp tile), "stages" (depth of the shared-memory ring), "l1" (1: the 16-byte input
+  /// copies allocate in L1, cp.async.ca, else L2 only) and "epi" (1: the block's fp32 output tile
+  /// is staged in shared memory over the ring and each thread finishes 8 channels of a pixel
+  /// with epilogue_vec, 16-byte residual loads and output stores; an NCHW output keeps the
+  /// fragment stores). "l1" and "epi" came later: a config without them means 0 (Knob::absent).
   static ScheduleSpace space(const CudaConvTask& t);
   /// True when cfg is a point of space(t) with wm | bm, wn | bn, at most 8 warps, at most 128
-  /// accumulators per thread and its shared memory within kMaxSharedBytes.
+  /// accumulators per thread and its shared memory within kMaxSharedBytes; with epi=1 and an
+  /// NHWC output, also when the staged tile fits the ring and the output (and residual) slice
+  /// strides and offsets are multiples of 16 bytes.
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
   /// A heuristic config, valid for every matching task: a block tile fitted to K, shrunk until the
   /// grid has about a hundred blocks.
