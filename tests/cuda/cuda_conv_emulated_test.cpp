@@ -174,6 +174,17 @@ TEST(CudaConvEmulated, TensorCoreStagedEpilogueValidity) {
   plain.residual = false;
   EXPECT_TRUE(
       TensorCoreConvTemplate::valid(sliced(plain, f16, f16, {16, 0}, {48, 8}, {36, 3}), staged));
+  // l1=1 needs the 16-byte input copies: NHWC input, 8-aligned channels, stride and offset.
+  const ScheduleConfig l1 = with_l1_epi(cfg(64, 32, 32, 2, 0), 1, 0);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(sliced(conv, f16, f16, {24, 8}, {32, 0}, {32, 0}), l1));
+  EXPECT_FALSE(
+      TensorCoreConvTemplate::valid(sliced(conv, f16, f16, {20, 4}, {32, 0}, {32, 0}), l1));
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(
+      CudaConvTask::dense(ConvTask::make(1, 12, 9, 9, 32, 3, 1, 1), f16, f16), l1));
+  CudaConvTask image = CudaConvTask::dense(ConvTask::make(1, 16, 9, 9, 32, 3, 1, 1), f16, f16);
+  image.in_nchw_f32 = true;
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(image, l1));
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(image, with_l1_epi(l1, 0, 0)));
   // NCHW: valid with odd slices, and the same kernel as epi=0 (but for the config comment).
   const CudaConvTask nchw = nchw_out(sliced(conv, f16, f16, {16, 0}, {47, 3}, {45, 1}));
   ASSERT_TRUE(TensorCoreConvTemplate::valid(nchw, staged));

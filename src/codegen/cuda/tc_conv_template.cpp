@@ -300,6 +300,11 @@ bool TensorCoreConvTemplate::valid(const CudaConvTask& t, const ScheduleConfig& 
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
   if (bm % wm != 0 || bn % wn != 0) return false;
   const int64_t warps = (bm / wm) * (bn / wn);
+  // l1 changes only the 16-byte copies of the input (the kernel's VEC): elsewhere it would be the
+  // same kernel measured twice.
+  const bool vec_in =
+      !t.in_nchw_f32 && t.conv.c % 8 == 0 && t.in.stride % 8 == 0 && t.in.offset % 8 == 0;
+  if (cfg.get("l1") == 1 && !vec_in) return false;
   if (staged_output(t, cfg)) {
     // The staged tile must fit in the ring, and the output and residual slices must keep 16-byte
     // pieces aligned (the K tail's last channels fall back to pairs inside epilogue_vec).

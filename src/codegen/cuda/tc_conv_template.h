@@ -34,7 +34,9 @@ class TensorCoreConvTemplate {
   /// fragment stores). "l1" and "epi" came later: a config without them means 0 (Knob::absent).
   static ScheduleSpace space(const CudaConvTask& t);
   /// True when cfg is a point of space(t) with wm | bm, wn | bn, at most 8 warps, at most 128
-  /// accumulators per thread and its shared memory within kMaxSharedBytes; with epi=1 and an
+  /// accumulators per thread and its shared memory within kMaxSharedBytes; with l1=1, when the
+  /// input is copied in 16-byte pieces (NHWC, channels, stride and offset multiples of 8); with
+  /// epi=1 and an
   /// NHWC output, also when the staged tile fits the ring and the output (and residual) slice
   /// strides and offsets are multiples of 16 bytes.
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
