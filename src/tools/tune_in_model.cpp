@@ -104,14 +104,19 @@ InModelSummary measure_in_model(const DetectorModelOptions& model,
     list.push_back(t.task.default_config);
     const auto it = alone.find(t.key());
     if (it == alone.end()) continue;
-    std::vector<const tuner::ConfigTime*> best;
-    for (const auto& [cfg, ct] : it->second)
-      if (!(ct.config == t.task.default_config) && t.task.valid(ct.config)) best.push_back(&ct);
-    std::sort(best.begin(), best.end(), [](const auto* a, const auto* b) {
-      return a->seconds_per_image < b->seconds_per_image;
-    });
-    for (size_t i = 0; i < best.size() && static_cast<int>(i) < o.top; ++i)
-      list.push_back(best[i]->config);
+    // (seconds per image, config read in today's form: it may predate knobs, Knob::absent).
+    std::vector<std::pair<double, ScheduleConfig>> best;
+    for (const auto& [str, ct] : it->second) {
+      ScheduleConfig cfg = t.task.space.complete(ct.config);
+      if (!(cfg == t.task.default_config) && t.task.valid(cfg))
+        best.emplace_back(ct.seconds_per_image, std::move(cfg));
+    }
+    std::stable_sort(best.begin(), best.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    // The same config may be stored in both forms: once each.
+    for (size_t i = 0; i < best.size() && static_cast<int>(list.size()) <= o.top; ++i)
+      if (std::find(list.begin(), list.end(), best[i].second) == list.end())
+        list.push_back(best[i].second);
     ranks = std::max(ranks, list.size());
   }
   if (ranks < 2) return sum;

@@ -129,16 +129,16 @@ void Tuner::resume(const RecordSet& existing) {
     if (it == index.end() || !record_matches(r, query) || r.mode != "kernel") continue;
     const TuneTask& task = tasks_[it->second];
     TaskRun& run = runs_[it->second];
-    if (!r.config.in_space(task.task.space)) continue;
-    // A record written before a knob was added searches as the config it means.
-    const ScheduleConfig config = r.config.completed(task.task.space);
+    // A record may predate knobs added since (Knob::absent): read in today's form.
+    const ScheduleConfig cfg = task.task.space.complete(r.config);
+    if (!cfg.in_space(task.task.space)) continue;
     ++sum_.resumed;
-    run.search.tried.insert(config.str());
-    model_.add(task, config, r.ok() ? r.median : -1);
+    run.search.tried.insert(cfg.str());
+    model_.add(task, cfg, r.ok() ? r.median : -1);
     if (!r.ok()) continue;
-    run.search.measured.emplace_back(config, r.median);
+    run.search.measured.emplace_back(cfg, r.median);
     if (run.best_s == 0 || r.median < run.best_s) run.best_s = r.median;
-    if (config == task.task.default_config && (run.default_s == 0 || r.median < run.default_s))
+    if (cfg == task.task.default_config && (run.default_s == 0 || r.median < run.default_s))
       run.default_s = r.median;
   }
   for (size_t i = 0; i < tasks_.size(); ++i) scheduler_.seed(static_cast<int>(i), runs_[i].best_s);

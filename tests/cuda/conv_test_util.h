@@ -165,9 +165,20 @@ inline ::testing::AssertionResult check_output(const CudaConvTask& task,
   return ::testing::AssertionSuccess() << "max relative error " << worst;
 }
 
-/// The default config and others that differ from it in every knob, those valid for t.
+/// A tensor-core config with the knobs l1 and epi set.
+inline ScheduleConfig with_l1_epi(ScheduleConfig c, int64_t l1, int64_t epi) {
+  c.set("l1", l1);
+  c.set("epi", epi);
+  return c;
+}
+
+/// The default config and others that differ from it in every knob, those valid for t: the tile
+/// shapes in the form stored before the knobs l1 and epi (read as l1=0, epi=0), then the default
+/// and some of those with the L1 copies, the staged epilogue, and both.
 inline std::vector<ScheduleConfig> tc_configs(const CudaConvTask& t) {
-  std::vector<ScheduleConfig> out = {TensorCoreConvTemplate::default_config(t)};
+  const ScheduleConfig def = TensorCoreConvTemplate::default_config(t);
+  const ScheduleSpace space = TensorCoreConvTemplate::space(t);
+  std::vector<ScheduleConfig> out = {def};
   const std::vector<std::map<std::string, int64_t>> tries = {
       {{"bm", 32}, {"bn", 16}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 2}},
       {{"bm", 64}, {"bn", 32}, {"bk", 32}, {"wm", 32}, {"wn", 16}, {"stages", 3}},
@@ -177,10 +188,17 @@ inline std::vector<ScheduleConfig> tc_configs(const CudaConvTask& t) {
       {{"bm", 256}, {"bn", 128}, {"bk", 32}, {"wm", 64}, {"wn", 64}, {"stages", 3}},
       {{"bm", 64}, {"bn", 128}, {"bk", 64}, {"wm", 32}, {"wn", 64}, {"stages", 2}},
       {{"bm", 32}, {"bn", 32}, {"bk", 128}, {"wm", 16}, {"wn", 16}, {"stages", 4}}};
-  for (const auto& v : tries) {
-    const ScheduleConfig c(v);
-    if (TensorCoreConvTemplate::valid(t, c) && !(c == out[0])) out.push_back(c);
-  }
+  const auto add = [&](const ScheduleConfig& c) {
+    if (TensorCoreConvTemplate::valid(t, c) && std::find(out.begin(), out.end(), c) == out.end())
+      out.push_back(c);
+  };
+  for (const auto& v : tries) add(space.complete(ScheduleConfig(v)));
+  add(with_l1_epi(def, 1, 0));
+  add(with_l1_epi(def, 0, 1));
+  add(with_l1_epi(def, 1, 1));
+  add(with_l1_epi(space.complete(ScheduleConfig(tries[0])), 0, 1));
+  add(with_l1_epi(space.complete(ScheduleConfig(tries[1])), 1, 1));
+  add(with_l1_epi(space.complete(ScheduleConfig(tries[3])), 0, 1));
   return out;
 }
 

@@ -9,6 +9,7 @@
 
 #include "conv_test_util.h"
 #include "cuda_emulator.h"
+#include "tuner/records.h"
 
 namespace yoloc::codegen::cuda::testing {
 namespace {
@@ -140,7 +141,7 @@ std::vector<std::pair<CudaConvTask, ScheduleConfig>> splitk_cases(DType dtype) {
     t.sm = 90;
     for (const auto& shape : shapes) {
       for (int64_t s : {2, 4, 8}) {
-        ScheduleConfig cfg(shape);
+        ScheduleConfig cfg = TensorCoreConvTemplate::space(t).complete(ScheduleConfig(shape));
         cfg.set("splitk", s);
         if (TensorCoreConvTemplate::valid(t, cfg)) out.emplace_back(t, cfg);
       }
@@ -170,42 +171,30 @@ TEST(CudaConvEmulated, TensorCoreSplitKRules) {
                           f16, {12, 0}, {21, 1}, {23, 3});  // 7 steps of 16
   const std::map<std::string, int64_t> shape = {{"bm", 32}, {"bn", 32}, {"bk", 16},
                                                 {"wm", 16}, {"wn", 16}, {"stages", 3}};
-  ScheduleConfig old(shape), one(shape), four(shape), eight(shape);
+  const ScheduleSpace space = TensorCoreConvTemplate::space(t);
+  // A config stored before the knob (and l1, epi) existed is read as splitk=1 (Knob::absent).
+  const ScheduleConfig old(shape);
+  ScheduleConfig one = with_l1_epi(old, 0, 0), four = one, eight = one;
   one.set("splitk", 1);
   four.set("splitk", 4);
   eight.set("splitk", 8);
-  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, old));
-  EXPECT_FALSE(TensorCoreConvTemplate::valid(t, four));  // sm_80
-  // The knob's value when absent: only for a knob that has one, only for a knob of the space.
-  const ScheduleSpace space = TensorCoreConvTemplate::space(t);
-  EXPECT_EQ(old.get(space, "splitk"), 1);
-  EXPECT_EQ(four.get(space, "splitk"), 4);
-  EXPECT_EQ(old.completed(space), one);
-  EXPECT_EQ(four.completed(space), four);
-  ScheduleConfig no_bk = old, extra = old;
-  no_bk.set("splitk", 1);
-  no_bk = ScheduleConfig([&] {
-    auto v = no_bk.values();
-    v.erase("bk");
-    return v;
-  }());
+  EXPECT_FALSE(old.in_space(space));
+  EXPECT_EQ(space.complete(old), one);
+  EXPECT_EQ(space.complete(four), four);
+  ScheduleConfig extra = one;
   extra.set("unknown", 1);
-  EXPECT_FALSE(no_bk.in_space(space));
-  EXPECT_THROW(no_bk.get(space, "bk"), InternalError);
   EXPECT_FALSE(extra.in_space(space));
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, one));
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(t, four));  // sm_80
   t.sm = 90;
-  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, old));
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, one));
   EXPECT_TRUE(TensorCoreConvTemplate::valid(t, four));
   EXPECT_FALSE(TensorCoreConvTemplate::valid(t, eight));  // 7 steps for 8 splits
-  const CudaKernel k_old = TensorCoreConvTemplate::emit(t, old, "k");
+  // Split tiles are finished by their owners, not staged.
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(t, with_l1_epi(four, 0, 1)));
   const CudaKernel k_one = TensorCoreConvTemplate::emit(t, one, "k");
-  std::string src = k_old.source;
-  const size_t at = src.find(old.str());
-  ASSERT_NE(at, std::string::npos);
-  src.replace(at, old.str().size(), one.str());
-  EXPECT_EQ(src, k_one.source);
-  EXPECT_EQ(k_old.grid, k_one.grid);
-  EXPECT_EQ(k_old.shared_bytes, k_one.shared_bytes);
+  EXPECT_EQ(k_one.grid[2], 1u);
+  EXPECT_EQ(k_one.source.find("YC_CLUSTER_DIMS("), std::string::npos);
   const CudaKernel k4 = TensorCoreConvTemplate::emit(t, four, "k");
   EXPECT_EQ(k4.grid, (std::array<unsigned, 3>{2, 1, 4}));
   EXPECT_EQ(k4.cluster, (std::array<unsigned, 3>{1, 1, 4}));
@@ -223,6 +212,144 @@ TEST(CudaConvEmulated, TensorCoreSplitKRules) {
       CudaConvTask::dense(ConvTask::make(1, 64, 80, 80, 64, 3, 1, 1, Activation::kSilu), f16, f16);
   wide.sm = 90;
   EXPECT_EQ(TensorCoreConvTemplate::default_config(wide).get("splitk"), 1);
+}
+
+// The knobs l1 (cp.async.ca input copies) and epi (the output tile staged in shared memory, then
+// 16-byte residual loads and output stores): batch 2 with a partial last pixel tile, K = 20 (the
+// last 4 channels fall back to pairs), a residual and an output in concat slices, fp16 and bf16;
+// an fp32 output (vectors of 4 floats) of a 1x1 conv with a residual. tc_configs holds the l1
+// and epi variants that are valid; each task here must have some.
+TEST(CudaConvEmulated, TensorCoreL1AndStagedEpilogue) {
+  const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
+  std::vector<CudaConvTask> all;
+  for (DType dt : {f16, DType::kBFloat16}) {
+    all.push_back(sliced(ConvTask::make(2, 16, 5, 7, 20, 3, 1, 1, Activation::kSilu, true), dt, dt,
+                         {16, 0}, {40, 8}, {40, 16}));
+  }
+  all.push_back(sliced(ConvTask::make(1, 32, 9, 7, 24, 1, 1, 0, Activation::kRelu, true), f16, f32,
+                       {32, 0}, {28, 4}, {24, 0}));
+  for (const CudaConvTask& t : all) {
+    int64_t l1 = 0, epi = 0;
+    for (const ScheduleConfig& c : tc_configs(t)) {
+      l1 += c.get("l1");
+      epi += c.get("epi");
+    }
+    EXPECT_GE(l1, 2) << t.key();
+    EXPECT_GE(epi, 4) << t.key();
+  }
+  run(Template::kTensorCore, all);
+}
+
+// epi=1 needs the staged fp32 tile to fit the pipeline ring and 16-byte aligned output and
+// residual slices of an NHWC output; with an NCHW output it changes nothing (the fragment
+// stores), so that an NHWC twin's config still applies.
+TEST(CudaConvEmulated, TensorCoreStagedEpilogueValidity) {
+  const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
+  const ConvTask conv = ConvTask::make(1, 16, 9, 9, 32, 3, 1, 1, Activation::kSilu, true);
+  const auto cfg = [](int64_t bm, int64_t bn, int64_t bk, int64_t stages, int64_t epi) {
+    return ScheduleConfig({{"bm", bm},
+                           {"bn", bn},
+                           {"bk", bk},
+                           {"wm", 32},
+                           {"wn", 16},
+                           {"stages", stages},
+                           {"splitk", 1},
+                           {"l1", 0},
+                           {"epi", epi}});
+  };
+  const CudaConvTask dense = CudaConvTask::dense(conv, f16, f16);
+  // 64 x (32 + 8) floats = 10240 bytes over a ring of 2 x (64 + 32) x (16 + 8) halves = 9216.
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(dense, cfg(64, 32, 16, 2, 0)));
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(dense, cfg(64, 32, 16, 2, 1)));
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(dense, cfg(64, 32, 16, 3, 1)));  // 13824 bytes
+  // Slices: 16 bytes are 8 halves or 4 floats.
+  const ScheduleConfig staged = cfg(64, 32, 32, 2, 1);
+  const auto valid = [&](DType out, ChannelSlice o, ChannelSlice r) {
+    const CudaConvTask t = sliced(conv, f16, out, {16, 0}, o, r);
+    EXPECT_TRUE(TensorCoreConvTemplate::matches(t)) << t.key();
+    return TensorCoreConvTemplate::valid(t, staged);
+  };
+  EXPECT_TRUE(valid(f16, {48, 8}, {48, 16}));
+  EXPECT_FALSE(valid(f16, {48, 4}, {48, 16}));
+  EXPECT_FALSE(valid(f16, {44, 8}, {48, 16}));
+  EXPECT_FALSE(valid(f16, {48, 8}, {44, 8}));
+  EXPECT_FALSE(valid(f16, {48, 8}, {48, 12}));
+  EXPECT_TRUE(valid(f32, {44, 4}, {36, 4}));
+  EXPECT_FALSE(valid(f32, {44, 2}, {36, 4}));
+  EXPECT_FALSE(valid(f32, {44, 4}, {38, 4}));
+  // Without a residual its slice does not matter.
+  ConvTask plain = conv;
+  plain.residual = false;
+  EXPECT_TRUE(
+      TensorCoreConvTemplate::valid(sliced(plain, f16, f16, {16, 0}, {48, 8}, {36, 3}), staged));
+  // l1=1 needs the 16-byte input copies: NHWC input, 8-aligned channels, stride and offset.
+  const ScheduleConfig l1 = with_l1_epi(cfg(64, 32, 32, 2, 0), 1, 0);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(sliced(conv, f16, f16, {24, 8}, {32, 0}, {32, 0}), l1));
+  EXPECT_FALSE(
+      TensorCoreConvTemplate::valid(sliced(conv, f16, f16, {20, 4}, {32, 0}, {32, 0}), l1));
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(
+      CudaConvTask::dense(ConvTask::make(1, 12, 9, 9, 32, 3, 1, 1), f16, f16), l1));
+  CudaConvTask image = CudaConvTask::dense(ConvTask::make(1, 16, 9, 9, 32, 3, 1, 1), f16, f16);
+  image.in_nchw_f32 = true;
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(image, l1));
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(image, with_l1_epi(l1, 0, 0)));
+  // NCHW: valid with odd slices, and the same kernel as epi=0 (but for the config comment).
+  const CudaConvTask nchw = nchw_out(sliced(conv, f16, f16, {16, 0}, {47, 3}, {45, 1}));
+  ASSERT_TRUE(TensorCoreConvTemplate::valid(nchw, staged));
+  const auto body = [&](int64_t epi) {
+    const std::string src = TensorCoreConvTemplate::emit(nchw, cfg(64, 32, 32, 2, epi), "k").source;
+    return src.substr(src.find("namespace k_ns"));
+  };
+  EXPECT_EQ(body(1), body(0));
+  EXPECT_NE(body(0).find("EPI = 0,"), std::string::npos);
+}
+
+// Records tuned before the knobs splitk, l1 and epi existed (two lines of the shipped
+// records/cuda-sm_90.jsonl) lack them: read through the space (Knob::absent) they mean
+// splitk=1, l1=0, epi=0, are valid, and give the kernel of those values set explicitly.
+TEST(CudaConvEmulated, TensorCoreRecordsWithoutTheNewKnobs) {
+  const DType f16 = DType::kFloat16;
+  const Activation silu = Activation::kSilu;
+  const std::pair<const char*, CudaConvTask> cases[] = {
+      {R"({"batch":1,"clock":"wall","config":{"bk":32,"bm":64,"bn":128,"stages":3,"wm":64,"wn")"
+       R"(:32},"error":"","flops":1061683200.0,"format":1,"key":"cuda_conv2d_nhwc f16->f16 n1 )"
+       R"(c64 h80 w80 k144 3x3 s1x1 p1x1 d1x1 silu in64+0 out144+0","median":1.822355555163489)"
+       R"(2e-05,"mode":"kernel","target":{"arch":"sm_90","device":"NVIDIA H200","device_id":0,)"
+       R"("kind":"cuda"},"template":"tc_conv","threads":1,"time":"2026-11-30T08:31:02Z","times)"
+       R"(":[1.8217333488994173e-05,1.8235999676916338e-05,1.8222222725550333e-05,1.8223555551)"
+       R"(634892e-05,1.8254222141371834e-05],"tool":"0.1.0"})",
+       CudaConvTask::dense(ConvTask::make(1, 64, 80, 80, 144, 3, 1, 1, silu), f16, f16)},
+      {R"({"batch":1,"clock":"wall","config":{"bk":32,"bm":32,"bn":32,"stages":3,"wm":16,"wn":)"
+       R"(32},"error":"","flops":117964800.0,"format":1,"key":"cuda_conv2d_nhwc f16->f16 n1 c3)"
+       R"(2 h80 w80 k32 3x3 s1x1 p1x1 d1x1 silu add in32+0 out128+64 res128+32","median":9.708)"
+       R"(03707017811e-06,"mode":"kernel","target":{"arch":"sm_90","device":"NVIDIA H200","dev)"
+       R"(ice_id":0,"kind":"cuda"},"template":"tc_conv","threads":1,"time":"2026-11-30T08:31:2)"
+       R"(3Z","times":[9.707449773036012e-06,9.700110199254587e-06,9.70803707017811e-06,9.7194)"
+       R"(86630291022e-06,9.725651609788246e-06],"tool":"0.1.0"})",
+       sliced(ConvTask::make(1, 32, 80, 80, 32, 3, 1, 1, silu, true), f16, f16, {32, 0}, {128, 64},
+              {128, 32})}};
+  for (const auto& [line, t] : cases) {
+    const tuner::Record r = tuner::record_from_json(nlohmann::json::parse(line));
+    ASSERT_EQ(r.key, t.key());
+    const ScheduleSpace space = TensorCoreConvTemplate::space(t);
+    EXPECT_FALSE(r.config.in_space(space));  // as stored
+    const ScheduleConfig read = space.complete(r.config);
+    ASSERT_TRUE(TensorCoreConvTemplate::valid(t, read)) << read.str();
+    ScheduleConfig explicit_zero = with_l1_epi(r.config, 0, 0);
+    explicit_zero.set("splitk", 1);
+    EXPECT_EQ(read, explicit_zero);
+    const CudaKernel a = TensorCoreConvTemplate::emit(t, read, "k");
+    const CudaKernel b = TensorCoreConvTemplate::emit(t, explicit_zero, "k");
+    EXPECT_EQ(a.source, b.source);
+    EXPECT_EQ(a.grid, b.grid);
+    EXPECT_EQ(a.block, b.block);
+    EXPECT_EQ(a.shared_bytes, b.shared_bytes);
+    EXPECT_NE(a.source.find("L1 = 0,"), std::string::npos);
+    EXPECT_NE(a.source.find("EPI = 0,"), std::string::npos);
+    // The default stays at l1=0, epi=0 until the knobs are measured.
+    EXPECT_EQ(TensorCoreConvTemplate::default_config(t).get("l1"), 0);
+    EXPECT_EQ(TensorCoreConvTemplate::default_config(t).get("epi"), 0);
+  }
 }
 
 TEST(CudaConvEmulated, SimtFp32) { run(Template::kSimt, tasks(DType::kFloat32)); }

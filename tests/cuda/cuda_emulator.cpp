@@ -131,6 +131,8 @@ inline yc_u16 yc_float_to_bf16(float f) {
 }
 inline float yc_exp(float x) { return std::exp(x); }
 
+// The cache level (L1: .ca, else .cg) changes no result.
+template <int L1 = 0>
 inline void yc_cp_async16(void* smem, const void* gmem, int src_bytes) {
   if (!yc_in_smem(smem, 16) || !yc_aligned(smem, 16)) {
     yc_fail("cp.async: shared address out of range or not 16-byte aligned");

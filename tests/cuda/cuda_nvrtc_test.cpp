@@ -38,13 +38,19 @@ struct Module {
   std::vector<std::string> default_symbols;
 };
 
-// Every config of tc_configs for fp16, the defaults for bf16.
+// Every config of tc_configs for fp16 (l1 and epi variants among them), the defaults for bf16
+// and those with l1=1, epi=1 where valid.
 Module tensor_core_module() {
   Module m;
   for (DType d : {DType::kFloat16, DType::kBFloat16}) {
     for (const CudaConvTask& t : tasks(d, d)) {
       const ScheduleConfig def = TensorCoreConvTemplate::default_config(t);
-      const auto cfgs = d == DType::kFloat16 ? tc_configs(t) : std::vector<ScheduleConfig>{def};
+      std::vector<ScheduleConfig> cfgs = {def};
+      if (d == DType::kFloat16) {
+        cfgs = tc_configs(t);
+      } else if (TensorCoreConvTemplate::valid(t, with_l1_epi(def, 1, 1))) {
+        cfgs.push_back(with_l1_epi(def, 1, 1));
+      }
       for (const ScheduleConfig& cfg : cfgs) {
         const std::string sym = fmt::format("tc_{}", m.symbols.size());
         m.source += TensorCoreConvTemplate::emit(t, cfg, sym).source;
@@ -156,7 +162,8 @@ TEST(CudaNvrtc, TensorCoreTemplateBuilds) {
             {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
              "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.cg.shared.global",
-             "cp.async.wait_group", "cvt.rn.bf16.f32", "cvt.rn.f16.f32"});
+             "cp.async.ca.shared.global", "st.global.v4", "cp.async.wait_group", "cvt.rn.bf16.f32",
+             "cvt.rn.f16.f32"});
 }
 
 // Split-K (sm_90 thread-block clusters): yolov8n's small deep layers at batch 1 (their defaults
@@ -188,7 +195,9 @@ TEST(CudaNvrtc, TensorCoreSplitKBuildsForSm90) {
                         {"wm", 64},
                         {"wn", 32},
                         {"stages", 3},
-                        {"splitk", 2}});
+                        {"splitk", 2},
+                        {"l1", 0},
+                        {"epi", 0}});
     if (TensorCoreConvTemplate::valid(t, big)) cfgs.push_back(big);
     for (const ScheduleConfig& cfg : cfgs) {
       const std::string sym = fmt::format("tc_{}", m.symbols.size());

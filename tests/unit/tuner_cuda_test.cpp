@@ -3,6 +3,8 @@
 // measurer's clear error when it cannot get a device (no driver here; no device 999 anywhere).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tuner/records.h"
 #include "tuner/search_space.h"
 #include "tuner_test_util.h"
@@ -194,6 +196,44 @@ TEST(TunerCuda, CompileAppliesConfigsByKey) {
     found = true;
     EXPECT_TRUE(l.task.value("tuned", false));
     EXPECT_EQ(l.task.value("config", ""), other.str());
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(TunerCuda, CompileAppliesConfigsStoredBeforeKnobs) {
+  // A tc_conv config as records stored it before the knobs l1 and epi: it applies as l1=0, epi=0.
+  // The middle conv of three is a tc_conv task (the first is direct, the last joins the Sigmoid).
+  const auto g = std::make_unique<Graph>();
+  Value* x = yoloc::testing::input(*g, "x", {1, 3, 12, 12});
+  Value* c = yoloc::testing::conv(*g, yoloc::testing::conv(*g, x, 3, 16, 3, 5), 16, 32, 3, 7);
+  g->outputs = {yoloc::testing::node(*g, "Sigmoid", {yoloc::testing::conv(*g, c, 32, 16, 3, 9)})};
+  PassContext ctx;
+  ctx.target = "cuda";
+  ctx.precision = Precision::kFp16;
+  optimize(*g, ctx);
+  const std::vector<TuneTask> tasks = cuda_tuning_tasks(*g);
+  const auto t = std::find_if(tasks.begin(), tasks.end(),
+                              [](const TuneTask& t) { return t.task.template_name == "tc_conv"; });
+  ASSERT_NE(t, tasks.end());
+  const ScheduleConfig old(
+      {{"bk", 32}, {"bm", 32}, {"bn", 32}, {"stages", 3}, {"wm", 16}, {"wn", 32}});
+  ScheduleConfig now = old;
+  now.set("splitk", 1);
+  now.set("l1", 0);
+  now.set("epi", 0);
+  ASSERT_FALSE(t->task.valid(old));
+  ASSERT_TRUE(t->task.valid(now));
+  codegen::cuda::CudaCompileOptions o;
+  o.configs[t->key()] = old;
+  o.jobs = 2;
+  const codegen::cuda::CudaBuild b = codegen::cuda::compile_cuda(*g, o);
+  EXPECT_EQ(b.tuned, 1);
+  bool found = false;
+  for (const auto& l : b.program.launches) {
+    if (l.task.value("key", "") != t->key()) continue;
+    found = true;
+    EXPECT_TRUE(l.task.value("tuned", false));
+    EXPECT_EQ(l.task.value("config", ""), now.str());
   }
   EXPECT_TRUE(found);
 }

@@ -159,6 +159,32 @@ TEST(TunerRecords, BestRecordPerKeyForTheTarget) {
   EXPECT_EQ(other.at("a"), c3);
 }
 
+// A knob added to a template after records were stored has a value when absent
+// (codegen::Knob::absent): a stored config without it is read through the space as having that
+// value; one without a knob that has none stays outside the space; values a config sets are kept.
+TEST(TunerRecords, ConfigsStoredBeforeAKnobExisted) {
+  codegen::ScheduleSpace space;
+  space.knobs.push_back({"tile", "", {16, 32}});
+  space.knobs.push_back({"late", "", {0, 1}, 0});
+  TempDir dir;
+  const std::string path = dir.path("old.jsonl");
+  {
+    RecordWriter w(path);
+    w.write(record("k", ScheduleConfig({{"tile", 32}}), 1e-3));
+  }
+  const RecordSet set = load_records(path);
+  ASSERT_EQ(set.records.size(), 1u);
+  const ScheduleConfig& stored = set.records[0].config;
+  EXPECT_FALSE(stored.in_space(space));
+  const ScheduleConfig read = space.complete(stored);
+  EXPECT_TRUE(read.in_space(space));
+  EXPECT_EQ(read, ScheduleConfig({{"tile", 32}, {"late", 0}}));
+  EXPECT_EQ(space.complete(ScheduleConfig({{"tile", 16}, {"late", 1}})),
+            ScheduleConfig({{"tile", 16}, {"late", 1}}));
+  EXPECT_FALSE(space.complete(ScheduleConfig({{"late", 1}})).in_space(space));
+  EXPECT_EQ(space.complete(ScheduleConfig({{"late", 1}})), ScheduleConfig({{"late", 1}}));
+}
+
 TEST(TunerRecords, WorkloadKeyAtBatch) {
   const std::string k1 =
       "cuda_conv2d_nhwc f16->f16 n1 c64 h80 w80 k144 3x3 s1x1 p1x1 d1x1 silu in64+0 out144+0";

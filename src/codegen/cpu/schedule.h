@@ -18,10 +18,13 @@ struct Knob {
   std::string name;
   std::string doc;
   std::vector<int64_t> domain;
-  /// For a knob added to a template after records were written: the value (of the domain) that a
-  /// config lacking the knob means, what the template did before. Such configs stay in the space.
-  std::optional<int64_t> when_absent = std::nullopt;
+  /// The value a config that lacks this knob means: set for a knob added to a template after
+  /// configs were stored (tuning records), to the value that gives the kernel those configs
+  /// had; nullopt: a config must set it.
+  std::optional<int64_t> absent = std::nullopt;
 };
+
+class ScheduleConfig;
 
 /// The search space of one template for one task: its knobs in a fixed order.
 struct ScheduleSpace {
@@ -34,6 +37,10 @@ struct ScheduleSpace {
     }
     return nullptr;
   }
+  /// `cfg` with every knob it lacks that has a value when absent (Knob::absent) set to that
+  /// value: how a stored config, perhaps older than some knobs, is read before it is checked
+  /// against the space (ScheduleConfig::in_space, a template's valid) and used.
+  ScheduleConfig complete(ScheduleConfig cfg) const;
   /// Number of points (product of domain sizes); invalid points are included.
   int64_t size() const {
     int64_t n = 1;
@@ -57,40 +64,18 @@ class ScheduleConfig {
   void set(const std::string& name, int64_t v) { values_[name] = v; }
   const std::map<std::string, int64_t>& values() const { return values_; }
 
-  /// The value of knob `name` of `space`: the config's own, else the knob's when_absent (a config
-  /// recorded before the knob existed). Raises InternalError when neither is there.
-  int64_t get(const ScheduleSpace& space, const std::string& name) const {
-    if (auto it = values_.find(name); it != values_.end()) return it->second;
-    const Knob* k = space.find(name);
-    YOLOC_CHECK(k && k->when_absent, "schedule config {} has no knob '{}'", str(), name);
-    return *k->when_absent;
-  }
-
-  /// This config with every knob of `space` it lacks set to the knob's when_absent, where that is
-  /// given: the form that compares equal to, and searches like, the configs of today's space.
-  ScheduleConfig completed(const ScheduleSpace& space) const {
-    ScheduleConfig out = *this;
-    for (const Knob& k : space.knobs)
-      if (k.when_absent && !values_.contains(k.name)) out.set(k.name, *k.when_absent);
-    return out;
-  }
-
-  /// True when every knob of `space` is set to a value of its domain, or unset where the knob has
-  /// a when_absent value, and nothing else is set.
+  /// True when every knob of `space` is set to a value of its domain (and nothing else is set).
+  /// A stored config older than some knobs is read through ScheduleSpace::complete first.
   bool in_space(const ScheduleSpace& space) const {
-    size_t set = 0;
+    if (values_.size() != space.knobs.size()) return false;
     for (const Knob& k : space.knobs) {
       auto it = values_.find(k.name);
-      if (it == values_.end()) {
-        if (!k.when_absent) return false;
-        continue;
-      }
-      ++set;
+      if (it == values_.end()) return false;
       bool found = false;
       for (int64_t v : k.domain) found = found || v == it->second;
       if (!found) return false;
     }
-    return set == values_.size();
+    return true;
   }
   /// Canonical text form "name=value,..." (sorted by name), stable for records and hashes.
   std::string str() const {
@@ -114,6 +99,13 @@ class ScheduleConfig {
  private:
   std::map<std::string, int64_t> values_;
 };
+
+inline ScheduleConfig ScheduleSpace::complete(ScheduleConfig cfg) const {
+  for (const Knob& k : knobs) {
+    if (k.absent && !cfg.values().contains(k.name)) cfg.set(k.name, *k.absent);
+  }
+  return cfg;
+}
 
 /// Fills a target's task (CpuTask, CudaTask: fields space, default_config, valid) from the
 /// template class T for its workload t: what every task extraction does for every template.

@@ -55,10 +55,19 @@ YC_DEVICE yc_u32 yc_smem_address(const void* p) {
   return static_cast<yc_u32>(__cvta_generic_to_shared(p));
 }
 // 16 bytes global -> shared, asynchronous; the first src_bytes (0 or 16) are read, the rest zero.
+// Cached in L2 only (.cg), or with L1 also in L1 (.ca: for data other threads of the block read
+// again soon, as the taps of a kxk window re-read the pixels of their neighbours).
+template <int L1 = 0>
 YC_DEVICE void yc_cp_async16(void* smem, const void* gmem, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(yc_smem_address(smem)),
-               "l"(gmem), "r"(src_bytes)
-               : "memory");
+  if constexpr (L1) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(yc_smem_address(smem)),
+                 "l"(gmem), "r"(src_bytes)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(yc_smem_address(smem)),
+                 "l"(gmem), "r"(src_bytes)
+                 : "memory");
+  }
 }
 YC_DEVICE void yc_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 // Waits until at most N committed groups of this thread are still in flight.

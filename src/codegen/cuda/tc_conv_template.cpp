@@ -31,10 +31,23 @@ int64_t shared_bytes(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int64_t
   return splitk > 1 ? std::max(ring, bm * bn * 4) : ring;
 }
 
+// The fp32 output tile the staged epilogue (epi=1) writes over the pipeline ring: rows of BN + 8
+// floats, so that the float pairs of a fragment store fall on distinct banks (8 rows of a tile are
+// 8 banks apart).
+int64_t staged_bytes(int64_t bm, int64_t bn) { return bm * (bn + 8) * 4; }
+
+// Whether epi=1 stages the output for the task: NHWC outputs only (an NCHW output keeps the
+// fragment stores, which write runs of 8 pixels of a channel plane already).
+bool staged_output(const CudaConvTask& t, const ScheduleConfig& cfg) {
+  return cfg.get("epi") == 1 && !t.out_nchw;
+}
+
 // The kernel after the common declarations of conv_common_source (in the same namespace). See the
 // header for the scheme; the comments here say why.
 constexpr const char* kKernel = R"(enum : int {
   BM = @BM@, BN = @BN@, BK = @BK@, WM = @WM@, WN = @WN@, STAGES = @STAGES@, SPLITK = @SPLITK@,
+  L1 = @L1@,    // A tiles copied through L1 (cp.async.ca): the taps of a kxk window re-read pixels
+  EPI = @EPI@,  // the output tile staged in shared memory, stored in 16-byte pieces
   WARPS_N = BN / WN, THREADS = (BM / WM) * WARPS_N * 32,
   MI = WM / 16, NI = WN / 8,
   // 16 bytes of padding per row: the 8 rows an ldmatrix reads then fall on distinct banks.
@@ -72,7 +85,7 @@ YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const yc_i64 (&b
       const bool ok = kk < KG && static_cast<unsigned>(ih) < static_cast<unsigned>(H) &&
                       static_cast<unsigned>(iw) < static_cast<unsigned>(W);
       const yc_u16* src = ok ? x + base[j] + (static_cast<yc_i64>(ih) * W + iw) * IS + c : x;
-      yc_cp_async16(dst, src, ok ? 16 : 0);
+      yc_cp_async16<L1>(dst, src, ok ? 16 : 0);
     } else {
       yc_u32 packed[4];
 #pragma unroll
@@ -256,15 +269,46 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
   if constexpr (SPLITK > 1) splitk_reduce(acc, reinterpret_cast<float*>(yc_smem), tid);
 
   // Accumulator e of tile (mi, ni) is row lane / 4 (+8 for e >= 2), column 2 * (lane % 4) + e % 2.
+  if constexpr (EPI) {
+    // Those pairs make 4-byte stores, 8 pixels apart: few bytes per transaction when the output
+    // has few channels. Instead the tile goes through shared memory (over the pipeline ring, once
+    // every warp is past its last ldmatrix), and each thread finishes 8 channels of one pixel: a
+    // warp then reads the residual and writes the output in 16-byte pieces along the rows.
+    enum : int { LDO = BN + 8 };
+    YC_SYNC();
+    float* so = reinterpret_cast<float*>(yc_smem);
 #pragma unroll
-  for (int mi = 0; mi < MI; ++mi) {
+    for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
-    for (int ni = 0; ni < NI; ++ni) {
-      if (!splitk_owns(mi, ni)) continue;
-      const int m = m0 + warp_m * WM + mi * 16 + (lane >> 2);
-      const int n = n0 + warp_n * WN + ni * 8 + (lane & 3) * 2;
-      epilogue2(y, res, bias, m, n, acc[mi][ni][0], acc[mi][ni][1]);
-      epilogue2(y, res, bias, m + 8, n, acc[mi][ni][2], acc[mi][ni][3]);
+      for (int ni = 0; ni < NI; ++ni) {
+        float* at = so + (warp_m * WM + mi * 16 + (lane >> 2)) * LDO + warp_n * WN + ni * 8 +
+                    (lane & 3) * 2;
+        *reinterpret_cast<yc_vec<float, 2>*>(at) = {{acc[mi][ni][0], acc[mi][ni][1]}};
+        *reinterpret_cast<yc_vec<float, 2>*>(at + 8 * LDO) = {{acc[mi][ni][2], acc[mi][ni][3]}};
+      }
+    }
+    YC_SYNC();
+#pragma unroll
+    for (int j = 0; j < (BM * BN / 8 + THREADS - 1) / THREADS; ++j) {
+      const int chunk = tid + j * THREADS;
+      if ((BM * BN / 8) % THREADS != 0 && chunk >= BM * BN / 8) break;
+      const int row = chunk / (BN / 8), col = chunk % (BN / 8) * 8;
+      const auto* from = reinterpret_cast<const yc_vec<float, 4>*>(so + row * LDO + col);
+      const yc_vec<float, 4> lo = from[0], hi = from[1];
+      const float v[8] = {lo.e[0], lo.e[1], lo.e[2], lo.e[3], hi.e[0], hi.e[1], hi.e[2], hi.e[3]};
+      epilogue_vec<8>(y, res, bias, m0 + row, n0 + col, v);
+    }
+  } else {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni) {
+        if (!splitk_owns(mi, ni)) continue;
+        const int m = m0 + warp_m * WM + mi * 16 + (lane >> 2);
+        const int n = n0 + warp_n * WN + ni * 8 + (lane & 3) * 2;
+        epilogue2(y, res, bias, m, n, acc[mi][ni][0], acc[mi][ni][1]);
+        epilogue2(y, res, bias, m + 8, n, acc[mi][ni][2], acc[mi][ni][3]);
+      }
     }
   }
 }
@@ -297,6 +341,9 @@ ScheduleSpace TensorCoreConvTemplate::space(const CudaConvTask&) {
   // Records written before split-K lack it: they meant one block per tile.
   s.knobs.push_back(
       {"splitk", "blocks of a cluster sharing a tile's depth steps (sm_90)", {1, 2, 4, 8}, 1});
+  s.knobs.push_back({"l1", "input tiles copied through L1 (cp.async.ca), else L2 only", {0, 1}, 0});
+  s.knobs.push_back(
+      {"epi", "output tile staged in shared memory for 16-byte stores (NHWC)", {0, 1}, 0});
   return s;
 }
 
@@ -304,11 +351,29 @@ bool TensorCoreConvTemplate::valid(const CudaConvTask& t, const ScheduleConfig& 
   if (!matches(t) || !cfg.in_space(space(t))) return false;
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
-  const int64_t splitk = cfg.get(space(t), "splitk");
+  const int64_t splitk = cfg.get("splitk");
   if (bm % wm != 0 || bn % wn != 0) return false;
   // Split-K needs clusters, and a depth step for every split.
   if (splitk > 1 && (t.sm < kClusterSm || cpu::ceil_div(gemm_depth8(t), bk) < splitk)) return false;
   const int64_t warps = (bm / wm) * (bn / wn);
+  // l1 changes only the 16-byte copies of the input (the kernel's VEC): elsewhere it would be the
+  // same kernel measured twice.
+  const bool vec_in =
+      !t.in_nchw_f32 && t.conv.c % 8 == 0 && t.in.stride % 8 == 0 && t.in.offset % 8 == 0;
+  if (cfg.get("l1") == 1 && !vec_in) return false;
+  // A split tile's fragments are finished by the blocks that own them (splitk_owns), not staged.
+  if (splitk > 1 && staged_output(t, cfg)) return false;
+  if (staged_output(t, cfg)) {
+    // The staged tile must fit in the ring, and the output and residual slices must keep 16-byte
+    // pieces aligned (the K tail's last channels fall back to pairs inside epilogue_vec).
+    const auto vec = static_cast<int64_t>(16 / dtype_size(t.out_dtype));
+    const auto aligned = [&](const ChannelSlice& s) {
+      return s.stride % vec == 0 && s.offset % vec == 0;
+    };
+    if (staged_bytes(bm, bn) > shared_bytes(bm, bn, bk, stages) || !aligned(t.out) ||
+        (t.conv.residual && !aligned(t.res)))
+      return false;
+  }
   return warps <= kMaxWarps && wm * wn / 32 <= kMaxAccumulators &&
          shared_bytes(bm, bn, bk, stages, splitk) <= kMaxSharedBytes;
 }
@@ -345,13 +410,16 @@ ScheduleConfig TensorCoreConvTemplate::default_config(const CudaConvTask& t) {
       splitk *= 2;
     }
   }
+  // l1 and epi off until measured on GPUs.
   ScheduleConfig cfg({{"bm", bm},
                       {"bn", bn},
                       {"bk", bk},
                       {"wm", wm},
                       {"wn", wn},
                       {"stages", stages},
-                      {"splitk", splitk}});
+                      {"splitk", splitk},
+                      {"l1", 0},
+                      {"epi", 0}});
   YOLOC_CHECK(valid(t, cfg), "default tensor-core conv config {} invalid for {}", cfg.str(),
               t.key());
   return cfg;
@@ -363,7 +431,7 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
   YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
-  const int64_t splitk = cfg.get(space(t), "splitk");
+  const int64_t splitk = cfg.get("splitk");
   std::string body = kKernel;
   const std::pair<const char*, std::string> subs[] = {
       {"@SYM@", symbol},
@@ -380,6 +448,8 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
                                     "#endif\n"
                                   : ""},
       {"@CLUSTER_DIMS@", splitk > 1 ? fmt::format("YC_CLUSTER_DIMS(1, 1, {})", splitk) : ""},
+      {"@L1@", std::to_string(cfg.get("l1"))},
+      {"@EPI@", staged_output(t, cfg) ? "1" : "0"},
       {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},
       {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
       {"@CVT@", t.dtype == DType::kBFloat16 ? "yc_float_to_bf16" : "yc_float_to_half"}};

@@ -37,11 +37,18 @@ class TensorCoreConvTemplate {
   static bool matches(const CudaConvTask& t);
   /// Knobs: "bm", "bn" (block tile of pixels x channels), "bk" (depth per pipeline step), "wm",
   /// "wn" (warp tile), "stages" (depth of the shared-memory ring), "splitk" (blocks of a cluster
-  /// per tile, 1 2 4 8; 1 where a config lacks it: records written before it).
+  /// per tile, 1 2 4 8), "l1" (1: the 16-byte input copies allocate in L1, cp.async.ca, else L2
+  /// only) and "epi" (1: the block's fp32 output tile is staged in shared memory over the ring
+  /// and each thread finishes 8 channels of a pixel with epilogue_vec, 16-byte residual loads and
+  /// output stores; an NCHW output keeps the fragment stores). "splitk", "l1" and "epi" came
+  /// later: a stored config without them means 1, 0, 0 (Knob::absent).
   static ScheduleSpace space(const CudaConvTask& t);
   /// True when cfg is a point of space(t) with wm | bm, wn | bn, at most 8 warps, at most 128
   /// accumulators per thread and its shared memory (with split-K at least BM*BN floats) within
-  /// kMaxSharedBytes; split-K only for t.sm >= 90 and at least one depth step per split.
+  /// kMaxSharedBytes; split-K only for t.sm >= 90 and at least one depth step per split; with
+  /// l1=1, when the input is copied in 16-byte pieces (NHWC, channels, stride and offset
+  /// multiples of 8); with epi=1 and an NHWC output, also when the staged tile fits the ring and
+  /// the output (and residual) slice strides and offsets are multiples of 16 bytes.
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
   /// A heuristic config, valid for every matching task: a block tile fitted to K, shrunk until the
   /// grid has about a hundred blocks; then on sm_90 split-K doubled while the grid stays within
