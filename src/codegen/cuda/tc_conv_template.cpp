@@ -370,7 +370,7 @@ bool TensorCoreConvTemplate::valid(const CudaConvTask& t, const ScheduleConfig& 
     const auto aligned = [&](const ChannelSlice& s) {
       return s.stride % vec == 0 && s.offset % vec == 0;
     };
-    if (staged_bytes(bm, bn) > shared_bytes(bm, bn, bk, stages) || !aligned(t.out) ||
+    if (staged_bytes(bm, bn) > shared_bytes(bm, bn, bk, stages, 1) || !aligned(t.out) ||
         (t.conv.residual && !aligned(t.res)))
       return false;
   }
