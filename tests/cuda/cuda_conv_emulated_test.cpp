@@ -194,7 +194,7 @@ TEST(CudaConvEmulated, TensorCoreSplitKRules) {
   EXPECT_FALSE(TensorCoreConvTemplate::valid(t, with_l1_epi(four, 0, 1)));
   const CudaKernel k_one = TensorCoreConvTemplate::emit(t, one, "k");
   EXPECT_EQ(k_one.grid[2], 1u);
-  EXPECT_EQ(k_one.source.find("YC_CLUSTER_DIMS("), std::string::npos);
+  EXPECT_EQ(k_one.source.find("YC_CLUSTER_DIMS(1, 1,"), std::string::npos);
   const CudaKernel k4 = TensorCoreConvTemplate::emit(t, four, "k");
   EXPECT_EQ(k4.grid, (std::array<unsigned, 3>{2, 1, 4}));
   EXPECT_EQ(k4.cluster, (std::array<unsigned, 3>{1, 1, 4}));
