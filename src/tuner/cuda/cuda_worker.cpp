@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 
 #include "core/error.h"
@@ -20,12 +21,14 @@ namespace {
 using codegen::cuda::CudaArg;
 namespace rt = runtime::cuda;
 
-/// Tasks a worker keeps (the least recently used go first), with their device buffers.
-constexpr size_t kCachedTasks = 32;
+/// The activation bytes (each on the device and again page-locked on the host) of the tasks a
+/// worker keeps; the least recently used go first. A task dropped costs its inputs' generation
+/// and a reference run when it comes back (as the task scheduler comes back to every task), so
+/// the cache is sized to hold every task of a model's tuning run, not a count of tasks.
+constexpr uint64_t kCachedBytes = uint64_t{8} << 30;
 
 /// An element of a float storage dtype as a double; NaN for other dtypes (compared bytewise).
-double element(const std::string& bytes, DType t, uint64_t i) {
-  const char* p = bytes.data();
+double element(const char* p, DType t, uint64_t i) {
   switch (t) {
     case DType::kFloat32: {
       float v;
@@ -46,8 +49,7 @@ double element(const std::string& bytes, DType t, uint64_t i) {
   }
 }
 
-void set_element(std::string& bytes, DType t, uint64_t i, float v) {
-  char* p = bytes.data();
+void set_element(char* p, DType t, uint64_t i, float v) {
   if (t == DType::kFloat32) {
     std::memcpy(p + i * 4, &v, 4);
   } else if (t == DType::kFloat16) {
@@ -71,20 +73,26 @@ class CudaWorker {
   WorkerReply serve(std::string_view message);
 
  private:
-  /// What the candidates of a task share in this worker: the random inputs (host bytes), a
-  /// device buffer per activation, and the reference outputs (host bytes), by argument index.
+  /// What the candidates of a task share in this worker: the random inputs (page-locked host
+  /// bytes, copied in again for each candidate at the bus's speed), a device buffer per
+  /// activation, and the reference outputs (host bytes), by argument index.
   struct TaskState {
-    std::vector<std::string> inputs, reference;
+    std::vector<std::unique_ptr<rt::HostBuffer>> inputs;
+    std::vector<std::string> reference;
     std::vector<rt::DeviceBuffer> activations;
     bool has_reference = false;
-    uint64_t used = 0;
+    uint64_t used = 0, bytes = 0;
   };
   TaskState& task_state(const CudaRequest& q);
   MeasureResult run(const CudaRequest& q, TaskState& t);
 
+  /// Page-locked room for `bytes` of a candidate's output, read back for the check.
+  char* output_room(uint64_t bytes);
+
   MeasureOptions opt_;
   rt::Context context_;  // first: the buffers and the stream go before it
   rt::Stream stream_;
+  std::unique_ptr<rt::HostBuffer> output_;
   std::map<std::string, TaskState> tasks_;
   uint64_t tick_ = 0;
 };
@@ -105,10 +113,13 @@ CudaWorker::TaskState& CudaWorker::task_state(const CudaRequest& q) {
       const CudaRequest::Arg& a = q.args[i];
       if (a.kind != CudaArg::Kind::kActivation) continue;
       t.activations[i] = rt::DeviceBuffer(std::max<uint64_t>(arg_bytes(a), 16));
+      t.bytes += arg_bytes(a);
       if (a.output) continue;
-      t.inputs[i].assign(arg_bytes(a), '\0');  // other dtypes: zeros
+      t.inputs[i] = std::make_unique<rt::HostBuffer>(arg_bytes(a));
+      char* in = static_cast<char*>(t.inputs[i]->data());
+      std::memset(in, 0, arg_bytes(a));  // other dtypes: zeros
       if (!float_dtype(a.dtype)) continue;
-      for (uint64_t e = 0; e < a.elements; ++e) set_element(t.inputs[i], a.dtype, e, dist(rng));
+      for (uint64_t e = 0; e < a.elements; ++e) set_element(in, a.dtype, e, dist(rng));
     }
   }
   // The arguments of a workload are the same for every config.
@@ -120,13 +131,24 @@ CudaWorker::TaskState& CudaWorker::task_state(const CudaRequest& q) {
       YOLOC_CHECK(t.activations[i].bytes() == std::max<uint64_t>(arg_bytes(a), 16),
                   "tuner: argument {} of {} changed size", i, q.task);
   }
-  while (tasks_.size() > kCachedTasks) {
+  const auto cached = [&] {
+    uint64_t sum = 0;
+    for (const auto& [key, state] : tasks_) sum += state.bytes;
+    return sum;
+  };
+  while (tasks_.size() > 1 && cached() > kCachedBytes) {
     auto oldest = tasks_.begin();
     for (auto j = tasks_.begin(); j != tasks_.end(); ++j)
       if (j->second.used < oldest->second.used) oldest = j;
     tasks_.erase(oldest);  // never the one just used
   }
   return t;
+}
+
+char* CudaWorker::output_room(uint64_t bytes) {
+  if (!output_ || output_->bytes() < bytes)
+    output_ = std::make_unique<rt::HostBuffer>(std::max<uint64_t>(bytes, 16));
+  return static_cast<char*>(output_->data());
 }
 
 WorkerReply CudaWorker::serve(std::string_view message) {
@@ -171,7 +193,7 @@ MeasureResult CudaWorker::run(const CudaRequest& q, TaskState& t) {
         if (a.output) {
           b.fill_bytes(0xff);  // NaN in every float dtype: unwritten elements show
         } else if (arg_bytes(a) > 0) {
-          YOLOC_CU(cuMemcpyHtoD(b.ptr(), t.inputs[i].data(), arg_bytes(a)));
+          YOLOC_CU(cuMemcpyHtoD(b.ptr(), t.inputs[i]->data(), arg_bytes(a)));
         }
         values[i] = b.ptr();
         continue;
@@ -204,8 +226,8 @@ MeasureResult CudaWorker::run(const CudaRequest& q, TaskState& t) {
     if (a.kind != CudaArg::Kind::kActivation || !a.output) continue;
     const DType dt = a.dtype;
     const uint64_t n = a.elements, bytes = arg_bytes(a);
-    std::string got(bytes, '\0');
-    if (bytes > 0) YOLOC_CU(cuMemcpyDtoH(got.data(), t.activations[i].ptr(), bytes));
+    char* got = output_room(bytes);
+    if (bytes > 0) YOLOC_CU(cuMemcpyDtoH(got, t.activations[i].ptr(), bytes));
     if (q.action == "wrong" && n > 0) {
       const auto e = static_cast<uint64_t>(a.element_offset);
       if (float_dtype(dt)) {
@@ -216,12 +238,12 @@ MeasureResult CudaWorker::run(const CudaRequest& q, TaskState& t) {
       }
     }
     if (reference) {
-      t.reference[i] = std::move(got);
+      t.reference[i].assign(got, bytes);
       continue;
     }
-    const std::string& ref = t.reference[i];
+    const char* ref = t.reference[i].data();
     if (!float_dtype(dt)) {
-      if (got != ref)
+      if (std::memcmp(got, ref, bytes) != 0)
         r.error = fmt::format("wrong output: argument {} differs from the default config's", i);
       if (!r.error.empty()) return r;
       continue;
@@ -232,14 +254,21 @@ MeasureResult CudaWorker::run(const CudaRequest& q, TaskState& t) {
     const double atol = dt == DType::kFloat16    ? std::max(opt_.atol, 1e-2)
                         : dt == DType::kBFloat16 ? std::max(opt_.atol, 5e-2)
                                                  : opt_.atol;
-    for (uint64_t e = 0; e < n; ++e) {
-      const double x = element(got, dt, e), y = element(ref, dt, e);
-      if (x == y || (std::isnan(x) && std::isnan(y))) continue;  // also equal infinities
-      if (!(std::fabs(x - y) <= atol + rtol * std::fabs(y))) {
-        r.error = fmt::format(
-            "wrong output: argument {} element {} is {} where the default config computes {}", i, e,
-            x, y);
-        return r;
+    // Most elements come out bit for bit as the reference's: runs of equal bytes are skipped
+    // at memcmp's speed (a batch-32 output has millions of elements), the rest compared one by one.
+    const uint64_t size = dtype_size(dt), run = 4096 / size;
+    for (uint64_t from = 0; from < n; from += run) {
+      const uint64_t to = std::min(n, from + run);
+      if (std::memcmp(got + from * size, ref + from * size, (to - from) * size) == 0) continue;
+      for (uint64_t e = from; e < to; ++e) {
+        const double x = element(got, dt, e), y = element(ref, dt, e);
+        if (x == y || (std::isnan(x) && std::isnan(y))) continue;  // also equal infinities
+        if (!(std::fabs(x - y) <= atol + rtol * std::fabs(y))) {
+          r.error = fmt::format(
+              "wrong output: argument {} element {} is {} where the default config computes {}",
+              i, e, x, y);
+          return r;
+        }
       }
     }
   }
