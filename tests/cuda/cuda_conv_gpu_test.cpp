@@ -16,6 +16,7 @@
 
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "conv_test_util.h"
+#include "gpu_test_context.h"
 #include "runtime/cuda/cuda_driver.h"
 
 namespace yoloc::codegen::cuda::testing {
@@ -119,25 +120,7 @@ struct Case {
   CudaKernel kernel;
 };
 
-// The driver context of the first device, or nullptr (the tests then skip).
-rt::Context* context() {
-  static std::unique_ptr<rt::Context> ctx = []() -> std::unique_ptr<rt::Context> {
-    if (rt::device_count_or_zero() == 0) return nullptr;
-    auto c = std::make_unique<rt::Context>(0);
-    const rt::DeviceInfo& d = c->info();
-    std::printf("[device] %s, %s, %d SMs, %d KiB shared/block opt-in, %d MiB L2, NVRTC %s\n",
-                d.name.c_str(), d.arch().c_str(), d.multiprocessors,
-                d.max_shared_per_block_optin / 1024, d.l2_bytes >> 20, nvrtc_version().c_str());
-    return c;
-  }();
-  if (ctx) ctx->make_current();
-  return ctx.get();
-}
 
-#define YOLOC_REQUIRE_GPU()                                                          \
-  if (context() == nullptr) {                                                        \
-    GTEST_SKIP() << "no CUDA device (no libcuda.so.1, or no GPU): GPU test skipped"; \
-  }
 
 // Every layer's cases, built (one module per layer) for the device on all cores at first use.
 struct Built {

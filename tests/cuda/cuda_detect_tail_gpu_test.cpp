@@ -14,6 +14,7 @@
 
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "detect_tail_test_util.h"
+#include "gpu_test_context.h"
 #include "runtime/cuda/cuda_driver.h"
 
 namespace yoloc::codegen::cuda::testing {
@@ -21,15 +22,6 @@ namespace {
 
 namespace rt = runtime::cuda;
 
-// The primary context of the first device, or nullptr (the tests then skip).
-rt::Context* context() {
-  static std::unique_ptr<rt::Context> ctx = []() -> std::unique_ptr<rt::Context> {
-    if (rt::device_count_or_zero() == 0) return nullptr;
-    return std::make_unique<rt::Context>(0);
-  }();
-  if (ctx) ctx->make_current();
-  return ctx.get();
-}
 
 struct Workload {
   const char* what;
@@ -200,9 +192,7 @@ void run_workload(const Workload& w) {
 class CudaGpuDetectTail : public ::testing::TestWithParam<int> {};
 
 TEST_P(CudaGpuDetectTail, MatchesReference) {
-  if (context() == nullptr) {
-    GTEST_SKIP() << "no CUDA device (no libcuda.so.1, or no GPU): GPU test skipped";
-  }
+  YOLOC_REQUIRE_GPU();
   run_workload(workloads().at(static_cast<size_t>(GetParam())));
 }
 
