@@ -93,14 +93,10 @@ CpuBuild compile_cpu(const Graph& g, const CpuCompileOptions& options) {
   for (size_t i = 0; i < tasks.size(); ++i) {
     const CpuTask& t = tasks[i];
     CompiledTask ct{t.key, t.template_name, t.group_name, t.default_config, false};
-    if (auto it = options.configs.find(t.key); it != options.configs.end()) {
-      // A stored config may predate knobs added since (Knob::absent).
-      const ScheduleConfig cfg = t.space.complete(it->second);
-      if (t.valid(cfg)) {
-        ct.config = cfg;
-        ct.tuned = true;
-        ++out.tuned;
-      }
+    if (auto cfg = stored_config(t, options.configs)) {
+      ct.config = *cfg;
+      ct.tuned = true;
+      ++out.tuned;
     }
     const LoweredKernel k = t.lower(ct.config, fmt::format("yc_t{}", i));
     runtime::KernelCall call;

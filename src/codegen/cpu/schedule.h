@@ -116,4 +116,17 @@ void set_schedule(OutTask& task, const Workload& t) {
   task.valid = [t](const ScheduleConfig& c) { return T::valid(t, c); };
 }
 
+/// The config `configs` (tuned configs by workload key) holds for task t (CpuTask, CudaTask),
+/// read through t's space (ScheduleSpace::complete: it may predate knobs added since), when it
+/// is valid for t; nullopt otherwise.
+template <class Task>
+std::optional<ScheduleConfig> stored_config(const Task& t,
+                                            const std::map<std::string, ScheduleConfig>& configs) {
+  const auto it = configs.find(t.key);
+  if (it == configs.end()) return std::nullopt;
+  ScheduleConfig cfg = t.space.complete(it->second);
+  if (!t.valid(cfg)) return std::nullopt;
+  return cfg;
+}
+
 }  // namespace yoloc::codegen

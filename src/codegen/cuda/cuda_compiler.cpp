@@ -99,14 +99,10 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
   for (size_t i = 0; i < tasks.size(); ++i) {
     const CudaTask& t = tasks[i];
     cpu::CompiledTask ct{t.key, t.template_name, t.group_name, t.default_config, false};
-    if (auto it = options.configs.find(t.key); it != options.configs.end()) {
-      // A stored config may predate knobs added since (Knob::absent).
-      const ScheduleConfig cfg = t.space.complete(it->second);
-      if (t.valid(cfg)) {
-        ct.config = cfg;
-        ct.tuned = true;
-        ++out.tuned;
-      }
+    if (auto cfg = stored_config(t, options.configs)) {
+      ct.config = *cfg;
+      ct.tuned = true;
+      ++out.tuned;
     }
     const std::string prefix = fmt::format("yc_t{}", i);
     const CudaLowered l = t.lower(ct.config, prefix);
