@@ -7,7 +7,8 @@
 #
 # Makes BUILD/gpu_bundle with bin/ (yoloc and the image decoder of the e2e checks, stripped),
 # lib/ (the Debian libraries yoloc links that Ubuntu's base system lacks), shared/ (the models,
-# images and peers the GPU checks use). scripts/gpu_checks.sh runs there.
+# images and peers the GPU checks use), share/yoloc/records/ (the shipped tuning records).
+# scripts/gpu_checks.sh runs there.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$root/build}
@@ -30,6 +31,10 @@ cp "$shared"/models/{yolov8n,yolox-nano-facemask,yolov5n-fp16-dynbatch,yolo11n-d
 cp "$shared"/data/images/*.jpg "$out/shared/data/images/"
 cp -r "$shared"/data/coco-eval "$out/shared/data/"
 cp "$shared"/peers/*.py "$out/shared/peers/"
+# The shipped tuning records where yoloc looks beside its binary (BIN/../share/yoloc/records), so
+# that compile applies them there as it does here (the source tree's records/ stays behind).
+mkdir -p "$out/share/yoloc/records"
+cp "$root"/records/*.jsonl "$out/share/yoloc/records/"
 # The GPU tests' data (tests/cuda/cuda_detect_gpu_test.cpp): images and real head outputs.
 if [[ ! -f "$build/cuda_gpu/data/yolox_zidane_head.npy" ]]; then
   python3 "$root/tests/cuda/make_detect_heads.py" --shared "$shared" --out "$build/cuda_gpu/data"
