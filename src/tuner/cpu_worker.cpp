@@ -62,17 +62,6 @@ bool same_bits_sentinel(float v) {
   return b == kSentinelBits;
 }
 
-/// Drops the least recently used entry of `cache` (values with a `used` tick) above `limit`.
-template <class Map>
-void evict(Map& cache, size_t limit) {
-  while (cache.size() > limit) {
-    auto oldest = cache.begin();
-    for (auto it = cache.begin(); it != cache.end(); ++it)
-      if (it->second.used < oldest->second.used) oldest = it;
-    cache.erase(oldest);
-  }
-}
-
 class CpuWorker {
  public:
   explicit CpuWorker(const MeasureOptions& o) : opt_(o), pool_(std::max(1, o.threads)) {
@@ -140,7 +129,7 @@ CpuWorker::TaskState& CpuWorker::task_state(const CpuRequest& q) {
       YOLOC_CHECK(t.inputs[i].bytes() == a.bytes * batch, "tuner: input {} of {} changed size", i,
                   q.task);
   }
-  evict(tasks_, kCachedTasks);  // never the one just used
+  evict_lru(tasks_, [&] { return tasks_.size() > kCachedTasks; });
   return t;
 }
 
@@ -156,7 +145,7 @@ const runtime::KernelLibrary& CpuWorker::library(const CpuRequest& q) {
     }
   }
   const runtime::KernelLibrary& lib = *o.lib;
-  evict(objects_, kCachedObjects);
+  evict_lru(objects_, [&] { return objects_.size() > kCachedObjects; });
   return lib;
 }
 

@@ -54,6 +54,19 @@ WorkerReply serve_request(const Request& q, TaskState& t, Run&& run) {
   return rep;
 }
 
+/// Drops the least recently used entries of a worker's `cache` (a map whose values carry a
+/// `used` tick) while `over()` says it holds too much, keeping at least one entry (the one just
+/// used, which has the highest tick).
+template <class Map, class Over>
+void evict_lru(Map& cache, Over&& over) {
+  while (cache.size() > 1 && over()) {
+    auto oldest = cache.begin();
+    for (auto it = cache.begin(); it != cache.end(); ++it)
+      if (it->second.used < oldest->second.used) oldest = it;
+    cache.erase(oldest);
+  }
+}
+
 /// Forks under the lock the worker starts take, so that a child forked by one thread and a worker
 /// started by another do not inherit each other's pipe and socket ends (a reader whose pipe's
 /// write end another process holds never sees its end). Under the lock: `open` opens what the

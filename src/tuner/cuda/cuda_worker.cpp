@@ -131,17 +131,11 @@ CudaWorker::TaskState& CudaWorker::task_state(const CudaRequest& q) {
       YOLOC_CHECK(t.activations[i].bytes() == std::max<uint64_t>(arg_bytes(a), 16),
                   "tuner: argument {} of {} changed size", i, q.task);
   }
-  const auto cached = [&] {
-    uint64_t sum = 0;
-    for (const auto& [key, state] : tasks_) sum += state.bytes;
-    return sum;
-  };
-  while (tasks_.size() > 1 && cached() > kCachedBytes) {
-    auto oldest = tasks_.begin();
-    for (auto j = tasks_.begin(); j != tasks_.end(); ++j)
-      if (j->second.used < oldest->second.used) oldest = j;
-    tasks_.erase(oldest);  // never the one just used
-  }
+  evict_lru(tasks_, [&] {
+    uint64_t cached = 0;
+    for (const auto& [key, state] : tasks_) cached += state.bytes;
+    return cached > kCachedBytes;
+  });
   return t;
 }
 
