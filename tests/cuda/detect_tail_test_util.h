@@ -36,7 +36,6 @@ inline std::unique_ptr<Graph> dfl_tail_graph(const TailSpec& t) {
   auto g = std::make_unique<Graph>();
   const int64_t dfl = 4 * t.bins;
   std::vector<Value*> box_levels, cls_levels, levels;
-  std::vector<float> anchors_x, anchors_y, strides;
   for (int64_t s : {8, 16, 32}) {
     const int64_t hw = t.size / s;
     Value* x = input(*g, fmt::format("p{}", s), {t.n, 8, hw, hw});
@@ -50,14 +49,9 @@ inline std::unique_ptr<Graph> dfl_tail_graph(const TailSpec& t) {
       cls_levels.push_back(node(*g, "Reshape", {conv(*g, x, 8, t.nc, 1, seed + 1),
                                                 shape_const(*g, {t.n, t.nc, -1})}));
     }
-    for (int64_t i = 0; i < hw; ++i)
-      for (int64_t j = 0; j < hw; ++j) {
-        anchors_x.push_back(static_cast<float>(j) + 0.5f);
-        anchors_y.push_back(static_cast<float>(i) + 0.5f);
-        strides.push_back(static_cast<float>(s));
-      }
   }
-  const auto a = static_cast<int64_t>(strides.size());
+  const AnchorGrid grid = anchor_grid(t.size);
+  const int64_t a = grid.count();
   Value *box = nullptr, *cls = nullptr;
   if (t.split_heads) {
     Node* split = g->add_node("Split",
@@ -96,17 +90,7 @@ inline std::unique_ptr<Graph> dfl_tail_graph(const TailSpec& t) {
   }
   box = node(*g, "Conv", conv_in, yoloc::testing::conv_attrs(1, 0));
   box = node(*g, "Reshape", {box, shape_const(*g, {t.n, 4, a})});
-  const auto slice = [&](Value* v, int64_t s0, int64_t s1) {
-    return node(*g, "Slice",
-                {v, shape_const(*g, {s0}), shape_const(*g, {s1}), shape_const(*g, {1})});
-  };
-  Value* lt = slice(box, 0, 2);
-  Value* rb = slice(box, 2, 4);
-  std::vector<float> anchors = anchors_x;
-  anchors.insert(anchors.end(), anchors_y.begin(), anchors_y.end());
-  Value* anc = g->add_constant("anchors", Tensor::from_vector<float>({1, 2, a}, anchors));
-  Value* x1y1 = node(*g, "Sub", {anc, lt});
-  Value* x2y2 = node(*g, "Add", {anc, rb});
+  const auto [x1y1, x2y2] = dfl_corners(*g, box, grid);
   Value* decoded = nullptr;
   if (t.xyxy) {
     decoded = node(*g, "Concat", {x1y1, x2y2}, axis_attr(1));
@@ -115,7 +99,7 @@ inline std::unique_ptr<Graph> dfl_tail_graph(const TailSpec& t) {
                                    g->add_constant("half", Tensor::from_vector<float>({}, {0.5f}))});
     decoded = node(*g, "Concat", {c_xy, node(*g, "Sub", {x2y2, x1y1})}, axis_attr(1));
   }
-  Value* st = g->add_constant("strides", Tensor::from_vector<float>({1, a}, strides));
+  Value* st = g->add_constant("strides", Tensor::from_vector<float>({1, a}, grid.strides));
   g->outputs = {node(*g, "Concat", {node(*g, "Mul", {decoded, st}), node(*g, "Sigmoid", {cls})},
                      axis_attr(1))};
   return g;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../unit/graph_builder.h"
@@ -409,6 +410,42 @@ inline std::unique_ptr<Graph> attention_graph(int64_t c, int64_t h, int64_t w) {
   return g;
 }
 
+/// The anchor points (cell centres, in cells) and strides of the levels s = 8, 16, 32 of a
+/// `size` x `size` image, in the order the exports concatenate the levels.
+struct AnchorGrid {
+  std::vector<float> x, y, strides;
+  int64_t count() const { return static_cast<int64_t>(strides.size()); }
+};
+
+inline AnchorGrid anchor_grid(int64_t size) {
+  AnchorGrid grid;
+  for (int64_t s : {8, 16, 32}) {
+    const int64_t hw = size / s;
+    for (int64_t i = 0; i < hw; ++i)
+      for (int64_t j = 0; j < hw; ++j) {
+        grid.x.push_back(static_cast<float>(j) + 0.5f);
+        grid.y.push_back(static_cast<float>(i) + 0.5f);
+        grid.strides.push_back(static_cast<float>(s));
+      }
+  }
+  return grid;
+}
+
+/// The box corners x1y1 and x2y2 ([n, 2, anchors] each) of `box`, the DFL distances [n, 4,
+/// anchors] (left, top, right, bottom) around the grid's anchor points, as the exports compute
+/// them: anchors - lt and anchors + rb.
+inline std::pair<Value*, Value*> dfl_corners(Graph& g, Value* box, const AnchorGrid& grid) {
+  const auto slice = [&](Value* v, int64_t s0, int64_t s1) {
+    return node(g, "Slice", {v, shape_const(g, {s0}), shape_const(g, {s1}), shape_const(g, {1})});
+  };
+  Value* lt = slice(box, 0, 2);
+  Value* rb = slice(box, 2, 4);
+  std::vector<float> anchors = grid.x;
+  anchors.insert(anchors.end(), grid.y.begin(), grid.y.end());
+  Value* anc = g.add_constant("anchors", Tensor::from_vector<float>({1, 2, grid.count()}, anchors));
+  return {node(g, "Sub", {anc, lt}), node(g, "Add", {anc, rb})};
+}
+
 /// The yolov8 detect head's tail on `size` x `size` images with `nc` classes: three head outputs
 /// (64 DFL + nc channels at strides 8, 16, 32), the DFL softmax and 1x1 conv, the box decode and
 /// the sigmoid of the scores, as the Ultralytics export writes it: [1, 4 + nc, anchors].
@@ -416,20 +453,14 @@ inline Value* yolov8_tail(Graph& graph, int64_t size, int64_t nc) {
   Graph* g = &graph;
   const int64_t no = 64 + nc;
   std::vector<Value*> heads;
-  std::vector<float> anchors_x, anchors_y, strides;
   for (int64_t s : {8, 16, 32}) {
     const int64_t hw = size / s;
     Value* x = input(*g, fmt::format("p{}", s), {1, 8, hw, hw});
     Value* y = conv(*g, x, 8, no, 1, static_cast<uint32_t>(s));
     heads.push_back(node(*g, "Reshape", {y, shape_const(*g, {1, no, -1})}));
-    for (int64_t i = 0; i < hw; ++i)
-      for (int64_t j = 0; j < hw; ++j) {
-        anchors_x.push_back(static_cast<float>(j) + 0.5f);
-        anchors_y.push_back(static_cast<float>(i) + 0.5f);
-        strides.push_back(static_cast<float>(s));
-      }
   }
-  const auto a = static_cast<int64_t>(strides.size());
+  const AnchorGrid grid = anchor_grid(size);
+  const int64_t a = grid.count();
   Value* cat = node(*g, "Concat", heads, axis_attr(2));
   Node* split = g->add_node(
       "Split", {cat, g->add_constant("split", Tensor::from_vector<int64_t>({2}, {64, nc}))}, 2,
@@ -444,21 +475,11 @@ inline Value* yolov8_tail(Graph& graph, int64_t size, int64_t nc) {
   Value* dfl = g->add_constant("dfl", Tensor::from_vector<float>({1, 16, 1, 1}, bins));
   box = node(*g, "Conv", {box, dfl}, yoloc::testing::conv_attrs(1, 0));
   box = node(*g, "Reshape", {box, shape_const(*g, {1, 4, a})});
-  const auto slice = [&](Value* v, int64_t s0, int64_t s1) {
-    return node(*g, "Slice",
-                {v, shape_const(*g, {s0}), shape_const(*g, {s1}), shape_const(*g, {1})});
-  };
-  Value* lt = slice(box, 0, 2);
-  Value* rb = slice(box, 2, 4);
-  std::vector<float> anchors = anchors_x;
-  anchors.insert(anchors.end(), anchors_y.begin(), anchors_y.end());
-  Value* anc = g->add_constant("anchors", Tensor::from_vector<float>({1, 2, a}, anchors));
-  Value* x1y1 = node(*g, "Sub", {anc, lt});
-  Value* x2y2 = node(*g, "Add", {anc, rb});
+  const auto [x1y1, x2y2] = dfl_corners(*g, box, grid);
   Value* c_xy = node(*g, "Div", {node(*g, "Add", {x1y1, x2y2}),
                                  g->add_constant("two", Tensor::from_vector<float>({}, {2.f}))});
   Value* wh = node(*g, "Sub", {x2y2, x1y1});
-  Value* st = g->add_constant("strides", Tensor::from_vector<float>({1, a}, strides));
+  Value* st = g->add_constant("strides", Tensor::from_vector<float>({1, a}, grid.strides));
   Value* dbox = node(*g, "Mul", {node(*g, "Concat", {c_xy, wh}, axis_attr(1)), st});
   return node(*g, "Concat", {dbox, node(*g, "Sigmoid", {split->outputs[1]})}, axis_attr(1));
 }
