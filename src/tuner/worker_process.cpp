@@ -20,8 +20,10 @@
 namespace yoloc::tuner {
 namespace {
 
-/// What a worker sends: the first frame says whether it is set up, then one reply per request.
-enum Tag : uint8_t { kReady = 1, kFatal = 2, kReply = 3 };
+/// What a worker sends: the first frame says whether it is set up, then for each request "taken"
+/// as soon as it has read it, and its reply. A worker that ends before it has taken a request
+/// (killed while idle, a moment before the request came) is not the request's fault.
+enum Tag : uint8_t { kReady = 1, kFatal = 2, kReply = 3, kTaken = 4 };
 
 /// Replies are small (times and an error message): a longer frame is garbage.
 constexpr uint64_t kMaxReplyBytes = 16u << 20;
@@ -90,6 +92,7 @@ void watch_parent(int fd) {
     send(std::string(1, static_cast<char>(kReady)));
     std::string request;
     while (read_frame(fd, request, kMaxRequestBytes)) {
+      send(std::string(1, static_cast<char>(kTaken)));
       WorkerReply rep;
       bool threw = false;
       try {
@@ -225,30 +228,44 @@ WorkerProcess::Received WorkerProcess::receive(std::string& frame, WireClock::ti
 
 WorkerProcess::Outcome WorkerProcess::call(std::string_view request) {
   Outcome out;
-  int status = 0;
-  if (pid_ >= 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
-    // It died while idle (killed from outside, say): no request of ours is to blame.
-    forget_end(fd_);
-    pid_ = -1;
-    fd_ = -1;
-  }
-  if (pid_ < 0) {
-    out.fatal = start();
-    if (!out.fatal.empty()) return out;
-  }
   MeasureResult& r = out.reply.result;
-  const auto deadline = WireClock::now() + std::chrono::duration_cast<WireClock::duration>(
-                                               std::chrono::duration<double>(spec_.timeout_s));
-  // A failed write means the worker is gone or stuck: receive() tells which.
-  write_frame(fd_, request, deadline);
+  int status = 0;
   std::string frame;
   try {
-    switch (receive(frame, deadline, status)) {
-      case Received::kTimeout:
+    // A worker that ends before it took the request gets one successor, which is sent the
+    // request again; one that ends after taking it is the request's crash.
+    for (int attempt = 0;; ++attempt) {
+      if (pid_ >= 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
+        // It died while idle (killed from outside, say): no request of ours is to blame.
+        forget_end(fd_);
+        pid_ = -1;
+        fd_ = -1;
+      }
+      if (pid_ < 0) {
+        out.fatal = start();
+        if (!out.fatal.empty()) return out;
+      }
+      const auto deadline = WireClock::now() + std::chrono::duration_cast<WireClock::duration>(
+                                                   std::chrono::duration<double>(spec_.timeout_s));
+      // A failed write means the worker is gone or stuck: receive() tells which.
+      write_frame(fd_, request, deadline);
+      bool taken = false;
+      Received got;
+      while ((got = receive(frame, deadline, status)) == Received::kFrame && !taken &&
+             frame.size() == 1 && static_cast<uint8_t>(frame[0]) == kTaken) {
+        taken = true;
+      }
+      if (got == Received::kTimeout) {
         r.error = fmt::format("timeout: no result after {} s", spec_.timeout_s);
         return out;
-      case Received::kGone: r.error = describe_death(status, ""); return out;
-      case Received::kFrame: break;
+      }
+      if (got == Received::kGone) {
+        if (!taken && attempt == 0) continue;
+        r.error = describe_death(status, taken ? "" : " before taking the request, twice");
+        return out;
+      }
+      if (!taken) throw MalformedMessage("a reply to a request not taken");
+      break;
     }
     ByteReader rd(frame);
     if (rd.u8() != kReply) throw MalformedMessage("not a reply");

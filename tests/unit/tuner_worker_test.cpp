@@ -155,6 +155,27 @@ TEST(TunerWorker, AWorkerThatDiedWhileIdleIsReplacedWithoutBlame) {
   EXPECT_EQ(w.starts(), 2);
 }
 
+// The race the "taken" frame closes: the worker is still alive when the request is sent (so the
+// idle check above does not see it), but ends before it reads the request. Stopped, it cannot
+// read; killed a moment later, it has not taken the request, which goes to a fresh worker.
+TEST(TunerWorker, AWorkerThatDiesJustBeforeTakingARequestIsNotBlamed) {
+  WorkerProcess w(echo_spec());
+  ASSERT_TRUE(w.call("measure").reply.result.ok());
+  const pid_t first = w.pid();
+  ASSERT_EQ(kill(first, SIGSTOP), 0);
+  std::thread killer([first] {
+    usleep(100000);
+    kill(first, SIGKILL);
+  });
+  const WorkerProcess::Outcome o = w.call("measure");
+  killer.join();
+  EXPECT_TRUE(o.reply.result.ok()) << o.reply.result.error;
+  EXPECT_NE(w.pid(), first);
+  EXPECT_EQ(o.reply.result.times[2], 1) << "served by a fresh worker";
+  EXPECT_EQ(w.starts(), 2);
+  EXPECT_EQ(waitpid(first, nullptr, WNOHANG), -1) << "reaped";
+}
+
 TEST(TunerWorker, ExceptionsStopTheWorkerOnlyWhenAsked) {
   WorkerProcess keep(echo_spec(10, false));
   ASSERT_TRUE(keep.call("measure").reply.result.ok());
