@@ -66,6 +66,8 @@ struct TuneSummary {
   int64_t verify_trials = 0;       ///< measurements of the final re-measurement
   int resumed = 0;                 ///< matching records read from the file
   int stale = 0;                   ///< records of other versions in the file (ignored)
+  /// Wall seconds of the run, of building (while a build was under way: builds at once count
+  /// once) and of measuring.
   double seconds = 0, build_s = 0, run_s = 0;
   double build_overlap_s = 0;  ///< of build_s, the seconds spent while measuring
   int dropped_rounds = 0;      ///< built rounds not measured (their task stopped meanwhile)

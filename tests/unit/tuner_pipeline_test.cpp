@@ -368,33 +368,46 @@ TEST(TunerPipeline, NoBuildStartsOnceTheTimeBudgetIsSpent) {
 TEST(TunerPipeline, TheCpuMeasurerOverlapsAndRecordsEveryCandidate) {
   TempDir dir;
   const auto g = small_tuning_graph();
-  // The elementwise chain (a crash injected) and the 1x1 conv: 3 rounds of 4.
+  // The elementwise chain (a crash injected) and the 1x1 conv.
   std::vector<TuneTask> tasks;
   for (TuneTask& t : tuning_tasks(*g))
     if (t.task.template_name == "elementwise" || t.key().find(" 1x1 ") != std::string::npos)
       tasks.push_back(std::move(t));
   ASSERT_EQ(tasks.size(), 2u);
-  TuneOptions o = options(dir, "r.jsonl");
-  o.trials = 12;
-  o.measure.repeats = 2;
-  o.measure.min_repeat_s = 5e-3;  // runs long enough that a build hides behind one
-  o.measure.timeout_s = 5;
-  o.measure.build_jobs = 1;
-  o.measure.inject = "crash@elementwise:unroll=2";
-  auto measurer = make_cpu_measurer(o.measure);
-  ProgressDisplay quiet(stderr, false);
-  const TuneSummary s = tune(tasks, o, *measurer, quiet);
-  EXPECT_EQ(s.trials, 12);
-  EXPECT_EQ(s.errors, 1);
-  EXPECT_GT(s.build_overlap_s, 0);
-  EXPECT_EQ(measurer->worker_starts(), 2);  // the first, and one after the crash
-  const std::vector<Record> rs = load_records(o.records).records;
-  ASSERT_EQ(rs.size(), 12u);
-  std::set<std::string> seen;
-  for (const Record& r : rs) {
-    EXPECT_TRUE(seen.insert(r.key + "|" + r.config.str()).second) << r.config.str();
-    const bool crash = r.template_name == "elementwise" && r.config.get("unroll") == 2;
-    EXPECT_EQ(r.ok(), !crash) << r.key << " " << r.config.str() << ": " << r.error;
+  // 3 rounds of 4 on 1 compiler, one round built ahead; 3 rounds of 2 on 4 compilers, two
+  // rounds built at once (the CPU measurer's builds running side by side; one candidate per
+  // shared object then, so fewer trials keep the compilations few).
+  for (const int jobs : {1, 4}) {
+    SCOPED_TRACE(fmt::format("{} build jobs", jobs));
+    TuneOptions o = options(dir, fmt::format("r{}.jsonl", jobs));
+    const int64_t trials = jobs == 1 ? 12 : 6;
+    o.trials = trials;
+    o.round_size = jobs == 1 ? 4 : 2;
+    o.measure.repeats = 2;
+    o.measure.min_repeat_s = 5e-3;  // runs long enough that a build hides behind one
+    o.measure.timeout_s = 5;
+    o.measure.build_jobs = jobs;
+    o.measure.inject = "crash@elementwise:unroll=2";
+    auto measurer = make_cpu_measurer(o.measure);
+    ProgressDisplay quiet(stderr, false);
+    const TuneSummary s = tune(tasks, o, *measurer, quiet);
+    EXPECT_EQ(s.trials, trials);
+    EXPECT_GT(s.build_overlap_s, 0);
+    const std::vector<Record> rs = load_records(o.records).records;
+    ASSERT_EQ(static_cast<int64_t>(rs.size()), trials);
+    std::set<std::string> seen;
+    int crashes = 0;
+    for (const Record& r : rs) {
+      EXPECT_TRUE(seen.insert(r.key + "|" + r.config.str()).second) << r.config.str();
+      const bool crash = r.template_name == "elementwise" && r.config.get("unroll") == 2;
+      crashes += crash;
+      EXPECT_EQ(r.ok(), !crash) << r.key << " " << r.config.str() << ": " << r.error;
+    }
+    EXPECT_EQ(s.errors, crashes);
+    if (jobs == 1) {
+      EXPECT_EQ(crashes, 1);
+    }
+    EXPECT_EQ(measurer->worker_starts(), 1 + crashes);  // the first, and one after each crash
   }
 }
 
