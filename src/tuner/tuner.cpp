@@ -290,7 +290,7 @@ void Tuner::start_build(InFlight& f) {
     r.built = measurer_.build(tasks_[static_cast<size_t>(r.task)], r.configs, place);
   };
   try {
-    f.builder = std::thread([this, &f, build] {
+    f.builder = std::thread([&f, build] {
       try {
         build(f.round);
       } catch (...) {
