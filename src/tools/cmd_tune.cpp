@@ -39,7 +39,7 @@ struct TuneCliOptions {
   int threads = 0;
   std::string devices = "0";
   std::string arch;  ///< cuda: the kernels' arch; empty: sm_90
-  std::string isa;  ///< empty: the host's best
+  std::string isa;   ///< empty: the host's best
   bool list_tasks = false;
   std::string report;
   int round_size = 8;
@@ -112,9 +112,10 @@ void list_tasks(const TuneCliOptions& o, const std::vector<tuner::TuneTask>& tas
 
 void run_tune(const TuneCliOptions& o) {
   if (is_artifact_path(o.model.path))
-    user_error("{}: tune takes the ONNX model (it tunes the tasks of its graph); compile it "
-               "afterwards with --records",
-               o.model.path);
+    user_error(
+        "{}: tune takes the ONNX model (it tunes the tasks of its graph); compile it "
+        "afterwards with --records",
+        o.model.path);
   codegen::cpu::CpuIsa isa = codegen::cpu::detect_host_isa();
   if (!o.isa.empty()) {
     const auto parsed = codegen::cpu::parse_isa(o.isa);
@@ -196,19 +197,18 @@ void run_tune(const TuneCliOptions& o) {
     t.measure.cache_flush = o.cache_flush;
     t.measure.cpu_clock = !o.wall_clock && !cuda;
     t.measure.build_jobs = o.build_jobs;
-    // Building the next round while the current one is measured: always on a GPU; on the CPU
+    // Building the next rounds while the current one is measured: always on a GPU; on the CPU
     // only where the compilers and the measured kernel's threads have cores of their own (they
     // would take the kernel's time slices, and its times, else).
-    t.overlap = o.overlap == "on" ||
-                (o.overlap == "auto" && (cuda || threads + o.build_jobs <= hardware));
+    t.overlap =
+        o.overlap == "on" || (o.overlap == "auto" && (cuda || threads + o.build_jobs <= hardware));
     t.measure.cc = codegen::cpu::host_compiler_options_for("c++", isa);  // as compile builds
     if (const char* inject = std::getenv("YOLOC_TUNE_INJECT")) t.measure.inject = inject;
     std::unique_ptr<tuner::Measurer> measurer;
     if (cuda) {
 #ifdef YOLOC_HAVE_CUDA
       // NVRTC compilations at once: all cores unless --build-jobs says otherwise.
-      if (!o.build_jobs_given)
-        t.measure.build_jobs = hardware;
+      if (!o.build_jobs_given) t.measure.build_jobs = hardware;
       measurer = tuner::make_cuda_measurer(t.measure, target.arch, devices);
 #endif
     } else {
@@ -220,13 +220,13 @@ void run_tune(const TuneCliOptions& o) {
             ? fmt::format("device {}", devices[0])
             : fmt::format("devices {} measuring in parallel", fmt::join(devices, ","));
     tuner::ProgressDisplay progress(stderr, !o.quiet);
-    progress.note(fmt::format("tuning {} tasks of {} on {} ({}, batch {}, strategy {})",
-                              tasks.size(), o.model.path, target.str(),
-                              cuda ? fmt::format("{}, {}", device_words,
-                                                 o.model.precision == "auto" ? "fp16"
-                                                                             : o.model.precision)
-                                   : fmt::format("{} threads", threads),
-                              o.model.batch, o.strategy));
+    progress.note(
+        fmt::format("tuning {} tasks of {} on {} ({}, batch {}, strategy {})", tasks.size(),
+                    o.model.path, target.str(),
+                    cuda ? fmt::format("{}, {}", device_words,
+                                       o.model.precision == "auto" ? "fp16" : o.model.precision)
+                         : fmt::format("{} threads", threads),
+                    o.model.batch, o.strategy));
     const tuner::TuneSummary s = tuner::tune(tasks, t, *measurer, progress);
     fmt::print(
         "tuned {} tasks in {}: {} trials and {} re-measurements ({} failed), building "
@@ -265,7 +265,8 @@ void add_tune(CLI::App& app) {
   auto* c = app.add_subcommand(
       "tune", "Search fast kernel schedules for a model; compile applies them with --records");
   add_detector_model_options(*c, o->model);
-  c->get_option("model")->description("ONNX model to tune (tuning needs the graph, not an artifact)");
+  c->get_option("model")->description(
+      "ONNX model to tune (tuning needs the graph, not an artifact)");
   c->add_option("--target", o->target, "what to tune for: cpu or cuda")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
@@ -285,8 +286,8 @@ void add_tune(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   c->add_option("--devices,--device", o->devices,
-                 "devices to measure on (cpu: 0; cuda: a GPU, or several of one kind such as "
-                 "0,1, which measure each round's candidates in parallel, one worker each)")
+                "devices to measure on (cpu: 0; cuda: a GPU, or several of one kind such as "
+                "0,1, which measure each round's candidates in parallel, one worker each)")
       ->capture_default_str();
   c->add_option("--isa", o->isa,
                 "vector ISA of the kernels (as compile --isa): avx512, avx2, generic; default: "
@@ -316,13 +317,15 @@ void add_tune(CLI::App& app) {
               "time wall clock with one thread too (default there: the thread's CPU time, which "
               "other processes on the machine do not inflate)");
   c->add_option("--build-jobs", o->build_jobs,
-                "compiler processes at once (cuda: NVRTC threads, default all cores)")
+                "compiler processes at once, shared by the rounds built at once (cuda: NVRTC "
+                "threads, default all cores)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64))
       ->each([o](const std::string&) { o->build_jobs_given = true; });
   c->add_option("--overlap", o->overlap,
-                "build the next round while the current one is measured: on, off, or auto (on "
-                "for cuda; for cpu when --threads plus --build-jobs fit the cores)")
+                "build the next rounds while the current one is measured (as many at once as "
+                "fill --build-jobs: one, or two with 16 jobs and rounds of 8): on, off, or auto "
+                "(on for cuda; for cpu when --threads plus --build-jobs fit the cores)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "on", "off"}));
   c->add_option("--verify-rounds", o->verify_rounds,

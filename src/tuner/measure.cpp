@@ -89,19 +89,25 @@ struct CpuBatch : BuiltBatch {
 class CpuMeasurer : public Measurer {
  public:
   explicit CpuMeasurer(const MeasureOptions& o)
-      : opt_(o), injections_(parse_injections(o.inject)), pool_({cpu_worker_spec(o)}) {}
+      : Measurer(o.build_jobs),
+        opt_(o),
+        injections_(parse_injections(o.inject)),
+        pool_({cpu_worker_spec(o)}) {}
 
   int worker_starts() const override { return pool_.starts(); }
 
  protected:
   std::unique_ptr<BuiltBatch> build_batch(const TuneTask& task,
-                                          const std::vector<ScheduleConfig>& configs) override;
+                                          const std::vector<ScheduleConfig>& configs,
+                                          BuildJobs& jobs) override;
   std::vector<MeasureResult> run_batch(BuiltBatch& built, double best_known_s) override;
 
  private:
-  /// Builds cands[i] for i in `todo` into new objects appended to `objects`.
+  /// Builds cands[i] for i in `todo` into new objects appended to `objects`, on compilers of
+  /// `jobs`.
   void compile(std::vector<Candidate>& cands, const std::vector<size_t>& todo,
-               std::vector<Object>& objects, int64_t batch, std::vector<MeasureResult>& results);
+               std::vector<Object>& objects, int64_t batch, std::vector<MeasureResult>& results,
+               BuildJobs& jobs);
   /// Keeps the builds of a task's default and fastest configs, drops the others (built_mutex_
   /// held).
   void keep_fastest(const TuneTask& task, TaskData& data, const std::vector<Candidate>& cands,
@@ -121,9 +127,9 @@ class CpuMeasurer : public Measurer {
 
 void CpuMeasurer::compile(std::vector<Candidate>& cands, const std::vector<size_t>& todo,
                           std::vector<Object>& objects, int64_t batch,
-                          std::vector<MeasureResult>& results) {
+                          std::vector<MeasureResult>& results, BuildJobs& compilers) {
   if (todo.empty()) return;
-  const int jobs = std::max(1, opt_.build_jobs);
+  const int jobs = build_jobs();
   // Spread the batch over the compilers, at most max_per_object candidates per object.
   const size_t per = std::clamp<size_t>((todo.size() + jobs - 1) / jobs, 1,
                                         static_cast<size_t>(std::max(1, opt_.max_per_object)));
@@ -142,7 +148,10 @@ void CpuMeasurer::compile(std::vector<Candidate>& cands, const std::vector<size_
       o.error = e.what();
     }
   };
-  parallel_for_each(objects.size() - first, jobs, [&](size_t i) { compile(objects[first + i]); });
+  // The compilers of the builds running at once are build_jobs in all.
+  const JobLease lease = compilers.lease(static_cast<int>(objects.size() - first));
+  parallel_for_each(objects.size() - first, lease.count(),
+                    [&](size_t i) { compile(objects[first + i]); });
   // One candidate that does not compile fails its whole object: build those one by one.
   std::vector<Object> singles;
   for (size_t oi = first; oi < objects.size(); ++oi) {
@@ -151,7 +160,7 @@ void CpuMeasurer::compile(std::vector<Candidate>& cands, const std::vector<size_
     for (size_t m : o.members) singles.push_back(Object{{m}, nullptr, "", ++objects_built_});
     o.members.clear();
   }
-  parallel_for_each(singles.size(), jobs, [&](size_t i) { compile(singles[i]); });
+  parallel_for_each(singles.size(), lease.count(), [&](size_t i) { compile(singles[i]); });
   for (Object& o : singles) objects.push_back(std::move(o));
   for (size_t oi = first; oi < objects.size(); ++oi) {
     for (size_t m : objects[oi].members) {
@@ -180,7 +189,8 @@ std::string CpuMeasurer::request(const TuneTask& task, const Candidate& c, const
 }
 
 std::unique_ptr<BuiltBatch> CpuMeasurer::build_batch(const TuneTask& task,
-                                                     const std::vector<ScheduleConfig>& configs) {
+                                                     const std::vector<ScheduleConfig>& configs,
+                                                     BuildJobs& jobs) {
   auto b = std::make_unique<CpuBatch>();
   b->task = &task;
   b->results.resize(configs.size());
@@ -217,7 +227,7 @@ std::unique_ptr<BuiltBatch> CpuMeasurer::build_batch(const TuneTask& task,
       cands[i].symbol = it->second.symbol;
     }
   }
-  compile(cands, todo, objects, t.batch, b->results);
+  compile(cands, todo, objects, t.batch, b->results, jobs);
   return b;
 }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 #include "core/strings.h"
@@ -14,14 +15,36 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+using Interval = std::pair<Clock::time_point, Clock::time_point>;
+
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+/// The union of `intervals`, as intervals ordered and apart.
+std::vector<Interval> merged(std::vector<Interval> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  std::vector<Interval> out;
+  for (const Interval& i : intervals) {
+    if (!out.empty() && i.first <= out.back().second)
+      out.back().second = std::max(out.back().second, i.second);
+    else
+      out.push_back(i);
+  }
+  return out;
+}
 
 }  // namespace
 
 std::unique_ptr<BuiltBatch> Measurer::build(const TuneTask& task,
                                             const std::vector<codegen::ScheduleConfig>& configs) {
+  return build(task, configs, queue_build());
+}
+
+std::unique_ptr<BuiltBatch> Measurer::build(const TuneTask& task,
+                                            const std::vector<codegen::ScheduleConfig>& configs,
+                                            uint64_t place) {
   const auto t0 = Clock::now();
-  std::unique_ptr<BuiltBatch> b = build_batch(task, configs);
+  BuildJobs jobs(jobs_, place);
+  std::unique_ptr<BuiltBatch> b = build_batch(task, configs, jobs);
   const std::lock_guard<std::mutex> lock(mutex_);
   builds_.emplace_back(t0, Clock::now());
   return b;
@@ -38,7 +61,7 @@ std::vector<MeasureResult> Measurer::run(BuiltBatch& batch, double best_known_s)
 double Measurer::build_seconds() const {
   const std::lock_guard<std::mutex> lock(mutex_);
   double s = 0;
-  for (const auto& [a, b] : builds_) s += seconds(b - a);
+  for (const auto& [a, b] : merged(builds_)) s += seconds(b - a);
   return s;
 }
 
@@ -51,15 +74,57 @@ double Measurer::run_seconds() const {
 
 double Measurer::build_overlap_seconds() const {
   const std::lock_guard<std::mutex> lock(mutex_);
-  // The runs follow one another (one at a time), and so do the builds: both lists are ordered.
+  // The runs follow one another (one at a time); builds may run at once, so their union is
+  // what may overlap a run.
   double s = 0;
   size_t first = 0;
-  for (const auto& [b0, b1] : builds_) {
+  for (const auto& [b0, b1] : merged(builds_)) {
     while (first < runs_.size() && runs_[first].second <= b0) ++first;
     for (size_t k = first; k < runs_.size() && runs_[k].first < b1; ++k)
       s += seconds(std::min(b1, runs_[k].second) - std::max(b0, runs_[k].first));
   }
   return s;
+}
+
+uint64_t JobQueue::enter() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return places_++;
+}
+
+void JobQueue::consume(uint64_t place) {
+  if (place < first_) return;
+  served_.insert(place);
+  while (!served_.empty() && *served_.begin() == first_) {
+    served_.erase(served_.begin());
+    ++first_;
+  }
+}
+
+int JobQueue::take(uint64_t place, int want) {
+  const int count = std::clamp(want, 1, jobs_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool served = place < first_ || served_.count(place) > 0;
+  changed_.wait(lock, [&] { return (served || place == first_) && taken_ + count <= jobs_; });
+  taken_ += count;
+  consume(place);
+  changed_.notify_all();  // the next place may fit in what is left
+  return count;
+}
+
+void JobQueue::leave(uint64_t place) {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    consume(place);
+  }
+  changed_.notify_all();
+}
+
+void JobQueue::give_back(int count) {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    taken_ -= count;
+  }
+  changed_.notify_all();
 }
 
 std::vector<Injection> parse_injections(const std::string& spec) {

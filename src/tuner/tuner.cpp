@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -36,6 +38,14 @@ struct Round {
   bool first = false;      // the task's first round of this run: starts with its default config
   bool verifying = false;  // of the final re-measurement
   std::unique_ptr<BuiltBatch> built;
+};
+
+/// A round planned and not measured yet: being built, built, or dropped.
+struct InFlight {
+  Round round;
+  std::thread builder;
+  std::exception_ptr error;  // of the build
+  bool dropped = false;      // its task stopped: never measured, its build only waited for
 };
 
 class Tuner {
@@ -80,14 +90,20 @@ class Tuner {
 
   void resume(const RecordSet& existing);
   /// Runs the rounds plan() gives until it has none: each is built, measured and taken in;
-  /// with o_.overlap, the next round is planned and built (on another thread) while the
-  /// current one is measured.
+  /// with o_.overlap, the next depth() rounds are planned and built (each on a thread of its
+  /// own) while the current one is measured.
   void pipeline(bool verifying);
+  /// Rounds built ahead of the one measured: enough that their candidates fill the measurer's
+  /// build jobs (one without o_.overlap: none).
+  int depth() const;
+  /// Starts building f.round on a thread of its own (or builds it here when no thread can be
+  /// had); an exception of the build is kept in f.error.
+  void start_build(InFlight& f);
   /// The next round (verifying: of the re-measurement); nullopt when the budget is spent, every
   /// task has stopped, or the trials left are all under way.
   std::optional<Round> plan(bool verifying);
   std::optional<Round> plan_search();
-  /// Measures a built round and takes in its results.
+  /// Measures a built round and takes in its results (but for the cost model's training).
   void measure(Round& r);
   /// A built round not measured (its task stopped while it was built): the scheduler's round
   /// and its trials are given back.
@@ -242,8 +258,7 @@ void Tuner::drop(Round& r) {
 void Tuner::measure(Round& r) {
   const int i = r.task;
   TaskRun& run = runs_[static_cast<size_t>(i)];
-  const std::vector<MeasureResult> results =
-      measurer_.run(*r.built, r.verifying ? 0 : run.best_s);
+  const std::vector<MeasureResult> results = measurer_.run(*r.built, r.verifying ? 0 : run.best_s);
   r.built.reset();
   if (r.verifying) {
     show(i, record(i, r.configs, results, true));
@@ -259,52 +274,83 @@ void Tuner::measure(Round& r) {
   if (r.first && !results[0].ok()) scheduler_.finish(i);  // no reference: nothing can be checked
   if (std::all_of(results.begin(), results.end(), [](const auto& m) { return m.skipped; }))
     scheduler_.finish(i);  // the task cannot be measured
-  model_.train();
   show(i, round_best);
 }
 
-void Tuner::pipeline(bool verifying) {
-  const auto build = [this](Round& r) {
-    r.built = measurer_.build(tasks_[static_cast<size_t>(r.task)], r.configs);
+int Tuner::depth() const {
+  if (!o_.overlap) return 0;
+  const int jobs = measurer_.build_jobs(), size = std::max(1, o_.round_size);
+  return std::max(1, (jobs + size - 1) / size);
+}
+
+void Tuner::start_build(InFlight& f) {
+  // Its place in the queue for the compilers is taken here, in the order the rounds are
+  // measured, not when its thread gets to it.
+  const auto build = [this, place = measurer_.queue_build()](Round& r) {
+    r.built = measurer_.build(tasks_[static_cast<size_t>(r.task)], r.configs, place);
   };
-  std::optional<Round> current;
-  for (;;) {
-    if (!current) {
-      current = plan(verifying);
-      if (!current) return;
-      build(*current);  // nothing to hide it behind
-    }
-    std::optional<Round> next = o_.overlap ? plan(verifying) : std::nullopt;
-    std::thread builder;
-    std::exception_ptr build_error;
-    if (next) {
+  try {
+    f.builder = std::thread([&f, build] {
       try {
-        builder = std::thread([&] {
-          try {
-            build(*next);
-          } catch (...) {
-            build_error = std::current_exception();
-          }
-        });
-      } catch (const std::system_error&) {
-        build(*next);  // no thread to be had: one after the other
+        build(f.round);
+      } catch (...) {
+        f.error = std::current_exception();
       }
+    });
+  } catch (const std::system_error&) {
+    build(f.round);  // no thread to be had: one after the other
+  }
+}
+
+void Tuner::pipeline(bool verifying) {
+  // The rounds planned and not yet measured, in the order they are measured (the order they
+  // were planned): the first pass stays first, and so does each task's round with its default.
+  std::deque<std::unique_ptr<InFlight>> queue;
+  const auto finish = [](InFlight& f) {
+    if (f.builder.joinable()) f.builder.join();
+    if (f.error) std::rethrow_exception(f.error);
+  };
+  // Plans and starts building rounds until `n` are in flight (dropped ones aside: they only
+  // wait for their builds to end, and the build jobs bound the compilers anyway).
+  const auto fill = [&](size_t n) {
+    while (static_cast<size_t>(std::count_if(queue.begin(), queue.end(),
+                                             [](const auto& f) { return !f->dropped; })) < n) {
+      std::optional<Round> r = plan(verifying);
+      if (!r) return;
+      queue.push_back(std::make_unique<InFlight>());
+      queue.back()->round = std::move(*r);
+      start_build(*queue.back());
     }
-    try {
-      measure(*current);
-    } catch (...) {
-      if (builder.joinable()) builder.join();  // no build outlives the run
-      throw;
+  };
+  const size_t ahead = static_cast<size_t>(depth());
+  try {
+    for (;;) {
+      fill(ahead + 1);  // the next to measure, and the ones built while it is measured
+      if (queue.empty()) return;
+      const std::unique_ptr<InFlight> current = std::move(queue.front());
+      queue.pop_front();
+      finish(*current);
+      if (current->dropped) continue;
+      measure(current->round);
+      // Tasks may have stopped on these results: their rounds under way are dropped (given
+      // back to the budget and the scheduler) and never measured, so the run measures no
+      // further than it would have without building ahead.
+      for (const auto& f : queue) {
+        if (f->dropped || f->round.verifying || !scheduler_.done(f->round.task)) continue;
+        drop(f->round);
+        f->dropped = true;
+      }
+      if (current->round.verifying) continue;
+      // The next round starts building before the model retrains on these results (which
+      // takes milliseconds to tens of them, on the thread that measures): building ahead, it
+      // is proposed by a model one round older.
+      if (ahead > 0) fill(ahead + 1);
+      model_.train();
     }
-    if (builder.joinable()) builder.join();
-    if (build_error) std::rethrow_exception(build_error);
-    current = std::move(next);
-    // Its task may have stopped on the results that came meanwhile: the run is not measured
-    // further than it would have been without the overlap.
-    if (current && !current->verifying && scheduler_.done(current->task)) {
-      drop(*current);
-      current.reset();
-    }
+  } catch (...) {
+    for (const auto& f : queue)
+      if (f->builder.joinable()) f->builder.join();  // no build outlives the run
+    throw;
   }
 }
 

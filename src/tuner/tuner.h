@@ -9,12 +9,25 @@
 /// scheduler, and warm-start the cost model. Each task's first round of a run starts with its
 /// default config, whose outputs are the reference the other candidates are checked against.
 ///
-/// Building and measuring overlap (TuneOptions::overlap): while the measurer runs round k, a
-/// thread builds round k+1, which the search therefore proposes before round k's results are
-/// in (the cost model, the scheduler and the best times see every result that has arrived).
-/// A built round whose task has stopped meanwhile (early stopping, a failed reference) is
-/// dropped unmeasured; no round is planned once the trial or time budget is spent (the rounds
-/// under way count against the trial budget), and the run ends with no build or request left.
+/// Building and measuring overlap (TuneOptions::overlap): while the measurer runs round k, rounds
+/// k+1 .. k+D are built, each on a thread of its own, with D the fewest rounds whose candidates
+/// fill the measurer's build jobs (ceil(build_jobs / round_size); 1 when the jobs fit in one
+/// round). The builds running at once share the build jobs (Measurer::lease_build_jobs, served
+/// in the order the rounds are measured), so a host with more cores than a round has
+/// candidates compiles several rounds, of different tasks, at once; with 16 NVRTC jobs and
+/// rounds of 8, two rounds build at once where one did. Rounds keep round_size candidates
+/// (rather than growing to the build jobs once every task had one, which would help only after
+/// the first pass and coarsen the scheduler's and early stopping's steps), the first pass
+/// included: the scheduler gives every task its first round before any gets a second, and the
+/// rounds are measured in the order they were planned, so no task waits for its first round
+/// behind another's second. The search proposes each round up to D rounds before the results
+/// before it are in (the scheduler and the best times see every result that has arrived, the
+/// cost model all but the last round's: the next round starts building before it retrains). The
+/// rounds under way of a task that stops meanwhile (early stopping, a failed reference) are dropped
+/// unmeasured (their builds are waited for); no round is planned once the trial or time budget is
+/// spent (the rounds under way count against the trial budget; those under way at the end of a time
+/// budget are measured, at most D + 1 rounds past it), and the run ends with no build or request
+/// left.
 #include <string>
 #include <vector>
 
@@ -43,7 +56,7 @@ struct TuneOptions {
   int verify_top = 2;
   int verify_rounds = 3;
   double verify_share = 0.1;
-  /// Build the next round while the current one is measured (else one after the other).
+  /// Build the next rounds while the current one is measured (else one after the other).
   bool overlap = true;
   MeasureOptions measure;
 };
@@ -53,11 +66,13 @@ struct TuneSummary {
   int64_t verify_trials = 0;       ///< measurements of the final re-measurement
   int resumed = 0;                 ///< matching records read from the file
   int stale = 0;                   ///< records of other versions in the file (ignored)
+  /// Wall seconds of the run, of building (while a build was under way: builds at once count
+  /// once) and of measuring.
   double seconds = 0, build_s = 0, run_s = 0;
   double build_overlap_s = 0;  ///< of build_s, the seconds spent while measuring
   int dropped_rounds = 0;      ///< built rounds not measured (their task stopped meanwhile)
-  int worker_starts = 0;      ///< measurement worker processes started (Measurer::worker_starts)
-  bool budget_spent = false;  ///< stopped by the trial or time budget (else: all tasks done)
+  int worker_starts = 0;       ///< measurement worker processes started (Measurer::worker_starts)
+  bool budget_spent = false;   ///< stopped by the trial or time budget (else: all tasks done)
 };
 
 /// Tunes `tasks` (of one model) on `measurer`. Raises a UserError when the records file cannot

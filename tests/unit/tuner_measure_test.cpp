@@ -115,7 +115,8 @@ class FakeMeasurer : public Measurer {
     std::vector<ScheduleConfig> configs;
   };
   std::unique_ptr<BuiltBatch> build_batch(const TuneTask& task,
-                                          const std::vector<ScheduleConfig>& cs) override {
+                                          const std::vector<ScheduleConfig>& cs,
+                                          BuildJobs&) override {
     auto b = std::make_unique<Batch>();
     b->task = &task;
     b->configs = cs;

@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -22,17 +24,23 @@ using namespace yoloc::testing;
 using Clock = std::chrono::steady_clock;
 
 /// Makes up times (1 ms / knob sum, or `constant_s` for every config), sleeping `build_s` per
-/// build and `run_s` per run; logs what it builds and runs, with when.
+/// build plus `compile_s` per candidate and compile job it leases (a batch of n candidates on j
+/// jobs: ceil(n / j) x compile_s), and `run_s` per run plus `measure_s` per candidate; logs
+/// what it builds and runs, with when, and the most compile jobs and builds at once.
 class LoggingMeasurer : public Measurer {
  public:
+  explicit LoggingMeasurer(int build_jobs = 1) : Measurer(build_jobs) {}
   struct Event {
     int batch;  // the build's number
     Clock::time_point start, end;
+    std::string task;    // its task's key
+    std::string config;  // its first config
   };
-  double build_s = 0, run_s = 0, constant_s = 0;
+  double build_s = 0, run_s = 0, constant_s = 0, compile_s = 0, measure_s = 0;
   std::mutex mutex;
   std::vector<Event> builds, runs;
   std::vector<std::string> built, ran;  // "task key|config", in order
+  int jobs_now = 0, builds_now = 0, max_jobs = 0, max_builds = 0;
 
  protected:
   struct Batch : BuiltBatch {
@@ -41,22 +49,36 @@ class LoggingMeasurer : public Measurer {
     std::vector<ScheduleConfig> configs;
   };
   std::unique_ptr<BuiltBatch> build_batch(const TuneTask& task,
-                                          const std::vector<ScheduleConfig>& cs) override {
+                                          const std::vector<ScheduleConfig>& cs,
+                                          BuildJobs& jobs) override {
+    const JobLease lease = jobs.lease(static_cast<int>(cs.size()));
     const auto t0 = Clock::now();
-    std::this_thread::sleep_for(std::chrono::duration<double>(build_s));
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      jobs_now += lease.count();
+      max_jobs = std::max(max_jobs, jobs_now);
+      max_builds = std::max(max_builds, ++builds_now);
+    }
+    const size_t waves =
+        (cs.size() + static_cast<size_t>(lease.count()) - 1) / static_cast<size_t>(lease.count());
+    std::this_thread::sleep_for(
+        std::chrono::duration<double>(build_s + compile_s * static_cast<double>(waves)));
     auto b = std::make_unique<Batch>();
     b->task = &task;
     b->configs = cs;
     const std::lock_guard<std::mutex> lock(mutex);
+    jobs_now -= lease.count();
+    --builds_now;
     b->number = static_cast<int>(builds.size());
-    builds.push_back({b->number, t0, Clock::now()});
+    builds.push_back({b->number, t0, Clock::now(), task.key(), cs.empty() ? "" : cs[0].str()});
     for (const ScheduleConfig& c : cs) built.push_back(task.key() + "|" + c.str());
     return b;
   }
   std::vector<MeasureResult> run_batch(BuiltBatch& built_batch, double) override {
     const auto t0 = Clock::now();
     const Batch& b = static_cast<Batch&>(built_batch);
-    std::this_thread::sleep_for(std::chrono::duration<double>(run_s));
+    std::this_thread::sleep_for(
+        std::chrono::duration<double>(run_s + measure_s * static_cast<double>(b.configs.size())));
     std::vector<MeasureResult> out;
     const std::lock_guard<std::mutex> lock(mutex);
     for (const ScheduleConfig& c : b.configs) {
@@ -68,7 +90,8 @@ class LoggingMeasurer : public Measurer {
       out.push_back(r);
       ran.push_back(b.task->key() + "|" + c.str());
     }
-    runs.push_back({b.number, t0, Clock::now()});
+    runs.push_back(
+        {b.number, t0, Clock::now(), b.task->key(), b.configs.empty() ? "" : b.configs[0].str()});
     return out;
   }
 };
@@ -79,8 +102,8 @@ std::vector<TuneTask> one_conv_task() {
   std::vector<TuneTask> all = tuning_tasks(*g);
   std::vector<TuneTask> out;
   for (TuneTask& t : all)
-    if (t.task.template_name == "conv" && (out.empty() || t.task.space.size() >
-                                                              out[0].task.space.size())) {
+    if (t.task.template_name == "conv" &&
+        (out.empty() || t.task.space.size() > out[0].task.space.size())) {
       out.clear();
       out.push_back(std::move(t));
     }
@@ -136,33 +159,154 @@ TEST(TunerPipeline, RecordsTheSameAsOneRoundAfterTheOther) {
   TempDir dir;
   const std::vector<TuneTask> tasks = one_conv_task();
   ProgressDisplay quiet(stderr, false);
-  for (const bool constant : {false, true}) {
-    SCOPED_TRACE(constant ? "no gain after the first round: early stopping" : "gains");
-    std::vector<std::string> records[2];
-    int dropped[2] = {0, 0};
-    for (const bool overlap : {false, true}) {
-      TuneOptions o = options(dir, fmt::format("r{}{}.jsonl", constant, overlap));
-      o.trials = 40;
-      o.early_stopping = 12;  // after the 4th round of a constant time
-      o.overlap = overlap;
-      LoggingMeasurer m;
-      m.constant_s = constant ? 1e-3 : 0;
-      const TuneSummary s = tune(tasks, o, m, quiet);
-      records[overlap] = recorded(o.records);
-      dropped[overlap] = s.dropped_rounds;
-      EXPECT_EQ(records[overlap], m.ran);
-      // Every build is run, but for the dropped rounds (their task stopped meanwhile).
-      EXPECT_EQ(m.builds.size(), m.runs.size() + static_cast<size_t>(s.dropped_rounds));
-      EXPECT_EQ(std::set<std::string>(m.ran.begin(), m.ran.end()).size(), m.ran.size());
-    }
-    EXPECT_EQ(records[0], records[1]);
-    EXPECT_EQ(dropped[0], 0);
-    if (constant) {
-      // 4 rounds of 4 (12 trials without a gain after the first), the 5th built and dropped.
-      EXPECT_EQ(records[1].size(), 16u);
-      EXPECT_EQ(dropped[1], 1);
+  // 1 build job: one round built ahead; 12 jobs and rounds of 4: three rounds built ahead.
+  for (const int jobs : {1, 12}) {
+    for (const bool constant : {false, true}) {
+      SCOPED_TRACE(
+          fmt::format("{} build jobs, {}", jobs,
+                      constant ? "no gain after the first round: early stopping" : "gains"));
+      std::vector<std::string> records[2];
+      int dropped[2] = {0, 0};
+      for (const bool overlap : {false, true}) {
+        TuneOptions o = options(dir, fmt::format("r{}{}{}.jsonl", jobs, constant, overlap));
+        o.trials = 40;
+        o.early_stopping = 12;  // after the 4th round of a constant time
+        o.overlap = overlap;
+        LoggingMeasurer m(jobs);
+        m.constant_s = constant ? 1e-3 : 0;
+        const TuneSummary s = tune(tasks, o, m, quiet);
+        records[overlap] = recorded(o.records);
+        dropped[overlap] = s.dropped_rounds;
+        EXPECT_EQ(records[overlap], m.ran);
+        // Every build is run, but for the dropped rounds (their task stopped meanwhile).
+        EXPECT_EQ(m.builds.size(), m.runs.size() + static_cast<size_t>(s.dropped_rounds));
+        EXPECT_EQ(std::set<std::string>(m.ran.begin(), m.ran.end()).size(), m.ran.size());
+        if (!overlap) {
+          EXPECT_EQ(m.max_builds, 1);
+        }
+      }
+      EXPECT_EQ(records[0], records[1]);
+      EXPECT_EQ(dropped[0], 0);
+      if (constant) {
+        // 4 rounds of 4 (12 trials without a gain after the first); the rounds built ahead of
+        // the 4th (1, or 3 = 12 jobs / 4) are dropped.
+        EXPECT_EQ(records[1].size(), 16u);
+        EXPECT_EQ(dropped[1], jobs == 1 ? 1 : 3);
+      }
     }
   }
+}
+
+TEST(TunerPipeline, BuildsSeveralRoundsAtOnceToFillTheBuildJobs) {
+  TempDir dir;
+  const std::vector<TuneTask> tasks = one_conv_task();
+  ProgressDisplay quiet(stderr, false);
+  for (const bool overlap : {false, true}) {
+    SCOPED_TRACE(overlap ? "overlap" : "one round after the other");
+    TuneOptions o = options(dir, fmt::format("r{}.jsonl", overlap));
+    o.trials = 37;  // 9 rounds of 4 and one of 1
+    o.early_stopping = 0;
+    o.overlap = overlap;
+    LoggingMeasurer m(12);
+    m.compile_s = 0.03;  // each candidate of a round on a job of its own: 30 ms a round
+    m.measure_s = 0.002;
+    const TuneSummary s = tune(tasks, o, m, quiet);
+    EXPECT_EQ(s.trials, 37);
+    EXPECT_EQ(s.dropped_rounds, 0);
+    EXPECT_EQ(m.builds.size(), 10u);
+    EXPECT_EQ(m.runs.size(), 10u);
+    EXPECT_EQ(recorded(o.records), m.ran);
+    EXPECT_EQ(std::set<std::string>(m.ran.begin(), m.ran.end()).size(), 37u);
+    // Rounds of 4 on 12 jobs: three rounds build at once (the first three, planned together),
+    // or one when each round is built after the one before is measured.
+    EXPECT_EQ(m.max_jobs, overlap ? 12 : 4);
+    EXPECT_EQ(m.max_builds, overlap ? 3 : 1);
+    // Builds running at once count once: 10 builds of 30 ms, at least 4 waves of 3 at once
+    // (at most 300 ms one after the other).
+    EXPECT_GE(s.build_s, overlap ? 4 * 0.03 : 10 * 0.03);
+    if (overlap) {
+      EXPECT_LT(s.build_s, 10 * 0.03);
+    }
+    EXPECT_LE(s.build_overlap_s, s.build_s + 1e-9);
+  }
+}
+
+TEST(TunerPipeline, EveryTaskGetsItsFirstRoundBeforeAnyGetsASecond) {
+  TempDir dir;
+  const auto g = small_tuning_graph();
+  const std::vector<TuneTask> tasks = tuning_tasks(*g);
+  ASSERT_GE(tasks.size(), 4u);
+  TuneOptions o = options(dir, "r.jsonl");
+  o.strategy = "random";
+  o.round_size = 2;
+  o.early_stopping = 0;
+  o.trials = static_cast<int64_t>(tasks.size()) * 2 * 3;
+  LoggingMeasurer m(8);  // four rounds built ahead
+  m.compile_s = 0.005;
+  ProgressDisplay quiet(stderr, false);
+  const TuneSummary s = tune(tasks, o, m, quiet);
+  EXPECT_EQ(s.trials, o.trials);
+  EXPECT_GE(m.max_builds, 2);
+  // The first pass: every task once, each starting with its default config, before any second
+  // round (the scheduler's order, kept although rounds are planned 4 ahead).
+  ASSERT_GE(m.runs.size(), tasks.size());
+  std::set<std::string> first;
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    EXPECT_TRUE(first.insert(m.runs[k].task).second) << "run " << k << ": " << m.runs[k].task;
+    const auto t = std::find_if(tasks.begin(), tasks.end(),
+                                [&](const TuneTask& x) { return x.key() == m.runs[k].task; });
+    ASSERT_NE(t, tasks.end());
+    EXPECT_EQ(m.runs[k].config, t->task.default_config.str()) << m.runs[k].task;
+  }
+  EXPECT_EQ(first.size(), tasks.size());
+  EXPECT_EQ(std::set<std::string>(m.ran.begin(), m.ran.end()).size(), m.ran.size());
+  EXPECT_EQ(m.builds.size(), m.runs.size() + static_cast<size_t>(s.dropped_rounds));
+}
+
+TEST(TunerPipeline, TrialsInATimeBudgetRiseWithTheBuildJobs) {
+  // Build-bound: compiling a candidate takes B = 100 ms of a job, measuring it M = 5 ms; rounds
+  // of 4. With 4 jobs (as many as a round has candidates: one round builds at a time, as it did
+  // whatever the jobs before rounds were built several at once), a round takes B to build while
+  // the one before is measured (4M = 20 ms): 4 trials per B, 40 per second. With 8 jobs two
+  // rounds build at once: 8 trials per B (2 x 4M of measuring, and the tuner's own work per
+  // round, fit in it), 80 per second. In T = 1.5 s, less the first build with nothing to hide
+  // behind (B): about 56 and 112.
+  TempDir dir;
+  const auto g = small_tuning_graph();
+  const std::vector<TuneTask> tasks = tuning_tasks(*g);
+  ProgressDisplay quiet(stderr, false);
+  constexpr double kB = 0.1, kM = 0.005, kT = 1.5;
+  int64_t trials[2] = {0, 0};
+  for (const int jobs : {4, 8}) {
+    TuneOptions o = options(dir, fmt::format("r{}.jsonl", jobs));
+    o.strategy = "random";
+    o.early_stopping = 0;
+    o.time_budget_s = kT;
+    LoggingMeasurer m(jobs);
+    m.compile_s = kB;
+    m.measure_s = kM;
+    const TuneSummary s = tune(tasks, o, m, quiet);
+    trials[jobs == 8] = s.trials;
+    EXPECT_TRUE(s.budget_spent);
+    EXPECT_EQ(s.trials, static_cast<int64_t>(m.ran.size()));
+    EXPECT_EQ(m.builds.size(), m.runs.size() + static_cast<size_t>(s.dropped_rounds));
+    EXPECT_EQ(m.max_jobs, jobs);
+    // The rounds under way at the end of the budget are measured: at most 2 + 1 past it.
+    EXPECT_LT(s.seconds, kT + 2 * kB + 3 * 4 * kM + 0.3);
+  }
+  const double old_expected = (kT - kB) / kB * 4, new_expected = (kT - kB) / kB * 8;
+  std::printf(
+      "trials in %.1f s: %lld with 4 build jobs (expected about %.0f), %lld with 8 "
+      "(about %.0f)\n",
+      kT, static_cast<long long>(trials[0]), old_expected, static_cast<long long>(trials[1]),
+      new_expected);
+  // Sleeps last at least as long as asked: never more than expected (the rounds under way at
+  // the end aside); on a loaded machine somewhat fewer.
+  EXPECT_LE(static_cast<double>(trials[0]), old_expected + 2 * 4);
+  EXPECT_GE(static_cast<double>(trials[0]), 0.7 * old_expected);
+  EXPECT_LE(static_cast<double>(trials[1]), new_expected + 3 * 4);
+  EXPECT_GE(static_cast<double>(trials[1]), 0.8 * new_expected);
+  EXPECT_GE(static_cast<double>(trials[1]), 1.7 * static_cast<double>(trials[0]));
 }
 
 TEST(TunerPipeline, EveryBuiltCandidateIsMeasuredOnceOverSeveralTasks) {
@@ -193,58 +337,77 @@ TEST(TunerPipeline, EveryBuiltCandidateIsMeasuredOnceOverSeveralTasks) {
 TEST(TunerPipeline, NoBuildStartsOnceTheTimeBudgetIsSpent) {
   TempDir dir;
   const std::vector<TuneTask> tasks = one_conv_task();
-  TuneOptions o = options(dir, "r.jsonl");
-  o.time_budget_s = 0.5;
-  o.early_stopping = 0;
-  LoggingMeasurer m;
-  m.build_s = 0.06;
-  m.run_s = 0.04;
-  ProgressDisplay quiet(stderr, false);
-  const auto t0 = Clock::now();
-  const TuneSummary s = tune(tasks, o, m, quiet);
-  const auto secs = [&](Clock::time_point t) {
-    return std::chrono::duration<double>(t - t0).count();
-  };
-  EXPECT_TRUE(s.budget_spent);
-  ASSERT_FALSE(m.builds.empty());
-  for (const auto& b : m.builds) EXPECT_LT(secs(b.start), 0.5 + 0.1);
-  // The last build started within the budget is measured: nothing is left built.
-  EXPECT_EQ(m.builds.size(), m.runs.size());
-  EXPECT_EQ(s.trials, static_cast<int64_t>(m.ran.size()));
-  // At most the last round's build (under way at the budget's end) and run past it.
-  EXPECT_LT(s.seconds, 0.5 + m.build_s + m.run_s + 0.5);
+  // 1 build job: one round built ahead; 8 jobs and rounds of 4: two.
+  for (const int jobs : {1, 8}) {
+    SCOPED_TRACE(fmt::format("{} build jobs", jobs));
+    TuneOptions o = options(dir, fmt::format("r{}.jsonl", jobs));
+    o.time_budget_s = 0.5;
+    o.early_stopping = 0;
+    LoggingMeasurer m(jobs);
+    m.build_s = 0.06;
+    m.run_s = 0.04;
+    ProgressDisplay quiet(stderr, false);
+    const auto t0 = Clock::now();
+    const TuneSummary s = tune(tasks, o, m, quiet);
+    const auto secs = [&](Clock::time_point t) {
+      return std::chrono::duration<double>(t - t0).count();
+    };
+    EXPECT_TRUE(s.budget_spent);
+    ASSERT_FALSE(m.builds.empty());
+    for (const auto& b : m.builds) EXPECT_LT(secs(b.start), 0.5 + 0.1);
+    // The builds started within the budget are measured: nothing is left built.
+    EXPECT_EQ(m.builds.size(), m.runs.size());
+    EXPECT_EQ(s.trials, static_cast<int64_t>(m.ran.size()));
+    // At most the rounds under way at the budget's end (the one measured and those built
+    // ahead) are built and run past it.
+    const int ahead = jobs == 1 ? 1 : 2;
+    EXPECT_LT(s.seconds, 0.5 + m.build_s + (ahead + 1) * m.run_s + 0.5);
+  }
 }
 
 TEST(TunerPipeline, TheCpuMeasurerOverlapsAndRecordsEveryCandidate) {
   TempDir dir;
   const auto g = small_tuning_graph();
-  // The elementwise chain (a crash injected) and the 1x1 conv: 3 rounds of 4.
+  // The elementwise chain (a crash injected) and the 1x1 conv.
   std::vector<TuneTask> tasks;
   for (TuneTask& t : tuning_tasks(*g))
     if (t.task.template_name == "elementwise" || t.key().find(" 1x1 ") != std::string::npos)
       tasks.push_back(std::move(t));
   ASSERT_EQ(tasks.size(), 2u);
-  TuneOptions o = options(dir, "r.jsonl");
-  o.trials = 12;
-  o.measure.repeats = 2;
-  o.measure.min_repeat_s = 5e-3;  // runs long enough that a build hides behind one
-  o.measure.timeout_s = 5;
-  o.measure.build_jobs = 1;
-  o.measure.inject = "crash@elementwise:unroll=2";
-  auto measurer = make_cpu_measurer(o.measure);
-  ProgressDisplay quiet(stderr, false);
-  const TuneSummary s = tune(tasks, o, *measurer, quiet);
-  EXPECT_EQ(s.trials, 12);
-  EXPECT_EQ(s.errors, 1);
-  EXPECT_GT(s.build_overlap_s, 0);
-  EXPECT_EQ(measurer->worker_starts(), 2);  // the first, and one after the crash
-  const std::vector<Record> rs = load_records(o.records).records;
-  ASSERT_EQ(rs.size(), 12u);
-  std::set<std::string> seen;
-  for (const Record& r : rs) {
-    EXPECT_TRUE(seen.insert(r.key + "|" + r.config.str()).second) << r.config.str();
-    const bool crash = r.template_name == "elementwise" && r.config.get("unroll") == 2;
-    EXPECT_EQ(r.ok(), !crash) << r.key << " " << r.config.str() << ": " << r.error;
+  // 3 rounds of 4 on 1 compiler, one round built ahead; 3 rounds of 2 on 4 compilers, two
+  // rounds built at once (the CPU measurer's builds running side by side; one candidate per
+  // shared object then, so fewer trials keep the compilations few).
+  for (const int jobs : {1, 4}) {
+    SCOPED_TRACE(fmt::format("{} build jobs", jobs));
+    TuneOptions o = options(dir, fmt::format("r{}.jsonl", jobs));
+    const int64_t trials = jobs == 1 ? 12 : 6;
+    o.trials = trials;
+    o.round_size = jobs == 1 ? 4 : 2;
+    o.measure.repeats = 2;
+    o.measure.min_repeat_s = 5e-3;  // runs long enough that a build hides behind one
+    o.measure.timeout_s = 5;
+    o.measure.build_jobs = jobs;
+    o.measure.inject = "crash@elementwise:unroll=2";
+    auto measurer = make_cpu_measurer(o.measure);
+    ProgressDisplay quiet(stderr, false);
+    const TuneSummary s = tune(tasks, o, *measurer, quiet);
+    EXPECT_EQ(s.trials, trials);
+    EXPECT_GT(s.build_overlap_s, 0);
+    const std::vector<Record> rs = load_records(o.records).records;
+    ASSERT_EQ(static_cast<int64_t>(rs.size()), trials);
+    std::set<std::string> seen;
+    int crashes = 0;
+    for (const Record& r : rs) {
+      EXPECT_TRUE(seen.insert(r.key + "|" + r.config.str()).second) << r.config.str();
+      const bool crash = r.template_name == "elementwise" && r.config.get("unroll") == 2;
+      crashes += crash;
+      EXPECT_EQ(r.ok(), !crash) << r.key << " " << r.config.str() << ": " << r.error;
+    }
+    EXPECT_EQ(s.errors, crashes);
+    if (jobs == 1) {
+      EXPECT_EQ(crashes, 1);
+    }
+    EXPECT_EQ(measurer->worker_starts(), 1 + crashes);  // the first, and one after each crash
   }
 }
 

@@ -59,7 +59,8 @@ std::vector<WorkerSpec> cuda_worker_specs(const MeasureOptions& o,
 class CudaMeasurer : public Measurer {
  public:
   CudaMeasurer(const MeasureOptions& o, std::string arch, std::vector<int> devices)
-      : opt_(o),
+      : Measurer(o.build_jobs),
+        opt_(o),
         arch_(std::move(arch)),
         devices_(std::move(devices)),
         injections_(parse_injections(o.inject)),
@@ -72,7 +73,8 @@ class CudaMeasurer : public Measurer {
 
  protected:
   std::unique_ptr<BuiltBatch> build_batch(const TuneTask& task,
-                                          const std::vector<ScheduleConfig>& configs) override;
+                                          const std::vector<ScheduleConfig>& configs,
+                                          BuildJobs& jobs) override;
   std::vector<MeasureResult> run_batch(BuiltBatch& built, double best_known_s) override;
 
  private:
@@ -81,7 +83,7 @@ class CudaMeasurer : public Measurer {
   /// CUDA_ERROR_NOT_INITIALIZED, as seen on an H200 with CUDA 13), and the measurement workers
   /// are such children. Sets each one's cubin, or its error.
   void build(std::vector<Candidate>& cands, std::vector<MeasureResult>& results,
-             std::vector<bool>& done);
+             std::vector<bool>& done, BuildJobs& jobs);
   /// The request that carries `c` to a worker.
   static std::string request(const TuneTask& task, const Candidate& c, MeasureRole role,
                              double best_known_s);
@@ -95,13 +97,15 @@ class CudaMeasurer : public Measurer {
 };
 
 void CudaMeasurer::build(std::vector<Candidate>& cands, std::vector<MeasureResult>& results,
-                         std::vector<bool>& done) {
-  // The child sends back each candidate's cubin or error, length-prefixed.
+                         std::vector<bool>& done, BuildJobs& jobs) {
+  // The child sends back each candidate's cubin or error, length-prefixed. Its NVRTC threads
+  // and those of the other builds running at once are build_jobs in all.
+  const JobLease lease = jobs.lease(static_cast<int>(std::count(done.begin(), done.end(), false)));
   std::string build_error;
   const auto built = run_isolated(
       [&] {
         std::vector<std::string> cubins(cands.size()), errors(cands.size());
-        parallel_for_each(cands.size(), std::max(1, opt_.build_jobs), [&](size_t i) {
+        parallel_for_each(cands.size(), lease.count(), [&](size_t i) {
           if (done[i]) return;
           try {
             codegen::cuda::NvrtcOptions o;
@@ -179,7 +183,8 @@ std::string CudaMeasurer::request(const TuneTask& task, const Candidate& c, Meas
 }
 
 std::unique_ptr<BuiltBatch> CudaMeasurer::build_batch(const TuneTask& task,
-                                                      const std::vector<ScheduleConfig>& configs) {
+                                                      const std::vector<ScheduleConfig>& configs,
+                                                      BuildJobs& jobs) {
   auto b = std::make_unique<CudaBatch>();
   b->task = &task;
   b->results.resize(configs.size());
@@ -200,7 +205,7 @@ std::unique_ptr<BuiltBatch> CudaMeasurer::build_batch(const TuneTask& task,
                 c.lowered.args.size(), c.config.str(), ct.arg_elements.size());
     c.action = injected_action(injections_, t.template_name, c.config);
   }
-  build(cands, b->results, b->done);
+  build(cands, b->results, b->done, jobs);
   return b;
 }
 
