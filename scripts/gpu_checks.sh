@@ -15,7 +15,8 @@
 #                                     versus (bench/gpu_vs_torch.py: yoloc and the PyTorch peer at
 #                                     batch 1..128; RECORDS=FILE applies tuning records,
 #                                     NO_PEER=1 skips the peer, VERSUS_MODELS=yolov8n.onnx
-#                                     runs only that model)
+#                                     runs only that model, VERSUS_BATCHES=1,128 only those
+#                                     batches)
 #
 # $OUT (default ./gpu_out) receives checks.log and results.tgz (the GPU test logs, bench/*.json,
 # tuning records): the device tool returns at most 8 files.
@@ -170,7 +171,8 @@ for s in "$@"; do
       step "yoloc vs PyTorch (eager, torch.compile)"
       check python3 bench/gpu_vs_torch.py --yoloc "$Y" --models "$S/models" --peers "$S/peers" \
         --image "$S/data/images/bus.jpg" --json "$out/bench/h200.json" ${RECORDS:+--records "$RECORDS"} \
-        ${NO_PEER:+--no-peer} ${VERSUS_MODELS:+--only "$VERSUS_MODELS"}
+        ${NO_PEER:+--no-peer} ${VERSUS_MODELS:+--only "$VERSUS_MODELS"} \
+        ${VERSUS_BATCHES:+--batches "$VERSUS_BATCHES"}
       ;;
     *) echo "unknown step $s"; exit 2 ;;
   esac
