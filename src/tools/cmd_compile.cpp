@@ -1,6 +1,6 @@
 // yoloc compile MODEL.onnx [--target cpu|cuda] [--arch sm_90] [--precision fp32|fp16|bf16]
 //               [--batch N] [--imgsz N] [--family F] [--cc CXX] [--isa ISA] [--sign KEY]
-//               [--records FILE | --no-records] [--force] -o OUT.ycm
+//               [--records FILE | --no-records] [--no-cache] [--force] -o OUT.ycm
 #include <fmt/format.h>
 
 #include <map>
@@ -19,9 +19,15 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
   std::string kinds;
   for (const auto& [name, n] : by_template) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, name);
   const double mb = 1e6;
-  fmt::print("compiled {} -> {} ({:.1f} MB, {}) in {:.1f} s ({:.1f} s building kernels)\n",
+  const std::string cached =
+      r.cached_builds == 0        ? ""
+      : r.builds == 1             ? ", from the kernel build cache"
+      : r.cached_builds == r.builds ? fmt::format(", all {} from the kernel build cache", r.builds)
+                                    : fmt::format(", {} of {} from the kernel build cache",
+                                                  r.cached_builds, r.builds);
+  fmt::print("compiled {} -> {} ({:.1f} MB, {}) in {:.1f} s ({:.1f} s building kernels{})\n",
              o.model.path, o.output, static_cast<double>(r.artifact_bytes) / mb, r.target,
-             r.seconds, r.backend_seconds);
+             r.seconds, r.backend_seconds, cached);
   fmt::print("  kernels: {} ({}); {} tuned, {} heuristic defaults\n", r.tasks.size(), kinds,
              r.tuned, r.tasks.size() - static_cast<size_t>(r.tuned));
   const std::string& records = r.records_file.empty() ? o.records : r.records_file;
@@ -89,6 +95,9 @@ void add_compile(CLI::App& app) {
   c->add_flag("--no-records", o->no_records,
               "apply no tuning records, not even the shipped ones (the heuristic defaults)")
       ->excludes(c->get_option("--records"));
+  c->add_flag("--no-cache", o->no_cache,
+              "build every kernel: neither read nor fill the kernel build cache "
+              "($YOLOC_CACHE_DIR, else ~/.cache/yoloc/kernels; YOLOC_CACHE_DIR=off turns it off)");
   c->add_flag("--force", o->force, "overwrite the output file if it exists");
   c->callback([o] {
     const CompileReport r = compile_model(*o);

@@ -90,6 +90,7 @@ CompileReport compile_for_cuda(const CompileOptions& o,
   codegen::cuda::CudaCompileOptions cuda;
   cuda.arch = o.arch.empty() ? "sm_90" : o.arch;
   cuda.configs = o.configs;
+  cuda.cache = o.no_cache ? nullptr : &codegen::BuildCache::user();
   CompileReport report;
   const std::string records = o.no_records      ? std::string()
                               : o.records.empty() ? default_cuda_records(cuda.arch)
@@ -165,6 +166,8 @@ CompileReport compile_for_cuda(const CompileOptions& o,
   report.plan = std::move(b.plan);
   report.weights_bytes = b.weights.size();
   report.backend_seconds = b.nvrtc_seconds;
+  report.builds = static_cast<int>(b.modules.size());
+  report.cached_builds = b.cached_modules;
   write_artifact(o, w, report, start);
   return report;
 }
@@ -190,6 +193,7 @@ CompileReport compile_for_cpu(const CompileOptions& o,
   }
   cpu.cc = codegen::cpu::host_compiler_options_for(cxx, cpu.isa);
   cpu.configs = o.configs;
+  cpu.cache = o.no_cache ? nullptr : &codegen::BuildCache::user();
   CompileReport report;
   if (!o.records.empty()) {
     if (!fs::exists(o.records)) user_error("--records {}: no such file", o.records);
@@ -222,6 +226,8 @@ CompileReport compile_for_cpu(const CompileOptions& o,
   report.plan = std::move(b.plan);
   report.weights_bytes = b.weights.size();
   report.kernel_bytes = b.kernels_so.size();
+  report.builds = 1;
+  report.cached_builds = b.from_cache ? 1 : 0;
   write_artifact(o, w, report, start);
   return report;
 }

@@ -36,6 +36,9 @@ struct CompileOptions {
   std::string records;
   /// --no-records: apply no tuning records, not even the shipped ones (untuned defaults).
   bool no_records = false;
+  /// --no-cache: build every kernel, neither reading nor filling the user's kernel build cache
+  /// (codegen/build_cache.h).
+  bool no_cache = false;
 };
 
 /// What a compile made.
@@ -49,6 +52,8 @@ struct CompileReport {
   uint64_t weights_bytes = 0;
   uint64_t kernel_bytes = 0;
   double backend_seconds = 0;  ///< the host compiler's / NVRTC's share of `seconds`
+  int builds = 0;         ///< kernel builds (cuda: one per module; cpu: one shared object)
+  int cached_builds = 0;  ///< of them, taken from the kernel build cache
   int records_applicable = 0;  ///< records of the --records file for this machine and ISA
   int records_stale = 0;       ///< records of other tool / format versions (ignored)
   std::string records_file;    ///< the records file applied (cuda: maybe the shipped default)

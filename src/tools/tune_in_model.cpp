@@ -132,6 +132,7 @@ InModelSummary measure_in_model(const DetectorModelOptions& model,
     c.output = (fs::path(dir.path) / fmt::format("rank{}.ycm", j)).string();
     c.configs = configs[j];
     c.isa = o.isa;
+    c.no_cache = true;  // candidates' builds, seldom built again: they would crowd the cache out
     progress.note(fmt::format("in the model: compiling rank {} of {}", j + 1, ranks));
     compile_model(c);
     paths.push_back(c.output);

@@ -53,6 +53,26 @@ def ort_fp16_outputs(model, input_name, x):
     return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, {input_name: x})))
 
 
+def check_recompile_from_cache(args, artifact, extra):
+    """The same compile again takes every kernel from the kernel build cache and writes the same
+    artifact, byte for byte."""
+    again = artifact + ".again.ycm"
+    t0 = time.time()
+    p = common.run([args.yoloc, "compile", args.model, "-o", again, "--force", "--target",
+                    args.target, "--precision", args.precision, *extra], "yoloc compile (again)")
+    first_line = p.stdout.splitlines()[0]
+    if "from the kernel build cache" not in first_line or " of " in first_line.split("(")[-1]:
+        print(f"FAIL: a second compile did not take all its kernels from the cache: {first_line}")
+        sys.exit(1)
+    with open(artifact, "rb") as a, open(again, "rb") as b:
+        if a.read() != b.read():
+            print("FAIL: the artifact compiled from the kernel build cache differs")
+            sys.exit(1)
+    os.remove(again)
+    print(f"compiled again in {time.time() - t0:.1f} s, every kernel from the kernel build cache "
+          "(the same artifact)")
+
+
 def main():
     args = common.model_args()
     common.check_known_unsupported(args.yoloc, args.model, args.work, args.target,
@@ -74,6 +94,8 @@ def main():
         arena = re.search(r"arena: ([\d.]+) MB \(naive sum of intermediates ([\d.]+) MB", p.stdout)
         print(f"batch {batch}: compiled in {seconds:.1f} s; " + (
             f"arena {arena.group(1)} MB of naive {arena.group(2)} MB" if arena else p.stdout))
+        if batch == 1 and os.environ.get("YOLOC_CACHE_DIR", "off") not in ("", "off"):
+            check_recompile_from_cache(args, artifact, family_options(args.model))
         shape = common.read_artifact(artifact)[0]["inputs"][0]["shape"]
         x = np.random.default_rng(batch).random(shape, dtype=np.float32)
         if args.precision != "fp32" and "yolox" in os.path.basename(args.model).lower():

@@ -147,9 +147,20 @@ CpuBuild compile_cpu(const Graph& g, const CpuCompileOptions& options) {
   }
   if (out.weights.empty()) out.weights.assign(kArenaAlignment, '\0');  // blobs are never empty
 
-  SharedObject so = compile_shared_object(out.source, options.cc);
-  out.kernels_so = std::move(so.bytes);
-  out.compiler_log = std::move(so.log);
+  const auto build = [&] {
+    SharedObject so = compile_shared_object(out.source, options.cc);
+    out.compiler_log = std::move(so.log);
+    return std::move(so.bytes);
+  };
+  if (options.cache && !options.cc.keep_dir) {
+    out.kernels_so = options.cache->get_or_build(
+        build_key({"yoloc " YOLOC_VERSION " cpu kernels.so", compiler_identity(options.cc),
+                   out.source}),
+        build, &out.from_cache);
+    options.cache->trim();
+  } else {
+    out.kernels_so = build();
+  }
   return out;
 }
 

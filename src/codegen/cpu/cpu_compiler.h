@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/build_cache.h"
 #include "codegen/cpu/host_compiler.h"
 #include "codegen/cpu/schedule.h"
 #include "codegen/cpu/tasks.h"
@@ -28,6 +29,8 @@ struct CpuCompileOptions {
   HostCompilerOptions cc;          ///< how they are built (host_compiler_options_for(cxx, isa))
   /// Configs by workload key (from tuning records); other tasks take their default.
   std::map<std::string, ScheduleConfig> configs;
+  /// Where built kernels are looked up and kept (codegen/build_cache.h); null: build always.
+  BuildCache* cache = nullptr;
 };
 
 /// What one task was compiled with.
@@ -48,6 +51,7 @@ struct CpuBuild {
   MemoryPlan plan;
   std::vector<CompiledTask> tasks;
   int tuned = 0;  ///< tasks that took a config from the records
+  bool from_cache = false;  ///< kernels_so came from CpuCompileOptions::cache
 };
 
 /// The generated source of a lowered kernel plus its runtime-ABI wrapper `abi_symbol`, which

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "core/error.h"
 
@@ -85,6 +87,17 @@ SharedObject build(const std::string& source, const std::string& cxx,
   return out;
 }
 
+/// The standard output of the shell command `cmd`, "" when it cannot be run or fails.
+std::string command_output(const std::string& cmd) {
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (fgets(buf, sizeof buf, p)) out += buf;
+    if (pclose(p) != 0) out.clear();
+  }
+  return out;
+}
+
 }  // namespace
 
 SharedObject compile_shared_object(const std::string& source, const HostCompilerOptions& opts) {
@@ -100,17 +113,29 @@ SharedObject compile_static_executable(const std::string& source, const HostComp
   return build(source, opts.cxx, flags, opts.keep_dir, "harness", "executable");
 }
 
+std::string compiler_identity(const HostCompilerOptions& opts) {
+  static std::mutex mu;
+  static std::map<std::vector<std::string>, std::string> cache;
+  std::vector<std::string> what = opts.flags;
+  what.insert(what.begin(), opts.cxx);
+  const std::lock_guard<std::mutex> lock(mu);
+  if (auto it = cache.find(what); it != cache.end()) return it->second;
+  const std::string cxx = shell_quote(opts.cxx);
+  std::string id = command_output(cxx + " --version 2>/dev/null") +
+                   command_output(cxx + " -dumpmachine 2>/dev/null");
+  for (const std::string& f : opts.flags) id += f + "\n";
+  // -march=native means this machine's CPU: the options the compiler resolves it to.
+  if (std::find(opts.flags.begin(), opts.flags.end(), "-march=native") != opts.flags.end())
+    id += command_output(cxx + " -march=native -Q --help=target 2>/dev/null");
+  return cache[what] = id;
+}
+
 std::string compiler_arch(const std::string& cxx) {
   static std::mutex mu;
   static std::map<std::string, std::string> cache;
   const std::lock_guard<std::mutex> lock(mu);
   if (auto it = cache.find(cxx); it != cache.end()) return it->second;
-  std::string triple;
-  if (FILE* p = popen((shell_quote(cxx) + " -dumpmachine 2>/dev/null").c_str(), "r")) {
-    char buf[256];
-    while (fgets(buf, sizeof buf, p)) triple += buf;
-    if (pclose(p) != 0) triple.clear();
-  }
+  const std::string triple = command_output(shell_quote(cxx) + " -dumpmachine 2>/dev/null");
   std::string arch = triple.substr(0, triple.find_first_of("-\n"));
   if (arch == "amd64") arch = "x86_64";
   if (arch == "arm64") arch = "aarch64";

@@ -38,6 +38,12 @@ SharedObject compile_shared_object(const std::string& source,
 SharedObject compile_static_executable(const std::string& source,
                                        const HostCompilerOptions& opts = {});
 
+/// What a build with `opts` depends on besides its source, for the kernel build cache: the
+/// compiler's version and target triple, the flags, and with -march=native the target options it
+/// resolves to on this machine (`-Q --help=target`), so that another CPU is another build. Runs
+/// the compiler once per compiler and flags in a process.
+std::string compiler_identity(const HostCompilerOptions& opts);
+
 /// The architecture the C++ compiler `cxx` generates code for, from `cxx -dumpmachine`
 /// ("x86_64", "aarch64", ... the triple's first field), or "" when it cannot be run. Cached.
 std::string compiler_arch(const std::string& cxx);

@@ -27,10 +27,13 @@ uint64_t add_weights(std::string& blob, const std::string& data) {
   return offset;
 }
 
-/// Compiles every source in parallel; raises the first failure (NVRTC's log attached).
+/// Compiles every source in parallel, or takes its cubin from `cache` (when not null; *cached
+/// counts those); raises the first failure (NVRTC's log attached).
 std::vector<std::string> compile_all(const std::vector<std::pair<std::string, std::string>>& srcs,
-                                     const std::string& arch, int jobs) {
+                                     const std::string& arch, int jobs, BuildCache* cache,
+                                     int* cached) {
   std::vector<std::string> cubins(srcs.size());
+  std::atomic<int> hits{0};
   std::atomic<size_t> next{0};
   std::exception_ptr error;
   std::mutex mu;
@@ -39,8 +42,18 @@ std::vector<std::string> compile_all(const std::vector<std::pair<std::string, st
       try {
         NvrtcOptions o;
         o.arch = arch;
-        o.toolkit_headers = false;
-        cubins[i] = nvrtc_compile(srcs[i].second, srcs[i].first, o).cubin;
+        o.toolkit_headers = false;  // the source is all the build reads: a complete cache key
+        const auto build = [&] { return nvrtc_compile(srcs[i].second, srcs[i].first, o).cubin; };
+        if (!cache) {
+          cubins[i] = build();
+          continue;
+        }
+        bool hit = false;
+        cubins[i] = cache->get_or_build(
+            build_key({"yoloc " YOLOC_VERSION " nvrtc cubin", nvrtc_version(), arch,
+                       o.fmad ? "fmad" : "no-fmad", srcs[i].first, srcs[i].second}),
+            build, &hit);
+        hits += hit ? 1 : 0;
       } catch (...) {
         std::lock_guard<std::mutex> lock(mu);
         if (!error) error = std::current_exception();
@@ -54,6 +67,8 @@ std::vector<std::string> compile_all(const std::vector<std::pair<std::string, st
   work();
   for (std::thread& t : pool) t.join();
   if (error) std::rethrow_exception(error);
+  if (cache) cache->trim();
+  *cached = hits;
   return cubins;
 }
 
@@ -174,7 +189,7 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const int jobs = options.jobs > 0 ? options.jobs
                                     : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  out.modules = compile_all(sources, options.arch, jobs);
+  out.modules = compile_all(sources, options.arch, jobs, options.cache, &out.cached_modules);
   out.nvrtc_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (size_t i = 0; i < out.modules.size(); ++i) prog.modules.push_back(cuda_module_blob(i));

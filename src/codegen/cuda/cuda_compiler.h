@@ -32,6 +32,8 @@ struct CudaCompileOptions {
   /// The detection kernels to add (a detector's family, input and head), or none.
   std::optional<DetectKernelConfig> detect;
   int jobs = 0;  ///< parallel NVRTC compilations; 0: the machine's hardware threads
+  /// Where built cubins are looked up and kept (codegen/build_cache.h); null: build always.
+  BuildCache* cache = nullptr;
 };
 
 struct CudaBuild {
@@ -44,6 +46,7 @@ struct CudaBuild {
   std::vector<cpu::CompiledTask> tasks;
   int tuned = 0;
   double nvrtc_seconds = 0;  ///< wall time of the NVRTC compilations
+  int cached_modules = 0;    ///< modules taken from CudaCompileOptions::cache
 };
 
 /// Elements from the first to the last one a strided operand addresses, plus one (0 for an empty
