@@ -277,6 +277,9 @@ TEST(CpuTemplates, NearestIndices) {
   EXPECT_EQ(nearest_indices(4, 2, 0.5, "asymmetric", "floor"), (V{0, 2}));
   EXPECT_EQ(nearest_indices(4, 3, 0.75, "asymmetric", "ceil"), (V{0, 2, 3}));
   EXPECT_FALSE(nearest_indices(4, 3, 0.75, "bogus", "ceil"));
+  // Opset 11's tf_half_pixel_for_nn (ONNX's spelling): sources (o + 0.5) / 2.
+  EXPECT_EQ(nearest_indices(3, 6, 2.0, "tf_half_pixel_for_nn", "round_prefer_floor"),
+            (V{0, 1, 1, 2, 2, 2}));
 }
 
 Value* resize(Graph& g, Value* x, float scale, const std::string& coord, const std::string& mode) {

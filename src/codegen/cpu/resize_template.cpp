@@ -33,7 +33,10 @@ extern "C" void @SYM@(const float* const* in, float* const* out, int64_t begin, 
 
 std::string join(const std::vector<int64_t>& v) {
   std::string s;
-  for (int64_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  for (int64_t x : v) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
   return s;
 }
 
@@ -59,7 +62,7 @@ std::optional<std::vector<int64_t>> nearest_indices(int64_t in, int64_t out, dou
       x = out > 1 ? (o + 0.5) / scale - 0.5 : 0.0;
     } else if (coord_mode == "align_corners") {
       x = out > 1 ? o * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
-    } else if (coord_mode == "tf_half_pixel_for_nearest") {
+    } else if (coord_mode == "tf_half_pixel_for_nn") {
       x = (o + 0.5) / scale;
     } else {
       return std::nullopt;
