@@ -224,7 +224,10 @@ TEST(CpuConv, RegisterTilePerIsa) {
 }
 
 TEST(CpuConv, SpaceAndValidity) {
-  const ConvTask t = ConvTask::make(1, 64, 20, 20, 80, 3, 1, 1);
+  // The register budgets below are AVX-512's (32 registers, one per 16-float block), whatever
+  // this machine has.
+  ConvTask t = ConvTask::make(1, 64, 20, 20, 80, 3, 1, 1);
+  t.isa = CpuIsa::kAvx512;
   const ScheduleSpace s = ConvTemplate::space(t);
   EXPECT_TRUE(ConvTemplate::valid(t, ConvTemplate::default_config(t)));
   // K/16 = 5: a 2-block register tile does not divide it; 6x8 tiles overflow the registers.
@@ -239,7 +242,8 @@ TEST(CpuConv, SpaceAndValidity) {
   EXPECT_FALSE(ConvTemplate::matches(ConvTask::make(1, 24, 8, 8, 16, 1, 1, 0)));
   EXPECT_FALSE(ConvTemplate::matches(ConvTask::make(1, 32, 8, 8, 24, 1, 1, 0)));
   // K < 16: a plain output holds no partial sums, so the cache tile takes every input block.
-  const ConvTask few = ConvTask::make(1, 64, 8, 8, 4, 1, 1, 0);
+  ConvTask few = ConvTask::make(1, 64, 8, 8, 4, 1, 1, 0);
+  few.isa = CpuIsa::kAvx512;
   EXPECT_TRUE(ConvTemplate::matches(few));
   EXPECT_TRUE(ConvTemplate::valid(
       few, ScheduleConfig({{"ocb", 1}, {"owb", 8}, {"ict", 4}, {"order", 0}, {"unroll", 1}})));
