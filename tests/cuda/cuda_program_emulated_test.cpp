@@ -4,8 +4,9 @@
 // bindings, and the output compared with the reference executor on the graph as built. It covers
 // what the template tests cannot: task extraction, storage types, views and the memory plan
 // together, here the detect head's convs written NCHW into channel slices of each level's concat
-// (strided at batch 2) and the tail (the detect-tail template) reading them through reshape
-// views.
+// (strided at batch 2), the tail (the detect-tail template) reading them through reshape views,
+// and a neck's nearest Resize written by the conv it reads as its upsampled copy (no launch of
+// its own; the memory plan keeps the concat it lands in alive from that conv on).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
