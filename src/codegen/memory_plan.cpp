@@ -206,21 +206,27 @@ uint64_t stored_bytes(const Value& v) {
   return static_cast<uint64_t>(shape_numel(stored_shape(v))) * dtype_size(v.type.dtype);
 }
 
-MemoryPlan plan_memory(const Graph& g) {
+MemoryPlan plan_memory(const Graph& g, const std::map<int, int>& runs_with) {
   MemoryPlan plan;
   const std::vector<Node*> nodes = g.nodes();
+  // The group whose kernel computes node n's.
+  const auto kernel_of = [&runs_with](const Node* n) {
+    const auto it = runs_with.find(n->group);
+    return it == runs_with.end() ? n->group : it->second;
+  };
   // A fused kernel reads all its inputs and writes all its outputs in one go, so its nodes
-  // share one span of time: from the first to the last node of its group.
+  // share one span of time: from the first to the last node of its group (and of the groups it
+  // computes too).
   std::map<int, std::pair<int, int>> group_span;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i]->group < 0) continue;
     const int t = static_cast<int>(i);
-    group_span.try_emplace(nodes[i]->group, t, t).first->second.second = t;
+    group_span.try_emplace(kernel_of(nodes[i]), t, t).first->second.second = t;
   }
   std::map<const Node*, std::pair<int, int>> span;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const int t = static_cast<int>(i);
-    span[nodes[i]] = nodes[i]->group < 0 ? std::pair(t, t) : group_span.at(nodes[i]->group);
+    span[nodes[i]] = nodes[i]->group < 0 ? std::pair(t, t) : group_span.at(kernel_of(nodes[i]));
   }
   const int end = static_cast<int>(nodes.size());
 

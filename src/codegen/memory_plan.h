@@ -65,7 +65,11 @@ uint64_t stored_bytes(const Value& v);
 /// are placed largest first, each at the lowest 64-byte aligned offset that does not overlap any
 /// placed allocation alive at the same time. Raises a UserError when a value to store has a
 /// shape that is not static.
-MemoryPlan plan_memory(const Graph& g);
+///
+/// `runs_with` maps kernel groups whose nodes another group's kernel computes (a Resize a CUDA
+/// conv writes as its upsampled copy) to that group: they share its span of time, so that what
+/// they write lives from that kernel on.
+MemoryPlan plan_memory(const Graph& g, const std::map<int, int>& runs_with = {});
 
 /// Checks that no two allocations alive at the same time overlap, that offsets are aligned,
 /// that everything lies inside the arena and that every arena value lies inside its allocation;

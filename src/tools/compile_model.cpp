@@ -123,7 +123,7 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     }
     for (const auto& [key, r] : tuner::nearest_batch_records(same_arch, q, keys))
       if (cuda.configs.try_emplace(key, r.config).second) report.nearest_batch.emplace(key, r.batch);
-    // Convs writing NCHW without records take their NHWC twin's config.
+    // Convs writing NCHW or an upsampled copy without records take their NHWC twin's config.
     for (const std::string& key : keys) {
       const auto twin = codegen::cuda::nhwc_output_twin(key);
       if (!twin || cuda.configs.contains(key)) continue;

@@ -60,7 +60,8 @@ struct CompileReport {
   /// cuda: the workloads whose config came from records of another batch (no record of their
   /// own batch), with that batch; a task of one of them is tuned if the config is valid for it.
   std::map<std::string, int64_t> nearest_batch;
-  /// cuda: the NCHW-output conv workloads whose config came from their NHWC-output twin.
+  /// cuda: the conv workloads writing NCHW or an upsampled copy too whose config came from
+  /// their NHWC-output twin (nhwc_output_twin).
   std::set<std::string> layout_twin;
 };
 

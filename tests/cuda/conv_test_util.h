@@ -328,6 +328,44 @@ inline CudaConvTask sliced(const ConvTask& conv, DType dtype, DType out_dtype, C
   return t;
 }
 
+/// t writing also its nearest upsampled copy (sh x sw) into slice s of an NHWC buffer.
+inline CudaConvTask with_up(CudaConvTask t, int64_t sh, int64_t sw, ChannelSlice s) {
+  t.up = CudaConvUp{sh, sw, s};
+  return t;
+}
+
+/// The upsampled copy as check_output sees it: the output of a conv of the upsampled size
+/// stored in the copy's slice.
+inline CudaConvTask upsampled_view(const CudaConvTask& t) {
+  CudaConvTask v = t;
+  v.conv.oh *= t.up->sh;
+  v.conv.ow *= t.up->sw;
+  v.out = t.up->out;
+  v.up.reset();
+  return v;
+}
+
+/// Bytes of the buffer the upsampled copy of t lies in.
+inline size_t upsampled_bytes(const CudaConvTask& t) {
+  const CudaConvTask v = upsampled_view(t);
+  return static_cast<size_t>(v.conv.n * v.conv.oh * v.conv.ow * v.out.stride) *
+         dtype_size(t.out_dtype);
+}
+
+/// The nearest upsampling of an NCHW float32 tensor by integer factors (what the Resize the copy
+/// stands for computes).
+inline Tensor upsample_nearest(const Tensor& nchw, int64_t sh, int64_t sw) {
+  const int64_t n = nchw.dim(0), c = nchw.dim(1), h = nchw.dim(2), w = nchw.dim(3);
+  Tensor out(DType::kFloat32, {n, c, h * sh, w * sw});
+  const float* src = nchw.data<float>();
+  float* dst = out.data<float>();
+  for (int64_t i = 0; i < n * c; ++i)
+    for (int64_t y = 0; y < h * sh; ++y)
+      for (int64_t x = 0; x < w * sw; ++x)
+        dst[(i * h * sh + y) * w * sw + x] = src[(i * h + y / sh) * w + x / sw];
+  return out;
+}
+
 /// t with its output and residual stored NCHW.
 inline CudaConvTask nchw_out(CudaConvTask t) {
   t.out_nchw = true;

@@ -44,11 +44,18 @@ void run_configs(Template tmpl, const std::vector<std::pair<CudaConvTask, Schedu
     std::vector<uint8_t> y(static_cast<size_t>(t.conv.n * t.conv.oh * t.conv.ow * t.out.stride) *
                                dtype_size(t.out_dtype),
                            0x5a);
+    std::vector<uint8_t> up(t.up ? upsampled_bytes(t) : 0, 0x5a);
     const std::string err = emu.launch(
         c.kernel, {x.data(), x.size()}, {packed.raw(), packed.nbytes()}, o.b.data<float>(),
-        {t.conv.residual ? res.data() : nullptr, res.size()}, y.data(), y.size());
+        {t.conv.residual ? res.data() : nullptr, res.size()}, y.data(), y.size(),
+        {t.up ? up.data() : nullptr, up.size()});
     EXPECT_EQ(err, "");
     EXPECT_TRUE(check_output(t, y, o.want, 0x5a));
+    if (t.up) {
+      EXPECT_TRUE(check_output(upsampled_view(t), up,
+                               upsample_nearest(o.want, t.up->sh, t.up->sw), 0x5a))
+          << "upsampled copy";
+    }
   }
 }
 
@@ -350,6 +357,88 @@ TEST(CudaConvEmulated, TensorCoreRecordsWithoutTheNewKnobs) {
     EXPECT_EQ(TensorCoreConvTemplate::default_config(t).get("l1"), 0);
     EXPECT_EQ(TensorCoreConvTemplate::default_config(t).get("epi"), 0);
   }
+}
+
+// The upsampled copy (the nearest Resize a conv's output feeds, fused away): 2x2 into a concat
+// slice whose stride and offset keep 16-byte pieces (the vector stores), 2x2 into odd slices
+// (element-wise stores) with a residual and a lone last channel, 3x1 with an fp32 output; each
+// compared with the reference's output upsampled, both buffers' bytes outside the slices intact.
+std::vector<CudaConvTask> up_tasks(DType dtype) {
+  const DType out = dtype == DType::kFloat32 ? dtype : DType::kFloat16;
+  return {
+      with_up(sliced(ConvTask::make(2, 32, 5, 7, 24, 1, 1, 0, Activation::kSilu), dtype, out,
+                     {32, 0}, {40, 8}, {24, 0}),
+              2, 2, {56, 16}),
+      with_up(sliced(ConvTask::make(1, 12, 7, 6, 19, 3, 1, 1, Activation::kSilu, true), dtype, out,
+                     {12, 0}, {21, 1}, {23, 3}),
+              2, 2, {25, 5}),
+      with_up(CudaConvTask::dense(ConvTask::make(1, 16, 6, 5, 32, 3, 1, 1, Activation::kRelu),
+                                  dtype, DType::kFloat32),
+              3, 1, {48, 16})};
+}
+
+TEST(CudaConvEmulated, TensorCoreUpsampledCopyFp16) {
+  const std::vector<CudaConvTask> all = up_tasks(DType::kFloat16);
+  // The staged epilogue (epi=1) is among the configs of the aligned task.
+  int64_t epi = 0;
+  for (const ScheduleConfig& c : tc_configs(all[0])) epi += c.get("epi");
+  EXPECT_GE(epi, 2);
+  run(Template::kTensorCore, all);
+}
+
+TEST(CudaConvEmulated, TensorCoreUpsampledCopySplitK) {
+  std::vector<std::pair<CudaConvTask, ScheduleConfig>> cases;
+  for (CudaConvTask t : up_tasks(DType::kFloat16)) {
+    t.sm = 90;
+    for (int64_t s : {2, 4}) {
+      ScheduleConfig cfg = TensorCoreConvTemplate::space(t).complete(ScheduleConfig(
+          {{"bm", 32}, {"bn", 32}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 3}}));
+      cfg.set("splitk", s);
+      if (TensorCoreConvTemplate::valid(t, cfg)) cases.emplace_back(t, cfg);
+    }
+  }
+  EXPECT_GE(cases.size(), 4u);
+  run_configs(Template::kTensorCore, cases);
+}
+
+TEST(CudaConvEmulated, SimtUpsampledCopyFp32) { run(Template::kSimt, up_tasks(DType::kFloat32)); }
+
+// The direct template: the image stem and an NHWC input of 4 channels (FMA with fp32, MMA with
+// fp16), each with an upsampled copy into a concat slice.
+TEST(CudaConvEmulated, DirectUpsampledCopy) {
+  const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
+  CudaConvTask image = CudaConvTask::dense(
+      ConvTask::make(2, 3, 13, 11, 16, 3, 2, 1, Activation::kSilu), f16, f16);
+  image.in_nchw_f32 = true;
+  run(Template::kDirect,
+      {with_up(image, 2, 2, {24, 8}),
+       with_up(sliced(ConvTask::make(1, 4, 9, 10, 19, 3, 1, 1, Activation::kRelu, true), f32, f32,
+                      {4, 0}, {21, 1}, {19, 0}),
+               2, 2, {23, 3})});
+}
+
+// The copy is a workload of its own (" up<sh>x<sw> out<stride>+<offset>" in the key) whose records
+// fall back to the conv's without it (nhwc_output_twin), also with a template's suffix after it;
+// an NCHW output takes none.
+TEST(CudaConvEmulated, UpsampledCopyKeyAndValidity) {
+  const DType f16 = DType::kFloat16;
+  const CudaConvTask plain =
+      CudaConvTask::dense(ConvTask::make(1, 64, 20, 20, 64, 1, 1, 0), f16, f16);
+  const CudaConvTask up = with_up(plain, 2, 2, {128, 64});
+  EXPECT_EQ(up.key(), plain.key() + " up2x2 out128+64");
+  EXPECT_EQ(nhwc_output_twin(up.key()), plain.key());
+  EXPECT_EQ(nhwc_output_twin(up.key() + " direct"), plain.key() + " direct");
+  EXPECT_EQ(nhwc_output_twin(plain.key()), std::nullopt);
+  EXPECT_TRUE(TensorCoreConvTemplate::matches(up));
+  EXPECT_FALSE(TensorCoreConvTemplate::matches(nchw_out(up)));
+  EXPECT_FALSE(TensorCoreConvTemplate::matches(with_up(plain, 2, 2, {100, 64})));  // 64 + 64 > 100
+  EXPECT_FALSE(TensorCoreConvTemplate::matches(with_up(plain, 0, 2, {128, 64})));
+  // Without a copy the kernel stores nothing more (UP = 0); the default config is the same.
+  EXPECT_NE(TensorCoreConvTemplate::emit(plain, TensorCoreConvTemplate::default_config(plain), "k")
+                .source.find("UP = 0,"),
+            std::string::npos);
+  EXPECT_EQ(TensorCoreConvTemplate::default_config(up),
+            TensorCoreConvTemplate::default_config(plain));
 }
 
 TEST(CudaConvEmulated, SimtFp32) { run(Template::kSimt, tasks(DType::kFloat32)); }

@@ -184,8 +184,8 @@ void run_layer(const Layer& s, const Built& built) {
     if (c.kernel.shared_bytes > 48 * 1024) {
       rt::set_max_dynamic_shared(fn, static_cast<int>(c.kernel.shared_bytes));
     }
-    CUdeviceptr px = dx.ptr(), pw = dw.ptr(), pb = db.ptr(), pr = dr.ptr(), py = dy.ptr();
-    void* args[] = {&px, &pw, &pb, &pr, &py};
+    CUdeviceptr px = dx.ptr(), pw = dw.ptr(), pb = db.ptr(), pr = dr.ptr(), py = dy.ptr(), pu = 0;
+    void* args[] = {&px, &pw, &pb, &pr, &py, &pu};
     rt::LaunchDims dims{c.kernel.grid, c.kernel.block, c.kernel.shared_bytes};
     rt::launch(fn, dims, args, &stream);
     stream.synchronize();
@@ -281,8 +281,8 @@ TEST(CudaGpu, StreamsEventsPinnedCopiesAndGraphReplay) {
   dy.fill_bytes(0x5a);
   rt::Stream stream;
   CUfunction fn = module.function(k.symbol);
-  CUdeviceptr px = dx.ptr(), pw = dw.ptr(), pb = db.ptr(), pr = 0, py = dy.ptr();
-  void* args[] = {&px, &pw, &pb, &pr, &py};
+  CUdeviceptr px = dx.ptr(), pw = dw.ptr(), pb = db.ptr(), pr = 0, py = dy.ptr(), pu = 0;
+  void* args[] = {&px, &pw, &pb, &pr, &py, &pu};
   // Upload, conv, download captured once, replayed twice.
   stream.begin_capture();
   dx.upload_async(hx.data(), stream);
@@ -332,9 +332,9 @@ TEST(CudaGpu, SplitKClustersWithPdlInGraph) {
   CUfunction fn = module.function(k.symbol);
   if (k.shared_bytes > 48 * 1024) rt::set_max_dynamic_shared(fn, static_cast<int>(k.shared_bytes));
   CUdeviceptr px = dx.ptr(), pw = dw.ptr(), pb = db.ptr(), pr = dr.ptr(), py1 = dy1.ptr(),
-              py2 = dy2.ptr();
-  void* first[] = {&px, &pw, &pb, &pr, &py1};
-  void* second[] = {&px, &pw, &pb, &py1, &py2};  // residual: the first's output
+              py2 = dy2.ptr(), pu = 0;
+  void* first[] = {&px, &pw, &pb, &pr, &py1, &pu};
+  void* second[] = {&px, &pw, &pb, &py1, &py2, &pu};  // residual: the first's output
   rt::LaunchDims dims{k.grid, k.block, k.shared_bytes};
   dims.programmatic = true;
   stream.begin_capture();
@@ -360,6 +360,117 @@ TEST(CudaGpu, SplitKClustersWithPdlInGraph) {
       w2[nchw] += first_f32.data<float>()[p * 256 + c] - res_f32.data<float>()[nchw];
     }
   EXPECT_TRUE(check_output(t, y2, want2, 0x5a));
+}
+
+// The upsampled copy (a nearest Resize fused into the conv) of yolov8n's two upsampled convs
+// (SPPF cv2 at 20x20, C2f cv2 at 40x40; their outputs into the head's concats, their copies into
+// the first slice of the neck's concats) at batch 1 and 32, each template form (tensor-core plain
+// and staged epilogues, split-K on sm_90, SIMT): both outputs against the reference, and the time
+// with the copy beside the time without it (printed, not asserted; the Resize kernel it replaces
+// costs a launch and a pass over the copy).
+TEST(CudaGpu, ConvWithUpsampledCopy) {
+  YOLOC_REQUIRE_GPU();
+  NvrtcOptions opts;
+  opts.arch = context()->info().arch();
+  const int sm = parse_cuda_arch(opts.arch);
+  const Activation silu = Activation::kSilu;
+  struct Up {
+    const char* what;
+    ConvTask conv;
+    ChannelSlice out, up;
+  };
+  std::vector<Up> layers;
+  for (int64_t n : {1, 32}) {
+    layers.push_back({"model.9 SPPF cv2 512->256 1x1 @20, copy @40",
+                      ConvTask::make(n, 512, 20, 20, 256, 1, 1, 0, silu), {384, 128}, {384, 0}});
+    layers.push_back({"model.12 C2f cv2 384->128 1x1 @40, copy @80",
+                      ConvTask::make(n, 384, 40, 40, 128, 1, 1, 0, silu), {192, 64}, {192, 0}});
+  }
+  std::vector<Case> cases;
+  for (const Up& l : layers) {
+    for (DType dt : {DType::kFloat16, DType::kFloat32}) {
+      CudaConvTask plain = sliced(l.conv, dt, dt, {l.conv.c, 0}, l.out, {l.conv.k, 0});
+      plain.sm = sm;
+      const CudaConvTask up = with_up(plain, 2, 2, l.up);
+      const Template tmpl = dt == DType::kFloat16 ? Template::kTensorCore : Template::kSimt;
+      std::vector<ScheduleConfig> cfgs = {template_default(tmpl, up)};
+      if (tmpl == Template::kTensorCore) {
+        const ScheduleConfig def = cfgs[0];
+        for (const ScheduleConfig& c : {with_l1_epi(def, 0, 1), [&] {
+               ScheduleConfig s = with_l1_epi(def, 0, 0);
+               s.set("splitk", 2);
+               return s;
+             }()}) {
+          if (!(c == def) && TensorCoreConvTemplate::valid(up, c)) cfgs.push_back(c);
+        }
+      }
+      for (const ScheduleConfig& cfg : cfgs) {
+        for (const CudaConvTask& t : {up, plain}) {
+          const std::string sym = fmt::format("k{}", cases.size());
+          cases.push_back({tmpl, t, cfg, template_emit(tmpl, t, cfg, sym)});
+        }
+      }
+    }
+  }
+  std::string source;
+  for (const Case& c : cases) source += c.kernel.source;
+  const rt::Module module(nvrtc_compile(source, cases.front().kernel.symbol, opts).cubin);
+  rt::Stream stream;
+  rt::Event start, stop;
+  double with_copy = 0;
+  for (const Case& c : cases) {
+    const CudaConvTask& t = c.task;
+    SCOPED_TRACE(t.key() + " | " + c.cfg.str());
+    const ConvOperands o = make_operands(t, 4321);
+    const Tensor packed = template_weights(c.tmpl, t, o.w);
+    const std::vector<uint8_t> x = input_buffer(t, o.x, 0x7f);
+    std::vector<uint8_t> y(static_cast<size_t>(t.conv.n * t.conv.oh * t.conv.ow * t.out.stride) *
+                               dtype_size(t.out_dtype),
+                           0x5a);
+    std::vector<uint8_t> up(t.up ? upsampled_bytes(t) : 1, 0x5a);
+    rt::DeviceBuffer dx(x.size()), dw(packed.nbytes()), db(o.b.nbytes()), dy(y.size()),
+        du(up.size());
+    dx.upload(x.data());
+    dw.upload(packed.raw());
+    db.upload(o.b.raw());
+    dy.upload(y.data());
+    du.upload(up.data());
+    CUfunction fn = module.function(c.kernel.symbol);
+    if (c.kernel.shared_bytes > 48 * 1024) {
+      rt::set_max_dynamic_shared(fn, static_cast<int>(c.kernel.shared_bytes));
+    }
+    CUdeviceptr px = dx.ptr(), pw = dw.ptr(), pb = db.ptr(), pr = 0, py = dy.ptr(),
+                pu = t.up ? du.ptr() : 0;
+    void* args[] = {&px, &pw, &pb, &pr, &py, &pu};
+    rt::LaunchDims dims{c.kernel.grid, c.kernel.block, c.kernel.shared_bytes};
+    rt::launch(fn, dims, args, &stream);
+    stream.synchronize();
+    dy.download(y.data());
+    EXPECT_TRUE(check_output(t, y, o.want, 0x5a));
+    if (t.up) {
+      du.download(up.data());
+      EXPECT_TRUE(check_output(upsampled_view(t), up,
+                               upsample_nearest(o.want, t.up->sh, t.up->sw), 0x5a))
+          << "upsampled copy";
+    }
+    for (int i = 0; i < 5; ++i) rt::launch(fn, dims, args, &stream);
+    constexpr int kRuns = 50;
+    start.record(stream);
+    for (int i = 0; i < kRuns; ++i) rt::launch(fn, dims, args, &stream);
+    stop.record(stream);
+    stop.synchronize();
+    const double us = 1000.0 * stop.elapsed_ms_since(start) / kRuns;
+    if (t.up) {
+      with_copy = us;
+    } else {
+      std::printf("[timing] up2x2 %-6s n%-3lld k%-4lld %lldx%lld %-4s %-52s %9.2f us with the "
+                  "copy, %9.2f us without (+%.2f)\n",
+                  template_tag(c.tmpl), static_cast<long long>(t.conv.n),
+                  static_cast<long long>(t.conv.k), static_cast<long long>(t.conv.oh),
+                  static_cast<long long>(t.conv.ow), short_dtype_name(t.dtype),
+                  c.cfg.str().c_str(), with_copy, us, with_copy - us);
+    }
+  }
 }
 
 }  // namespace

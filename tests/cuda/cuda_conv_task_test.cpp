@@ -4,7 +4,9 @@
 
 #include "../unit/graph_builder.h"
 #include "codegen/cuda/conv_task.h"
+#include "codegen/cuda/tasks.h"
 #include "codegen/cuda/tc_conv_template.h"
+#include "codegen/memory_plan.h"
 #include "passes/pipeline.h"
 
 namespace yoloc::codegen::cuda {
@@ -74,6 +76,85 @@ TEST(CudaConvTask, NchwOutputKeyHasAnNhwcTwin) {
   ASSERT_NE(t.key(), nhwc);
   EXPECT_EQ(nhwc_output_twin(t.key()), nhwc);
   EXPECT_EQ(nhwc_output_twin(" out-nchw"), std::nullopt);
+}
+
+// A neck: f = SiLU(conv(x)) (the direct template's, on the NCHW image) upsampled by a nearest
+// Resize (the attributes and scale given) into the first slice of a concat with a later conv's
+// output, f also read by another conv.
+std::unique_ptr<Graph> upsample_neck(const std::string& coord, const std::string& nearest,
+                                     float scale = 2) {
+  auto gp = std::make_unique<Graph>();
+  Graph& g = *gp;
+  const auto up_size = static_cast<int64_t>(6 * scale);
+  Value* f = node(g, "SiLU", {conv(g, input(g, "x", {1, 3, 6, 6}), 3, 32, 1, 1)});
+  Attrs r;
+  r.set("mode", std::string("nearest"));
+  r.set("coordinate_transformation_mode", coord);
+  r.set("nearest_mode", nearest);
+  Value* scales =
+      g.add_constant("scales", Tensor::from_vector<float>({4}, {1, 1, scale, scale}));
+  Value* up = node(g, "Resize", {f, nullptr, scales}, r);
+  Value* b = node(g, "SiLU", {conv(g, input(g, "b", {1, 3, up_size, up_size}), 3, 16, 1, 3)});
+  Attrs cat;
+  cat.set("axis", int64_t{1});
+  Value* c = node(g, "Concat", {up, b}, cat);
+  // Plain convs as the outputs: a trailing chain from the concat would be a detect tail.
+  g.outputs = {conv(g, c, 48, 8, 1, 5), conv(g, f, 32, 8, 3, 7)};
+  PassContext ctx;
+  ctx.target = "cuda";
+  optimize(g, ctx);
+  return gp;
+}
+
+// The Resize of a conv's output becomes that conv's upsampled copy (asymmetric / floor, and
+// half_pixel / round_prefer_floor, which reads the same rows at 2x), into the concat's first
+// slice; the memory plan starts the concat buffer's life at that conv. A scale of 1.5 is not an
+// integer: the Resize keeps its own kernel (the generic template's).
+TEST(CudaConvTask, NearestResizeBecomesUpsampledCopy) {
+  for (const auto& [coord, nearest] :
+       {std::pair{"asymmetric", "floor"}, std::pair{"half_pixel", "round_prefer_floor"}}) {
+    SCOPED_TRACE(coord);
+    const auto g = upsample_neck(coord, nearest);
+    const std::vector<CudaTask> tasks = extract_cuda_tasks(*g);
+    ASSERT_EQ(tasks.size(), 4u);
+    const CudaTask& t = tasks[0];
+    EXPECT_NE(t.key.find(" up2x2 out48+0"), std::string::npos) << t.key;
+    ASSERT_EQ(t.absorbed.size(), 1u);
+    const Node* resize = nullptr;
+    const Node* first_conv = nullptr;
+    int conv_at = -1, at = 0;
+    for (const Node* n : g->nodes()) {
+      if (n->op == "Resize") resize = n;
+      if (n->op == "Conv" && !first_conv) {
+        first_conv = n;
+        conv_at = at;
+      }
+      ++at;
+    }
+    ASSERT_TRUE(resize && first_conv);
+    EXPECT_EQ(t.absorbed[0], resize->group);
+    EXPECT_EQ(t.group, first_conv->group);
+    for (const CudaTask& o : tasks) EXPECT_EQ(o.group_name.find("Resize"), std::string::npos);
+    const CudaLowered l = t.lower(t.default_config, "k");
+    ASSERT_EQ(l.args.size(), 6u);
+    EXPECT_EQ(l.args[5].value, resize->outputs[0]);
+    EXPECT_TRUE(l.args[5].output);
+    const MemoryPlan plan = plan_memory(*g, {{resize->group, t.group}});
+    const ValueSlot& slot = plan.values.at(resize->outputs[0]->name);
+    EXPECT_LE(plan.allocations.at(static_cast<size_t>(slot.allocation)).first, conv_at);
+    const MemoryPlan plain = plan_memory(*g);  // the Resize's own time: later
+    EXPECT_GT(plain.allocations.at(static_cast<size_t>(
+                                       plain.values.at(resize->outputs[0]->name).allocation))
+                  .first,
+              conv_at);
+  }
+  const auto g = upsample_neck("asymmetric", "floor", 1.5f);
+  const std::vector<CudaTask> tasks = extract_cuda_tasks(*g);
+  ASSERT_EQ(tasks.size(), 5u);
+  for (const CudaTask& t : tasks) {
+    EXPECT_TRUE(t.absorbed.empty());
+    EXPECT_EQ(t.key.find(" up"), std::string::npos) << t.key;
+  }
 }
 
 TEST(CudaConvTask, DenseTaskAndSliceChecks) {

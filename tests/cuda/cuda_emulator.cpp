@@ -380,8 +380,8 @@ std::string build_generic(const GenericKernels& kernels) {
 EmulatedKernels::EmulatedKernels(const std::vector<CudaKernel>& kernels) : lib_(build(kernels)) {}
 
 std::string EmulatedKernels::launch(const CudaKernel& k, Buffer x, Buffer w, const float* bias,
-                                    Buffer res, void* y, size_t y_bytes) const {
-  return launch(k, {x, w, {bias, 0}, res, {y, y_bytes}});
+                                    Buffer res, void* y, size_t y_bytes, Buffer up) const {
+  return launch(k, {x, w, {bias, 0}, res, {y, y_bytes}, up});
 }
 
 std::string EmulatedKernels::launch(const CudaKernel& k, const std::vector<Buffer>& args) const {

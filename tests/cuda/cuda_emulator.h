@@ -36,9 +36,14 @@ class EmulatedKernels {
     size_t bytes = 0;
   };
   /// Runs kernel k over its grid with the conv kernel parameters (host buffers; bias holds K
-  /// floats). Returns "" or the first error the emulation detected.
+  /// floats; up empty without an upsampled copy). Returns "" or the first error the emulation
+  /// detected.
   std::string launch(const CudaKernel& k, Buffer x, Buffer w, const float* bias, Buffer res,
-                     void* y, size_t y_bytes) const;
+                     void* y, size_t y_bytes, Buffer up) const;
+  std::string launch(const CudaKernel& k, Buffer x, Buffer w, const float* bias, Buffer res,
+                     void* y, size_t y_bytes) const {
+    return launch(k, x, w, bias, res, y, y_bytes, Buffer{});
+  }
   /// Runs kernel k over its grid with `args`, its parameters in order (host buffers, which the
   /// kernel may write). Returns "" or the first error the emulation detected.
   std::string launch(const CudaKernel& k, const std::vector<Buffer>& args) const;

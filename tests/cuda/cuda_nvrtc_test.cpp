@@ -242,6 +242,72 @@ TEST(CudaNvrtc, DirectTemplateBuilds) {
                               "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"});
 }
 
+// The upsampled copy (a fused nearest Resize) in every template: yolov8n's two upsampled convs
+// (20x20 and 40x40, into 16-byte aligned concat slices) with the tensor-core template's plain and
+// staged (epi=1) epilogues, an odd slice, SIMT and direct forms, for sm_80 and sm_90 with no
+// spills in the defaults; split-K copies build for sm_90.
+TEST(CudaNvrtc, UpsampledCopyBuilds) {
+  const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
+  const Activation silu = Activation::kSilu;
+  Module m;
+  const auto add = [&m](const CudaKernel& k, bool def) {
+    m.source += k.source;
+    m.symbols.push_back(k.symbol);
+    if (def) m.default_symbols.push_back(k.symbol);
+  };
+  const std::vector<CudaConvTask> tc = {
+      with_up(sliced(ConvTask::make(1, 256, 20, 20, 256, 1, 1, 0, silu), f16, f16, {256, 0},
+                     {384, 128}, {256, 0}),
+              2, 2, {384, 0}),
+      with_up(CudaConvTask::dense(ConvTask::make(1, 192, 40, 40, 128, 1, 1, 0, silu), f16, f16),
+              2, 2, {192, 0}),
+      with_up(sliced(ConvTask::make(1, 12, 7, 6, 19, 3, 1, 1, silu, true), f16, f16, {12, 0},
+                     {21, 1}, {23, 3}),
+              2, 2, {25, 5})};
+  for (const CudaConvTask& t : tc) {
+    const ScheduleConfig def = TensorCoreConvTemplate::default_config(t);
+    add(TensorCoreConvTemplate::emit(t, def, fmt::format("tc_{}", m.symbols.size())), true);
+    if (TensorCoreConvTemplate::valid(t, with_l1_epi(def, 0, 1)))
+      add(TensorCoreConvTemplate::emit(t, with_l1_epi(def, 0, 1),
+                                       fmt::format("tc_{}", m.symbols.size())),
+          false);
+  }
+  const CudaConvTask simt = with_up(
+      CudaConvTask::dense(ConvTask::make(1, 64, 20, 20, 64, 1, 1, 0, silu), f32, f32), 2, 2,
+      {96, 32});
+  add(SimtConvTemplate::emit(simt, SimtConvTemplate::default_config(simt),
+                             fmt::format("simt_{}", m.symbols.size())),
+      true);
+  for (DType dt : {f16, f32}) {  // the MMA and the FMA path
+    CudaConvTask direct =
+        with_up(CudaConvTask::dense(
+                    ConvTask::make(1, 3, 640, 640, dt == f16 ? 16 : 32, 3, 2, 1, silu), dt, dt),
+                2, 2, {64, 32});
+    direct.in_nchw_f32 = true;
+    add(DirectConvTemplate::emit(direct, DirectConvTemplate::default_config(direct),
+                                 fmt::format("direct_{}", m.symbols.size())),
+        true);
+    direct.up.reset();  // the same without the copy
+    add(DirectConvTemplate::emit(direct, DirectConvTemplate::default_config(direct),
+                                 fmt::format("direct_{}", m.symbols.size())),
+        true);
+  }
+  ASSERT_GE(m.symbols.size(), 7u);
+  build_all(m, {"st.global.v4"});
+
+  Module split;
+  CudaConvTask t = tc[0];
+  t.sm = 90;
+  ScheduleConfig cfg = TensorCoreConvTemplate::default_config(t);
+  cfg.set("splitk", 2);
+  ASSERT_TRUE(TensorCoreConvTemplate::valid(t, cfg)) << cfg.str();
+  split.source = TensorCoreConvTemplate::emit(t, cfg, "tc_split").source;
+  NvrtcOptions opts;
+  opts.arch = "sm_90";
+  const CompiledModule out = nvrtc_compile(split.source, "tc_split", opts);
+  EXPECT_NE(out.ptx.find(".reqnctapercluster 1, 1, 2"), std::string::npos);
+}
+
 TEST(CudaNvrtc, CompileErrorIsUserErrorWithLog) {
   try {
     nvrtc_compile("extern \"C\" __global__ void broken_kernel() { undeclared_thing = 1; }",

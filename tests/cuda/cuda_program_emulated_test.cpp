@@ -4,8 +4,9 @@
 // bindings, and the output compared with the reference executor on the graph as built. It covers
 // what the template tests cannot: task extraction, storage types, views and the memory plan
 // together, here the detect head's convs written NCHW into channel slices of each level's concat
-// (strided at batch 2) and the tail (the detect-tail template) reading them through reshape
-// views.
+// (strided at batch 2), the tail (the detect-tail template) reading them through reshape views,
+// and a neck's nearest Resize written by the conv it reads as its upsampled copy (no launch of
+// its own; the memory plan keeps the concat it lands in alive from that conv on).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -55,6 +56,17 @@ std::unique_ptr<Graph> detector() {
   pool.set("kernel_shape", std::vector<int64_t>{2, 2});
   pool.set("strides", std::vector<int64_t>{2, 2});
   Value* f2 = node(g, "MaxPool", {f1}, pool);
+  // A neck: the 4x4 level's conv upsampled 2x by a nearest Resize (which the conv writes as its
+  // upsampled copy) into a concat with the 8x8 level, then a 1x1 conv.
+  Value* p2 = node(g, "SiLU", {conv(g, f2, 16, 16, 1, 5)});
+  Attrs nearest;
+  nearest.set("mode", std::string("nearest"));
+  nearest.set("coordinate_transformation_mode", std::string("asymmetric"));
+  nearest.set("nearest_mode", std::string("floor"));
+  Value* scales = g.add_constant("scales", Tensor::from_vector<float>({4}, {1, 1, 2, 2}));
+  Value* up = node(g, "Resize", {p2, nullptr, scales}, nearest);
+  Value* p1 = node(g, "SiLU", {conv(g, node(g, "Concat", {up, f1}, int_attr("axis", 1)), 32, 16,
+                                    1, 7)});
   std::vector<Value*> levels;
   uint32_t seed = 10;
   const auto branch = [&](Value* f, int64_t k) {
@@ -63,7 +75,7 @@ std::unique_ptr<Graph> detector() {
     seed += 4;
     return conv(g, b, 16, k, 1, seed++);
   };
-  for (Value* f : {f1, f2}) {
+  for (Value* f : {p1, p2}) {
     Value* box = branch(f, 16);
     Value* cls = branch(f, 6);
     Value* cat = node(g, "Concat", {box, cls}, int_attr("axis", 1));
@@ -116,7 +128,7 @@ void run_detector(Precision precision, float tolerance, bool splitk = false) {
   std::vector<CudaKernel> conv_kernels;
   GenericKernels generic;
   std::map<std::string, CudaKernel> by_symbol;
-  int nchw_convs = 0, detect_tails = 0;
+  int nchw_convs = 0, detect_tails = 0, upsampled = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const CudaLowered l = tasks[i].lower(build.tasks[i].config, fmt::format("yc_t{}", i));
     // Detect-tail kernels (no shared memory, no barrier) run sequentially as generic ones do.
@@ -129,11 +141,14 @@ void run_detector(Precision precision, float tolerance, bool splitk = false) {
       k.source = l.source;
       conv_kernels.push_back(k);
       nchw_convs += tasks[i].key.find(" out-nchw") != std::string::npos;
+      upsampled += tasks[i].key.find(" up2x2 out32+0") != std::string::npos;
     }
     for (const CudaKernel& k : l.launches) by_symbol[k.symbol] = k;
   }
   // The 1x1 box and class convs of both levels, into their level's concat buffer.
   EXPECT_EQ(nchw_convs, 4);
+  // The neck's Resize is the 4x4 conv's upsampled copy, into the concat's first slice.
+  EXPECT_EQ(upsampled, 1);
   // The DFL tail (distances and class sigmoids, no box decode) takes the detect-tail template.
   EXPECT_EQ(detect_tails, 1);
   const EmulatedKernels convs(conv_kernels);
@@ -162,11 +177,11 @@ void run_detector(Precision precision, float tolerance, bool splitk = false) {
     if (launch.task["template"] == "generic" || launch.task["template"] == "detect_tail") {
       EXPECT_EQ(generics.launch(k, args), "");
     } else {
-      ASSERT_EQ(args.size(), 5u);
-      EXPECT_EQ(
-          convs.launch(k, {args[0], bytes[0]}, {args[1], bytes[1]},
-                       static_cast<const float*>(args[2]), {args[3], bytes[3]}, args[4], bytes[4]),
-          "");
+      ASSERT_EQ(args.size(), 6u);
+      EXPECT_EQ(convs.launch(k, {args[0], bytes[0]}, {args[1], bytes[1]},
+                             static_cast<const float*>(args[2]), {args[3], bytes[3]}, args[4],
+                             bytes[4], {args[5], bytes[5]}),
+                "");
     }
   }
 

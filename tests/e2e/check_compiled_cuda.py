@@ -6,8 +6,10 @@ bindings inside the arena or the weights and the arena arguments it writes (for 
 module per task plus the detection module of a detector, an arena below the naive sum. For
 yolov8n it also checks that its SPPF is one launch of the SPPF template, that the shipped tuning
 records (records/cuda-sm_90.jsonl) still apply (a change of workload keys would leave them
-silently unused), that its NCHW-output head convs are tuned (by their own records, or, without
-them, by their NHWC twin's) and that --no-records applies none.
+silently unused), that its two Resizes have no launch of their own (the convs they read write
+the upsampled copies), that its NCHW-output head convs and the convs with an upsampled copy are
+tuned (by their own records, or, without them, by their NHWC twin's) and that --no-records
+applies none.
 Models the CUDA target cannot compile must fail with one clear error line (reported as skipped).
 The outputs themselves are checked on a GPU machine (`scripts/gpu_checks.sh models`,
 check_compiled.py --target cuda).
@@ -77,6 +79,14 @@ def main():
         if [t["template"] for t in templates].count("sppf") != 1 or any(
                 t["template"] == "generic" and "MaxPool" in t["key"] for t in templates):
             problems.append("the SPPF group is not one launch of the sppf template")
+        # Its two nearest 2x Resizes are the upsampled copies of the convs they read
+        # (CudaConvTask::up): no launch of their own, two fewer launches than groups.
+        ups = [t for t in templates if " up2x2 out" in t["key"]]
+        resizes = [t["group"] for t in templates if "Resize" in t["group"]]
+        untuned_ups = [t["key"] for t in ups if not t.get("tuned")]
+        if len(ups) != 2 or resizes or untuned_ups:
+            problems.append(f"{len(ups)} convs with an upsampled copy (untuned: {untuned_ups}), "
+                            f"Resize launches {resizes}")
         tuned = re.search(r"; (\d+) tuned,", p.stdout)
         if not tuned or int(tuned.group(1)) == 0:
             problems.append("the shipped records/cuda-sm_90.jsonl no longer apply to yolov8n")
@@ -94,13 +104,17 @@ def main():
                                "cuda-sm_90.jsonl")
         nhwc_only = os.path.join(args.work, "nhwc-only.jsonl")
         with open(shipped) as f, open(nhwc_only, "w") as out:
-            out.writelines(line for line in f if ' out-nchw"' not in line)
+            out.writelines(line for line in f
+                           if ' out-nchw"' not in line and ' up2x2 out' not in line)
         twins = common.run([args.yoloc, "compile", args.model, "-o", artifact, "--force",
                             "--target", "cuda", "--precision", "fp16", "--records", nhwc_only],
                            "yoloc compile --target cuda --records (no NCHW-output records)")
-        if f"{len(nchw)} from the records of their NHWC-output twin" not in twins.stdout:
-            problems.append(f"{len(nchw)} NCHW-output convs without records of their own but "
-                            "not all took their NHWC twin's tuned config:\n" + twins.stdout)
+        # So do the convs with an upsampled copy (their records less too).
+        twinned = len(nchw) + len(ups)
+        if f"{twinned} from the records of their NHWC-output twin" not in twins.stdout:
+            problems.append(f"{len(nchw)} NCHW-output convs and {len(ups)} convs with an "
+                            "upsampled copy without records of their own but not all took their "
+                            "NHWC twin's tuned config:\n" + twins.stdout)
         untuned = common.run([args.yoloc, "compile", args.model, "-o", artifact, "--force",
                               "--target", "cuda", "--precision", "fp16", "--no-records"],
                              "yoloc compile --target cuda --no-records")

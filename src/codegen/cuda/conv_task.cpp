@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <regex>
 
 #include "core/error.h"
 
@@ -138,7 +139,8 @@ bool CudaConvTask::slices_valid() const {
   const auto ok = [](const ChannelSlice& s, int64_t channels) {
     return s.offset >= 0 && channels > 0 && s.offset + channels <= s.stride;
   };
-  return ok(in, conv.c) && ok(out, conv.k) && (!conv.residual || ok(res, conv.k));
+  const bool up_ok = !up || (up->sh >= 1 && up->sw >= 1 && !out_nchw && ok(up->out, conv.k));
+  return ok(in, conv.c) && ok(out, conv.k) && (!conv.residual || ok(res, conv.k)) && up_ok;
 }
 
 std::string CudaConvTask::key() const {
@@ -153,15 +155,19 @@ std::string CudaConvTask::key() const {
   if (t.residual) k += fmt::format(" res{}+{}", res.stride, res.offset);
   if (in_nchw_f32) k += " in-nchw-f32";
   if (out_nchw) k += " out-nchw";
+  if (up) k += fmt::format(" up{}x{} out{}+{}", up->sh, up->sw, up->out.stride, up->out.offset);
   return k;
 }
 
 std::optional<std::string> nhwc_output_twin(const std::string& key) {
   static const std::string kSuffix = " out-nchw";
-  if (key.size() <= kSuffix.size() || key.compare(key.size() - kSuffix.size(), kSuffix.size(),
-                                                   kSuffix) != 0)
-    return std::nullopt;
-  return key.substr(0, key.size() - kSuffix.size());
+  if (key.size() > kSuffix.size() &&
+      key.compare(key.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0)
+    return key.substr(0, key.size() - kSuffix.size());
+  static const std::regex kUp(R"( up\d+x\d+ out\d+\+\d+)");
+  std::smatch m;
+  if (!std::regex_search(key, m, kUp) || m.position(0) == 0) return std::nullopt;
+  return key.substr(0, static_cast<size_t>(m.position(0))) + m.suffix().str();
 }
 
 std::optional<CudaConvTask> cuda_conv_task_from_group(const Graph& g, const FusedGroup& group,

@@ -10,10 +10,11 @@
 /// (i * stride + offset + c) * OH*OW + p, the same stride and offset counted in channel planes.
 ///
 /// Every CUDA conv kernel has the parameters
-///   (const void* x, const void* w, const float* bias, const void* res, void* y)
-/// x, res and y pointing at element 0 of their buffers (offsets are compiled in), w at the
+///   (const void* x, const void* w, const float* bias, const void* res, void* y, void* up)
+/// x, res, y and up pointing at element 0 of their buffers (offsets are compiled in), w at the
 /// template's packed weights, bias at K float32 values (zeros when the conv has none), res unused
-/// (may be null) without a residual.
+/// (may be null) without a residual, up unused (may be null) without an upsampled copy
+/// (CudaConvTask::up).
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -35,6 +36,15 @@ struct ChannelSlice {
   bool operator==(const ChannelSlice& o) const { return stride == o.stride && offset == o.offset; }
 };
 
+/// The nearest-neighbour upsampled copy a conv writes besides its output (the Resize reading the
+/// conv's output, fused away): output pixel (n, oh, ow) is stored also to the sh x sw pixels
+/// (oh * sh + i, ow * sw + j) of an NHWC buffer of (n, k, oh * sh, ow * sw), in channel slice
+/// `out` of that buffer (a view Concat the copy is written into), in the output's dtype.
+struct CudaConvUp {
+  int64_t sh = 1, sw = 1;
+  ChannelSlice out;
+};
+
 /// A fused conv group for CUDA: shapes and epilogue (bias, activation, residual add) as on the
 /// CPU, the storage types, and the placement of each activation in its buffer.
 struct CudaConvTask {
@@ -54,20 +64,26 @@ struct CudaConvTask {
   /// newer targets only where the task says so (the tensor-core template's split-K clusters need
   /// 90). Not part of the key: records are kept per target architecture.
   int sm = 80;
+  /// The upsampled copy, if any (NHWC outputs only: slices_valid refuses it with out_nchw).
+  std::optional<CudaConvUp> up;
 
   /// A task on dense NHWC tensors (slices as wide as the tensors).
   static CudaConvTask dense(const ConvTask& conv, DType dtype, DType out_dtype);
-  /// True when every slice holds its tensor: offset >= 0, offset + channels <= stride.
+  /// True when every slice holds its tensor: offset >= 0, offset + channels <= stride; and an
+  /// upsampled copy has scales >= 1 and an NHWC output.
   bool slices_valid() const;
   /// Canonical workload key, e.g. "cuda_conv2d_nhwc f16->f16 n1 c64 h80 w80 k64 3x3 s1x1 p1x1
-  /// d1x1 silu add in64+0 out128+64 res64+0", with " in-nchw-f32" / " out-nchw" appended for
-  /// those forms: an NCHW output stores in another pattern, so it is tuned on its own.
+  /// d1x1 silu add in64+0 out128+64 res64+0", with " in-nchw-f32" / " out-nchw" / " up2x2
+  /// out256+128" (the upsampled copy: scales, its slice) appended for those forms: an NCHW output
+  /// or an upsampled copy stores in another pattern, so it is tuned on its own.
   std::string key() const;
 };
 
-/// The key of the same conv writing NHWC for the key of one writing NCHW (" out-nchw"), else
-/// nullopt. Compile applies the twin's tuned config to an NCHW-output conv without records of
-/// its own: the main loop, which the config shapes, is the same; only the stores differ.
+/// The key of the same conv writing only its NHWC output for the key of one writing NCHW
+/// (" out-nchw") or an upsampled copy too (" up<sh>x<sw> out<stride>+<offset>", anywhere in the
+/// key: a template's suffix may follow), else nullopt. Compile applies the twin's tuned config to
+/// such a conv without records of its own: the main loop, which the config shapes, is the same;
+/// only the stores differ.
 std::optional<std::string> nhwc_output_twin(const std::string& key);
 
 /// The CUDA conv task of a fused group (see cpu::conv_task_from_group for the forms taken) with

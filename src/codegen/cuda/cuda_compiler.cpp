@@ -90,7 +90,10 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
   const int sm = parse_cuda_arch(options.arch);
   CudaBuild out;
   const std::vector<CudaTask> tasks = extract_cuda_tasks(g, sm);
-  out.plan = plan_memory(g);
+  std::map<int, int> runs_with;  // the groups of Resizes written as upsampled copies
+  for (const CudaTask& t : tasks)
+    for (int a : t.absorbed) runs_with[a] = t.group;
+  out.plan = plan_memory(g, runs_with);
   verify_memory_plan(out.plan);
   const ArenaMap arena(g, out.plan);
   Availability avail(g);

@@ -220,6 +220,44 @@ enum : int {{
   PAIR_Y = !OUT_NCHW && OS % 2 == 0 && OO % 2 == 0,
   PAIR_R = !OUT_NCHW && RS % 2 == 0 && RO % 2 == 0
 }};
+// The upsampled copy (UP, NHWC only; CudaConvTask::up): output pixel (img, oh, ow) is also stored
+// to the USH x USW pixels (oh * USH + i, ow * USW + j) of `up`, a buffer of US channels whose
+// slice starts at channel UO.
+enum : int {{ UP = {up}, USH = {ush}, USW = {usw} }};
+enum : yc_i64 {{ US = {us}, UO = {uo}, UROW = static_cast<yc_i64>(OW) * USW * US }};
+enum : int {{ PAIR_U = UP && US % 2 == 0 && UO % 2 == 0 }};
+// Element of channel n of the first copy of pixel m; copy (i, j) lies i * UROW + j * US further.
+YC_DEVICE yc_i64 up_at(int m, int n) {{
+  const int img = m / (OH * OW), p = m - img * (OH * OW), oh = p / OW, ow = p - oh * OW;
+  return ((static_cast<yc_i64>(img) * OH + oh) * USH * (static_cast<yc_i64>(OW) * USW) +
+          static_cast<yc_i64>(ow) * USW) * US + UO + n;
+}}
+YC_DEVICE void up_store(OutT* __restrict__ up, int m, int n, float v) {{
+  if constexpr (UP) {{
+    const yc_i64 u = up_at(m, n);
+#pragma unroll
+    for (int i = 0; i < USH; ++i)
+#pragma unroll
+      for (int j = 0; j < USW; ++j) yc_store(up + (u + i * UROW + j * US), v);
+  }}
+}}
+YC_DEVICE void up_store2(OutT* __restrict__ up, int m, int n, float v0, float v1) {{
+  if constexpr (UP) {{
+    const yc_i64 u = up_at(m, n);
+#pragma unroll
+    for (int i = 0; i < USH; ++i)
+#pragma unroll
+      for (int j = 0; j < USW; ++j) {{
+        OutT* p = up + (u + i * UROW + j * US);
+        if constexpr (PAIR_U) {{
+          yc_store2(p, v0, v1);
+        }} else {{
+          yc_store(p, v0);
+          yc_store(p + 1, v1);
+        }}
+      }}
+  }}
+}}
 // Element of pixel m, channel n in a buffer of `stride` channels whose slice starts at channel
 // `offset`.
 YC_DEVICE yc_i64 out_at(int m, int n, yc_i64 stride, yc_i64 offset) {{
@@ -230,18 +268,20 @@ YC_DEVICE yc_i64 out_at(int m, int n, yc_i64 stride, yc_i64 offset) {{
     return static_cast<yc_i64>(m) * stride + offset + n;
   }}
 }}
-YC_DEVICE void epilogue(OutT* __restrict__ y, const OutT* __restrict__ res,
+YC_DEVICE void epilogue(OutT* __restrict__ y, OutT* __restrict__ up, const OutT* __restrict__ res,
                         const float* __restrict__ bias, int m, int n, float v) {{
   if (m >= M || n >= K) return;
   v = {act}(v + bias[n]);
   if constexpr (RES) v += yc_load(res + out_at(m, n, RS, RO));
   yc_store(y + out_at(m, n, OS, OO), v);
+  up_store(up, m, n, v);
 }}
-YC_DEVICE void epilogue2(OutT* __restrict__ y, const OutT* __restrict__ res,
-                         const float* __restrict__ bias, int m, int n, float v0, float v1) {{
+YC_DEVICE void epilogue2(OutT* __restrict__ y, OutT* __restrict__ up,
+                         const OutT* __restrict__ res, const float* __restrict__ bias, int m, int n,
+                         float v0, float v1) {{
   if (m >= M || n >= K) return;
   if (n + 1 >= K) {{
-    epilogue(y, res, bias, m, n, v0);
+    epilogue(y, up, res, bias, m, n, v0);
     return;
   }}
   v0 = {act}(v0 + bias[n]);
@@ -265,20 +305,23 @@ YC_DEVICE void epilogue2(OutT* __restrict__ y, const OutT* __restrict__ res,
     yc_store(y + o, v0);
     yc_store(y + out_at(m, n + 1, OS, OO), v1);
   }}
+  up_store2(up, m, n, v0, v1);
 }}
 // Channels n .. n + NV - 1 of pixel m (n a multiple of NV): 16-byte accesses (fewer bytes for
 // short vectors) where the slices keep them aligned, pairs otherwise and for the last channels.
 template <int NV>
-YC_DEVICE void epilogue_vec(OutT* __restrict__ y, const OutT* __restrict__ res,
-                            const float* __restrict__ bias, int m, int n, const float (&v)[NV]) {{
+YC_DEVICE void epilogue_vec(OutT* __restrict__ y, OutT* __restrict__ up,
+                            const OutT* __restrict__ res, const float* __restrict__ bias, int m,
+                            int n, const float (&v)[NV]) {{
   enum : int {{
     CH = 16 / static_cast<int>(sizeof(OutT)) < NV ? 16 / static_cast<int>(sizeof(OutT)) : NV,
-    VEC = !OUT_NCHW && NV % CH == 0 && OS % CH == 0 && OO % CH == 0 && (!RES || (RS % CH == 0 && RO % CH == 0))
+    VEC = !OUT_NCHW && NV % CH == 0 && OS % CH == 0 && OO % CH == 0 && (!RES || (RS % CH == 0 && RO % CH == 0)),
+    VEC_U = US % CH == 0 && UO % CH == 0  // the copies in whole vectors too
   }};
   if (!VEC || n % CH != 0 || n + NV > K) {{
 #pragma unroll
-    for (int e = 0; e + 1 < NV; e += 2) epilogue2(y, res, bias, m, n + e, v[e], v[e + 1]);
-    if constexpr (NV % 2 != 0) epilogue(y, res, bias, m, n + NV - 1, v[NV - 1]);
+    for (int e = 0; e + 1 < NV; e += 2) epilogue2(y, up, res, bias, m, n + e, v[e], v[e + 1]);
+    if constexpr (NV % 2 != 0) epilogue(y, up, res, bias, m, n + NV - 1, v[NV - 1]);
     return;
   }}
   if (m >= M) return;
@@ -298,6 +341,21 @@ YC_DEVICE void epilogue_vec(OutT* __restrict__ y, const OutT* __restrict__ res,
 #pragma unroll
     for (int e = 0; e < CH; ++e) yc_store(&out.e[e], a[e]);
     *reinterpret_cast<yc_vec<OutT, CH>*>(y + (o + i)) = out;
+    if constexpr (UP) {{
+      const yc_i64 u = up_at(m, n + i);
+#pragma unroll
+      for (int r = 0; r < USH; ++r)
+#pragma unroll
+        for (int q = 0; q < USW; ++q) {{
+          OutT* p = up + (u + r * UROW + q * US);
+          if constexpr (VEC_U) {{
+            *reinterpret_cast<yc_vec<OutT, CH>*>(p) = out;
+          }} else {{
+#pragma unroll
+            for (int e = 0; e < CH; ++e) p[e] = out.e[e];
+          }}
+        }}
+    }}
   }}
 }}
 )",
@@ -310,7 +368,10 @@ YC_DEVICE void epilogue_vec(OutT* __restrict__ y, const OutT* __restrict__ res,
       fmt::arg("os", task.out.stride), fmt::arg("oo", task.out.offset),
       fmt::arg("rs", task.res.stride), fmt::arg("ro", task.res.offset),
       fmt::arg("res", t.residual ? 1 : 0), fmt::arg("out_nchw", task.out_nchw ? 1 : 0),
-      fmt::arg("act", act));
+      fmt::arg("act", act), fmt::arg("up", task.up ? 1 : 0),
+      fmt::arg("ush", task.up ? task.up->sh : 1), fmt::arg("usw", task.up ? task.up->sw : 1),
+      fmt::arg("us", task.up ? task.up->out.stride : 0),
+      fmt::arg("uo", task.up ? task.up->out.offset : 0));
 }
 
 }  // namespace yoloc::codegen::cuda

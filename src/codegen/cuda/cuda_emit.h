@@ -30,14 +30,14 @@ std::string cuda_storage_type(DType t);
 /// The declarations a conv kernel's namespace starts with: the task's sizes as constexprs (N, C,
 /// H, W, K, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW; M = N*OH*OW output pixels; KG = KH*KW*C the
 /// GEMM depth; IS/IO, OS/OO, RS/RO the strides and offsets of the input, output and residual
-/// slices; OUT_NCHW for an output and residual stored NCHW, see CudaConvTask::out_nchw), the
-/// types InT and OutT, and
-///   epilogue(y, res, bias, m, n, v)           one output element (pixel m, channel n)
-///   epilogue2(y, res, bias, m, n, v0, v1)     channels n and n + 1 (n even)
-///   epilogue_vec<NV>(y, res, bias, m, n, v)   channels n .. n + NV - 1 (n a multiple of NV) in
-///                                             16-byte accesses where the slices allow them
-/// which add the bias, apply the activation, add the residual, convert to OutT and store, for
-/// m < M and n < K only.
+/// slices; OUT_NCHW for an output and residual stored NCHW, see CudaConvTask::out_nchw; UP, USH,
+/// USW, US/UO for the upsampled copy, see CudaConvTask::up), the types InT and OutT, and
+///   epilogue(y, up, res, bias, m, n, v)           one output element (pixel m, channel n)
+///   epilogue2(y, up, res, bias, m, n, v0, v1)     channels n and n + 1 (n even)
+///   epilogue_vec<NV>(y, up, res, bias, m, n, v)   channels n .. n + NV - 1 (n a multiple of NV)
+///                                                 in 16-byte accesses where the slices allow
+/// which add the bias, apply the activation, add the residual, convert to OutT and store to y
+/// (and, with UP, the same values to each of the pixel's copies in up), for m < M and n < K only.
 std::string conv_common_source(const CudaConvTask& t);
 
 }  // namespace yoloc::codegen::cuda

@@ -148,7 +148,7 @@ static_assert(THREADS % LW == 0 && KB % 4 == 0 && TN % 4 == 0, "direct conv geom
 
 YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
     @SYM@(const void* x_, const void* w_, const float* __restrict__ bias, const void* res_,
-          void* y_) {
+          void* y_, void* up_) {
   YC_KERNEL_ENTRY();
   using namespace @SYM@_ns;
   YC_DYNAMIC_SMEM(float, yc_smem);
@@ -156,6 +156,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
   const float* __restrict__ w = static_cast<const float*>(w_);
   const OutT* res = static_cast<const OutT*>(res_);
   OutT* y = static_cast<OutT*>(y_);
+  OutT* up = static_cast<OutT*>(up_);
   float* sw = yc_smem;              // [TAPS][KB]
   float* si = yc_smem + TAPS * KB;  // [C][CS]: [IHT][LD] and padding
   const int tid = static_cast<int>(threadIdx.x);
@@ -271,7 +272,7 @@ constexpr const char* kFmaCompute =
   for (int i = 0; i < PT; ++i) {
     const int oy = oy0 + ty + i * TY, ox = ox0 + tx;
     if (oy < OH && ox < OW) {
-      epilogue_vec<TN>(y, res, bias, (img * OH + oy) * OW + ox, n0 + g * TN, acc[i]);
+      epilogue_vec<TN>(y, up, res, bias, (img * OH + oy) * OW + ox, n0 + g * TN, acc[i]);
     }
   }
 )";
@@ -344,7 +345,7 @@ constexpr const char* kMmaCompute =
       const int m = (img * OH + oy) * OW + ox;
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        epilogue2(y, res, bias, m, n0 + g * TN + nt * 8 + 2 * tq, acc[i][nt][2 * h],
+        epilogue2(y, up, res, bias, m, n0 + g * TN + nt * 8 + 2 * tq, acc[i][nt][2 * h],
                   acc[i][nt][2 * h + 1]);
       }
     }

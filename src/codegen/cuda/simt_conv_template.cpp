@@ -31,7 +31,7 @@ constexpr const char* kKernel = R"(enum : int {
 
 YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
     @SYM@(const void* x_, const void* w_, const float* __restrict__ bias, const void* res_,
-          void* y_) {
+          void* y_, void* up_) {
   YC_KERNEL_ENTRY();
   using namespace @SYM@_ns;
   YC_DYNAMIC_SMEM(float, yc_smem);
@@ -39,6 +39,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
   const float* __restrict__ w = static_cast<const float*>(w_);
   const OutT* res = static_cast<const OutT*>(res_);
   OutT* y = static_cast<OutT*>(y_);
+  OutT* up = static_cast<OutT*>(up_);
   float* sa = yc_smem;
   float* sb = yc_smem + BK * LDA;
   // Thread (tx, ty) computes channels tx * TN + j of pixels row(i). NHWC: consecutive threads
@@ -115,11 +116,11 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
     if constexpr (TN % 2 == 0) {
 #pragma unroll
       for (int j = 0; j < TN; j += 2) {
-        epilogue2(y, res, bias, m, n0 + tx * TN + j, acc[i][j], acc[i][j + 1]);
+        epilogue2(y, up, res, bias, m, n0 + tx * TN + j, acc[i][j], acc[i][j + 1]);
       }
     } else {
 #pragma unroll
-      for (int j = 0; j < TN; ++j) epilogue(y, res, bias, m, n0 + tx * TN + j, acc[i][j]);
+      for (int j = 0; j < TN; ++j) epilogue(y, up, res, bias, m, n0 + tx * TN + j, acc[i][j]);
     }
   }
 }

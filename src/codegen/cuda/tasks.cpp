@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "codegen/cpu/emit_util.h"
 #include "codegen/cpu/tasks.h"
+#include "codegen/cuda/conv_upsample.h"
 #include "codegen/cuda/detect_tail_template.h"
 #include "codegen/cuda/direct_conv_template.h"
 #include "codegen/cuda/simt_conv_template.h"
@@ -70,12 +72,24 @@ std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const C
   // The kernels address an NCHW input as a dense tensor.
   if (image_in && !(t->in == ChannelSlice{t->conv.c, 0})) return std::nullopt;
   if (!T::matches(*t)) return std::nullopt;
+  // A nearest Resize of the output is written by the conv as its upsampled copy.
+  const Node* resize = nullptr;
+  if (const auto up = out_nchw ? std::nullopt : upsample_consumer(g, o->y)) {
+    t->up = up->up;
+    resize = up->resize;
+    if (!T::matches(*t)) {
+      t->up.reset();
+      resize = nullptr;
+    }
+  }
   CudaTask task;
+  if (resize) task.absorbed.push_back(resize->group);
   task.template_name = rule.name;
   task.key = t->key() + rule.key_suffix;
   task.flops = t->conv.flops();
   set_schedule<T>(task, *t);
-  task.lower = [t = *t, o = *o](const ScheduleConfig& cfg, const std::string& prefix) {
+  const Value* up_value = resize ? resize->outputs[0] : nullptr;
+  task.lower = [t = *t, o = *o, up_value](const ScheduleConfig& cfg, const std::string& prefix) {
     CudaLowered l;
     CudaKernel k = T::emit(t, cfg, prefix);
     l.source = std::move(k.source);
@@ -95,6 +109,7 @@ std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const C
     const int64_t plane = t.out_nchw ? t.conv.oh * t.conv.ow : 1;
     l.args.push_back(o.res ? activation(o.res, t.res.offset * plane, false) : CudaArg{});
     l.args.push_back(activation(o.y, t.out.offset * plane, true));
+    l.args.push_back(up_value ? activation(up_value, t.up->out.offset, true) : CudaArg{});
     return l;
   };
   return task;
@@ -227,7 +242,9 @@ CudaOperand cuda_operand_of(const Graph& g, const Value* v) {
 
 std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm) {
   std::vector<CudaTask> tasks;
+  std::set<int> absorbed;  // groups an earlier task computes
   for (const FusedGroup* grp : g.kernel_groups_in_run_order()) {
+    if (absorbed.count(grp->id)) continue;
     std::optional<CudaTask> t = task_of_group(g, *grp, sm);
     if (!t) {
       std::string ops;
@@ -236,6 +253,7 @@ std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm) {
                  grp->id, grp->name, ops);
     }
     t->group = grp->id;
+    absorbed.insert(t->absorbed.begin(), t->absorbed.end());
     t->group_name = grp->name;
     tasks.push_back(std::move(*t));
   }

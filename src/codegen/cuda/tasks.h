@@ -10,8 +10,12 @@
 /// detect tails, resize, depthwise convs, elementwise chains, other convs that read NCHW, pools
 /// the SPPF template does not take) to the generic template.
 ///
+/// A conv whose output a nearest Resize of integer scales reads (upsample_consumer) writes the
+/// Resize's output too, as its upsampled copy (CudaConvTask::up): the Resize's group gets no task
+/// (CudaTask::absorbed).
+///
 /// A task lowers to one CUDA source with one or more launches that all take the same parameter
-/// list (CudaLowered::args): the conv templates' (x, w, bias, res, y), the SPPF template's
+/// list (CudaLowered::args): the conv templates' (x, w, bias, res, y, up), the SPPF template's
 /// (x, outputs...), the detect-tail template's (inputs..., table, output), or the generic
 /// template's (inputs..., constants..., outputs..., scratch).
 #include <functional>
@@ -63,6 +67,9 @@ struct CudaTask {
   std::function<bool(const ScheduleConfig&)> valid;
   /// The kernels for a valid config, their symbols starting with `prefix` (a C identifier).
   std::function<CudaLowered(const ScheduleConfig&, const std::string& prefix)> lower;
+  /// The kernel groups this task computes besides its own (a Resize written as a conv's
+  /// upsampled copy): they have no task, and their values are written when this task runs.
+  std::vector<int> absorbed;
 };
 
 /// How kernels address the stored value v from a pointer to its first element: NHWC and NCHW
@@ -70,7 +77,7 @@ struct CudaTask {
 /// Raises a UserError for a view of another form.
 CudaOperand cuda_operand_of(const Graph& g, const Value* v);
 
-/// The tasks of every kernel group of `g` (optimize()d for target "cuda", static shapes) in the
+/// The tasks of every kernel group of `g` but those another task absorbs (CudaTask::absorbed), (optimize()d for target "cuda", static shapes) in the
 /// order they run, for a target of compute capability `sm` (as in sm_XX: the features the
 /// templates may use; the default, 80, is every target's). Raises a UserError naming the group
 /// and its ops when no template takes it.

@@ -171,7 +171,7 @@ YC_DEVICE void splitk_reduce(float (&acc)[MI][NI][4], float* red, int tid) {
 @SPLITK_ARCH_CHECK@
 YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
     @SYM@(const void* x_, const void* w_, const float* __restrict__ bias, const void* res_,
-          void* y_) {
+          void* y_, void* up_) {
   YC_KERNEL_ENTRY();
   using namespace @SYM@_ns;
   YC_DYNAMIC_SMEM(yc_u16, yc_smem);
@@ -179,6 +179,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
   const yc_u16* __restrict__ w = static_cast<const yc_u16*>(w_);
   const OutT* res = static_cast<const OutT*>(res_);
   OutT* y = static_cast<OutT*>(y_);
+  OutT* up = static_cast<OutT*>(up_);
   yc_u16* sa = yc_smem;
   yc_u16* sb = yc_smem + STAGES * A_STAGE;
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
@@ -296,7 +297,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
       const auto* from = reinterpret_cast<const yc_vec<float, 4>*>(so + row * LDO + col);
       const yc_vec<float, 4> lo = from[0], hi = from[1];
       const float v[8] = {lo.e[0], lo.e[1], lo.e[2], lo.e[3], hi.e[0], hi.e[1], hi.e[2], hi.e[3]};
-      epilogue_vec<8>(y, res, bias, m0 + row, n0 + col, v);
+      epilogue_vec<8>(y, up, res, bias, m0 + row, n0 + col, v);
     }
   } else {
 #pragma unroll
@@ -306,8 +307,8 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
         if (!splitk_owns(mi, ni)) continue;
         const int m = m0 + warp_m * WM + mi * 16 + (lane >> 2);
         const int n = n0 + warp_n * WN + ni * 8 + (lane & 3) * 2;
-        epilogue2(y, res, bias, m, n, acc[mi][ni][0], acc[mi][ni][1]);
-        epilogue2(y, res, bias, m + 8, n, acc[mi][ni][2], acc[mi][ni][3]);
+        epilogue2(y, up, res, bias, m, n, acc[mi][ni][0], acc[mi][ni][1]);
+        epilogue2(y, up, res, bias, m + 8, n, acc[mi][ni][2], acc[mi][ni][3]);
       }
     }
   }
