@@ -65,7 +65,12 @@ uint64_t stored_bytes(const Value& v);
 /// are placed largest first, each at the lowest 64-byte aligned offset that does not overlap any
 /// placed allocation alive at the same time. Raises a UserError when a value to store has a
 /// shape that is not static.
-MemoryPlan plan_memory(const Graph& g);
+///
+/// `merged`: sets of kernel groups that run as one kernel (CUDA's back-to-back conv pairs): their
+/// nodes share one span of time, from the first node of any of them to the last, so that what
+/// the kernel reads stays alive while it writes; and a value produced and consumed only within a
+/// set is never stored (kInternal), as within one group.
+MemoryPlan plan_memory(const Graph& g, const std::vector<std::vector<int>>& merged = {});
 
 /// Checks that no two allocations alive at the same time overlap, that offsets are aligned,
 /// that everything lies inside the arena and that every arena value lies inside its allocation;
