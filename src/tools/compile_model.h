@@ -36,6 +36,8 @@ struct CompileOptions {
   std::string records;
   /// --no-records: apply no tuning records, not even the shipped ones (untuned defaults).
   bool no_records = false;
+  /// --no-b2b (cuda): no back-to-back conv pairs (CudaCompileOptions::b2b).
+  bool no_b2b = false;
 };
 
 /// What a compile made.

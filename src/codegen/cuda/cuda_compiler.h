@@ -32,6 +32,8 @@ struct CudaCompileOptions {
   /// The detection kernels to add (a detector's family, input and head), or none.
   std::optional<DetectKernelConfig> detect;
   int jobs = 0;  ///< parallel NVRTC compilations; 0: the machine's hardware threads
+  /// Back-to-back conv pairs in one kernel each (extract_cuda_tasks); false: every group alone.
+  bool b2b = true;
 };
 
 struct CudaBuild {
