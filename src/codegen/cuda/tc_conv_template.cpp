@@ -242,7 +242,8 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
 
-@B2B_LOAD@  // Steps kt0 .. kt0+STAGES-2 in flight before the first use; one commit group per step, empty
+@B2B_LOAD@
+  // Steps kt0 .. kt0+STAGES-2 in flight before the first use; one commit group per step, empty
   // past the last, so that wait<STAGES - 2> below always means "step kt has landed".
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
@@ -319,7 +320,6 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
   }
 }
 )";
-
 
 // Back-to-back (CudaConvTask::b2b): the second stage, a 1x1 conv of this block's complete tile of
 // the first stage's output (N1P <= BN: one column of tiles), after the second stage's own conv
@@ -621,10 +621,10 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
       // bias2; tasks.cpp appends their arguments in the same order).
       {"@B2B_PARAMS@", t.b2b ? ",\n          const void* w2_, const float* __restrict__ bias2" : ""},
       {"@B2B_LOAD@",
-       t.b2b ? "  b2b_load_w2(yc_smem + W2_AT, static_cast<const yc_u16*>(w2_), tid);\n" : ""},
+       t.b2b ? "  b2b_load_w2(yc_smem + W2_AT, static_cast<const yc_u16*>(w2_), tid);" : ""},
       {"@B2B_TAIL@", t.b2b ? "  b2b_tail(acc, bias, yc_smem + W2_AT, yc_smem, bias2, "
                              "static_cast<s2::OutT*>(y_), m0, lane, warp_m, warp_n);\n"
-                             "  return;\n"
+                             "  return;"
                            : ""},
       {"@ACT1@", act1},
       {"@SYM@", symbol},
