@@ -4,11 +4,10 @@
 // stride-1 and stride-2 first stages, channel counts that are not multiples of the tiles (the
 // intermediate zero-padded to 16, several column tiles in the second stage), SiLU and none,
 // outputs into NHWC and NCHW concat slices, batch 2 and several configs; their validity rules and
-// keys; and NVRTC builds for sm_80 and sm_90 of yolov8n's pairs.
+// keys. (cuda_nvrtc_test builds yolov8n's pairs for sm_80 and sm_90.)
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "codegen/cuda/nvrtc_compiler.h"
 #include "conv_test_util.h"
 #include "cuda_emulator.h"
 
@@ -145,35 +144,6 @@ TEST(CudaB2bRules, ValidityKeysAndSharedMemory) {
   CudaConvTask wide = t;
   wide.out_dtype = DType::kFloat32;
   EXPECT_FALSE(TensorCoreConvTemplate::matches(wide));
-}
-
-// yolov8n's pairs, default and other configs, fp16 and bf16, build for sm_80 and sm_90 without
-// spilling their accumulators in the defaults.
-TEST(CudaB2bNvrtc, Yolov8nPairsBuild) {
-  for (const char* arch : {"sm_80", "sm_90"}) {
-    SCOPED_TRACE(arch);
-    std::string source;
-    std::vector<std::string> symbols;
-    for (DType dt : {f16, bf16}) {
-      for (const B2bLayer& l : yolov8n_b2b_layers(dt, parse_cuda_arch(arch))) {
-        const std::vector<ScheduleConfig> cfgs =
-            dt == f16 ? b2b_configs(l.task)
-                      : std::vector<ScheduleConfig>{TensorCoreConvTemplate::default_config(l.task)};
-        for (const ScheduleConfig& cfg : cfgs) {
-          const std::string sym = fmt::format("b2b_{}", symbols.size());
-          source += TensorCoreConvTemplate::emit(l.task, cfg, sym).source;
-          symbols.push_back(sym);
-        }
-      }
-    }
-    NvrtcOptions opts;
-    opts.arch = arch;
-    const CompiledModule out = nvrtc_compile(source, symbols.front(), opts);
-    for (const std::string& sym : symbols)
-      EXPECT_NE(out.ptx.find(".entry " + sym + "("), std::string::npos) << sym;
-    EXPECT_NE(out.ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"),
-              std::string::npos);
-  }
 }
 
 }  // namespace
