@@ -175,14 +175,20 @@ Resolved resolve(const Value* v, const std::map<const Value*, Link>& links,
   return r;
 }
 
-/// The fused kernel that produces and consumes v entirely (so v is never stored), or -1.
-int enclosing_kernel(const Graph& g, const Value* v, const std::set<int>& kernels) {
+/// The fused kernel (a group, or a merged set of groups named by `unit`, whose inner values are
+/// never stored) that produces and consumes v entirely (so v is never stored), or -1.
+int enclosing_kernel(const Graph& g, const Value* v, const std::set<int>& kernels,
+                     const std::map<int, int>& unit) {
+  const auto kernel_of = [&](int group) {
+    const auto it = unit.find(group);
+    return it == unit.end() ? group : it->second;
+  };
   const Node* p = v->producer;
   const std::vector<Node*> users = g.users(v);
   if (!p || !kernels.count(p->group) || g.is_output(v) || users.empty()) return -1;
   for (const Node* u : users)
-    if (u->group != p->group) return -1;
-  return p->group;
+    if (kernel_of(u->group) != kernel_of(p->group)) return -1;
+  return kernel_of(p->group);
 }
 
 /// First-fit: the lowest aligned offset where `a` overlaps no placed allocation alive with it.
@@ -206,27 +212,39 @@ uint64_t stored_bytes(const Value& v) {
   return static_cast<uint64_t>(shape_numel(stored_shape(v))) * dtype_size(v.type.dtype);
 }
 
-MemoryPlan plan_memory(const Graph& g, const std::map<int, int>& runs_with) {
+MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged) {
   MemoryPlan plan;
   const std::vector<Node*> nodes = g.nodes();
-  // The group whose kernel computes node n's.
-  const auto kernel_of = [&runs_with](const Node* n) {
-    const auto it = runs_with.find(n->group);
-    return it == runs_with.end() ? n->group : it->second;
+  // The kernel of each merged group: the set's first group; `unit` only of the sets whose
+  // inner values are never stored.
+  std::map<int, int> kernel, unit;
+  for (const MergedGroups& set : merged) {
+    for (int grp : set.groups) {
+      kernel[grp] = set.groups.front();
+      if (set.internal) unit[grp] = set.groups.front();
+    }
+  }
+  const auto kernel_of = [&](int group) {
+    const auto it = kernel.find(group);
+    return it == kernel.end() ? group : it->second;
   };
   // A fused kernel reads all its inputs and writes all its outputs in one go, so its nodes
-  // share one span of time: from the first to the last node of its group (and of the groups it
-  // computes too).
-  std::map<int, std::pair<int, int>> group_span;
+  // share one span of time: from the first to the last node of its group (or merged groups).
+  std::map<int, std::pair<int, int>> kernel_span;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i]->group < 0) continue;
     const int t = static_cast<int>(i);
-    group_span.try_emplace(kernel_of(nodes[i]), t, t).first->second.second = t;
+    auto& sp = kernel_span.try_emplace(kernel_of(nodes[i]->group), t, t).first->second;
+    sp.first = std::min(sp.first, t);
+    sp.second = std::max(sp.second, t);
   }
+  std::map<int, std::pair<int, int>> group_span;
+  for (const Node* n : nodes)
+    if (n->group >= 0) group_span[n->group] = kernel_span.at(kernel_of(n->group));
   std::map<const Node*, std::pair<int, int>> span;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const int t = static_cast<int>(i);
-    span[nodes[i]] = nodes[i]->group < 0 ? std::pair(t, t) : group_span.at(kernel_of(nodes[i]));
+    span[nodes[i]] = nodes[i]->group < 0 ? std::pair(t, t) : group_span.at(nodes[i]->group);
   }
   const int end = static_cast<int>(nodes.size());
 
@@ -241,7 +259,7 @@ MemoryPlan plan_memory(const Graph& g, const std::map<int, int>& runs_with) {
     for (const Value* v : n->outputs) {
       if (!v || v->is_constant()) continue;
       plan.naive_bytes += stored_bytes(*v);
-      const int k = enclosing_kernel(g, v, kernels);
+      const int k = enclosing_kernel(g, v, kernels, unit);
       auto [it, added] = class_kernel.try_emplace(resolve(v, links, memo).root, k);
       if (!added && it->second != k) it->second = -1;
     }

@@ -61,15 +61,25 @@ struct MemoryPlan {
 /// multiple of the block); raises a UserError for a shape that is not static.
 uint64_t stored_bytes(const Value& v);
 
+/// Kernel groups that one kernel runs: CUDA's back-to-back conv pairs, a conv that also writes
+/// the upsampled copy of the Resize reading it. Their nodes share one span of time, from the
+/// first node of any of them to the last, so that what the kernel reads stays alive while it
+/// writes, and what it writes lives from that kernel on.
+struct MergedGroups {
+  std::vector<int> groups;
+  /// A value produced and consumed only within the groups is never stored (kInternal), as
+  /// within one group: a b2b pair's intermediate. False where the kernel writes every value (the
+  /// conv's own output beside its upsampled copy).
+  bool internal = true;
+};
+
 /// Plans the arena of `g` (after optimize(): views and fused groups are honoured). Allocations
 /// are placed largest first, each at the lowest 64-byte aligned offset that does not overlap any
 /// placed allocation alive at the same time. Raises a UserError when a value to store has a
 /// shape that is not static.
 ///
-/// `runs_with` maps kernel groups whose nodes another group's kernel computes (a Resize a CUDA
-/// conv writes as its upsampled copy) to that group: they share its span of time, so that what
-/// they write lives from that kernel on.
-MemoryPlan plan_memory(const Graph& g, const std::map<int, int>& runs_with = {});
+/// `merged`: groups that one kernel runs (see MergedGroups).
+MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged = {});
 
 /// Checks that no two allocations alive at the same time overlap, that offsets are aligned,
 /// that everything lies inside the arena and that every arena value lies inside its allocation;

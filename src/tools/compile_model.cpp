@@ -91,6 +91,7 @@ CompileReport compile_for_cuda(const CompileOptions& o,
   cuda.arch = o.arch.empty() ? "sm_90" : o.arch;
   cuda.configs = o.configs;
   cuda.cache = o.no_cache ? nullptr : &codegen::BuildCache::user();
+  cuda.b2b = !o.no_b2b;
   CompileReport report;
   const std::string records = o.no_records      ? std::string()
                               : o.records.empty() ? default_cuda_records(cuda.arch)
@@ -117,7 +118,7 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     // Conv tasks with no records of this batch take their workload's best config at the
     // nearest batch that has records (compile_cuda keeps it only where it is valid).
     std::set<std::string> keys;
-    for (const codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(g)) {
+    for (const codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(g, 80, cuda.b2b)) {
       keys.insert(t.key);
       if (const auto twin = codegen::cuda::nhwc_output_twin(t.key)) keys.insert(*twin);
     }

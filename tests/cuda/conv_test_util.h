@@ -372,4 +372,88 @@ inline CudaConvTask nchw_out(CudaConvTask t) {
   return t;
 }
 
+/// The back-to-back pair of `first` (NHWC, dense output) and a 1x1 conv of its output to k2
+/// channels with activation act2, written into slice out2 (NCHW when out2_nchw) as out2_dtype;
+/// random second weights (rounded to the activation dtype, scaled as make_operands scales) and
+/// bias.
+inline CudaConvTask with_b2b(CudaConvTask first, int64_t k2, Activation act2, ChannelSlice out2,
+                             bool out2_nchw, DType out2_dtype, uint32_t seed) {
+  const int64_t n1 = first.conv.k;
+  const float ws = 1.7f / std::sqrt(static_cast<float>(n1));
+  B2bStage b;
+  b.k = k2;
+  b.act = act2;
+  b.out_dtype = out2_dtype;
+  b.out = out2;
+  b.out_nchw = out2_nchw;
+  b.w = rounded_to(yoloc::testing::random_tensor({k2, n1, 1, 1}, seed, -ws, ws), first.dtype);
+  b.bias = yoloc::testing::random_tensor({k2}, seed + 1, -0.5f, 0.5f);
+  first.b2b = b;
+  return first;
+}
+
+/// The first conv of a b2b pair alone (what the unfused pair runs first).
+inline CudaConvTask first_stage(CudaConvTask t) {
+  t.b2b.reset();
+  return t;
+}
+
+/// The reference output of a b2b pair (NCHW float32): the first conv's (first.want of
+/// make_operands(first_stage(t))) rounded to its stored dtype, as the unfused pair stores the
+/// intermediate, through the second conv.
+inline Tensor reference_b2b(const CudaConvTask& t, const ConvOperands& first) {
+  return reference_conv(t.second_stage().conv, rounded_to(first.want, t.out_dtype), t.b2b->w,
+                        t.b2b->bias, Tensor());
+}
+
+/// A back-to-back pair of yolov8n at 640x640, batch 1, as the CUDA target fuses it.
+struct B2bLayer {
+  const char* what;
+  CudaConvTask task;
+};
+
+/// The pairs yoloc fuses in yolov8n at batch 1 (fp16 or bf16): the backbone's stride-2 convs with
+/// the cv1 of the C2f after them (written into the C2f's concat), and the end of each branch of
+/// the detect head (3x3 conv, then the 1x1 conv writing NCHW into the level's concat of 144).
+inline std::vector<B2bLayer> yolov8n_b2b_layers(DType dt, int sm) {
+  const Activation silu = Activation::kSilu, none = Activation::kNone;
+  const auto pair = [&](const char* what, const ConvTask& c, int64_t k2, Activation act2,
+                        ChannelSlice out2, bool nchw, uint32_t seed) {
+    CudaConvTask t = CudaConvTask::dense(c, dt, dt);
+    t.sm = sm;
+    return B2bLayer{what, with_b2b(t, k2, act2, out2, nchw, dt, seed)};
+  };
+  return {
+      pair("model.3 32->64 3x3 s2 @160 + model.4 cv1 64->64", ConvTask::make(1, 32, 160, 160, 64, 3, 2, 1, silu), 64, silu, {128, 0}, false, 1),
+      pair("model.5 64->128 3x3 s2 @80 + model.6 cv1 128->128", ConvTask::make(1, 64, 80, 80, 128, 3, 2, 1, silu), 128, silu, {256, 0}, false, 2),
+      pair("head P3 cv2 64->64 3x3 @80 + 1x1 box", ConvTask::make(1, 64, 80, 80, 64, 3, 1, 1, silu), 64, none, {144, 0}, true, 3),
+      pair("head P3 cv3 80->80 3x3 @80 + 1x1 class", ConvTask::make(1, 80, 80, 80, 80, 3, 1, 1, silu), 80, none, {144, 64}, true, 4),
+      pair("head P4 cv2 64->64 3x3 @40 + 1x1 box", ConvTask::make(1, 64, 40, 40, 64, 3, 1, 1, silu), 64, none, {144, 0}, true, 5),
+      pair("head P4 cv3 80->80 3x3 @40 + 1x1 class", ConvTask::make(1, 80, 40, 40, 80, 3, 1, 1, silu), 80, none, {144, 64}, true, 6),
+      pair("head P5 cv2 64->64 3x3 @20 + 1x1 box", ConvTask::make(1, 64, 20, 20, 64, 3, 1, 1, silu), 64, none, {144, 0}, true, 7),
+      pair("head P5 cv3 80->80 3x3 @20 + 1x1 class", ConvTask::make(1, 80, 20, 20, 80, 3, 1, 1, silu), 80, none, {144, 64}, true, 8),
+  };
+}
+
+/// The default config of a b2b pair and others of other tiles, warp tiles, depth steps, stages
+/// and L1 copies, those valid for t.
+inline std::vector<ScheduleConfig> b2b_configs(const CudaConvTask& t) {
+  const ScheduleConfig def = TensorCoreConvTemplate::default_config(t);
+  const ScheduleSpace space = TensorCoreConvTemplate::space(t);
+  std::vector<ScheduleConfig> out = {def};
+  const std::vector<std::map<std::string, int64_t>> tries = {
+      {{"bm", 32}, {"bn", 32}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 2}},
+      {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"wm", 32}, {"wn", 32}, {"stages", 3}},
+      {{"bm", 32}, {"bn", 80}, {"bk", 32}, {"wm", 32}, {"wn", 16}, {"stages", 4}},
+      {{"bm", 64}, {"bn", 128}, {"bk", 64}, {"wm", 32}, {"wn", 64}, {"stages", 2}},
+      {{"bm", 128}, {"bn", 64}, {"bk", 16}, {"wm", 64}, {"wn", 16}, {"stages", 3}, {"l1", 1}},
+      {{"bm", 32}, {"bn", 128}, {"bk", 128}, {"wm", 16}, {"wn", 32}, {"stages", 2}}};
+  for (const auto& v : tries) {
+    const ScheduleConfig c = space.complete(ScheduleConfig(v));
+    if (TensorCoreConvTemplate::valid(t, c) && std::find(out.begin(), out.end(), c) == out.end())
+      out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace yoloc::codegen::cuda::testing

@@ -153,13 +153,24 @@ const std::vector<Built>& built_layers() {
   return built;
 }
 
+// Mean microseconds of `runs` back-to-back repetitions of `body` on `stream` after a warm-up.
+template <class Body>
+double time_us(rt::Stream& stream, Body body, int runs = 100) {
+  rt::Event start, stop;
+  for (int i = 0; i < 5; ++i) body();
+  start.record(stream);
+  for (int i = 0; i < runs; ++i) body();
+  stop.record(stream);
+  stop.synchronize();
+  return 1000.0 * stop.elapsed_ms_since(start) / runs;
+}
+
 // Runs every case of one layer on random operands (one set per dtype pair), compares with the
 // reference, and times the kernel.
 void run_layer(const Layer& s, const Built& built) {
   const std::vector<Case>& cases = built.cases;
   const rt::Module module(built.module.cubin);
   rt::Stream stream;
-  rt::Event start, stop;
   std::map<std::string, ConvOperands> operands;  // by dtype pair
   for (const Case& c : cases) {
     const CudaConvTask& t = c.task;
@@ -191,14 +202,7 @@ void run_layer(const Layer& s, const Built& built) {
     stream.synchronize();
     dy.download(y.data());
     EXPECT_TRUE(check_output(t, y, o.want, 0x5a));
-    // Timing: warm-up, then the mean of 50 back-to-back launches.
-    for (int i = 0; i < 5; ++i) rt::launch(fn, dims, args, &stream);
-    constexpr int kRuns = 50;
-    start.record(stream);
-    for (int i = 0; i < kRuns; ++i) rt::launch(fn, dims, args, &stream);
-    stop.record(stream);
-    stop.synchronize();
-    const double us = 1000.0 * stop.elapsed_ms_since(start) / kRuns;
+    const double us = time_us(stream, [&] { rt::launch(fn, dims, args, &stream); }, 50);
     std::printf("[timing] %-52s %-6s %-5s->%-4s %-44s %9.2f us %7.2f TFLOP/s\n", s.what,
                 template_tag(c.tmpl), t.in_nchw_f32 ? "image" : short_dtype_name(t.dtype),
                 short_dtype_name(t.out_dtype), c.cfg.str().c_str(), us, t.conv.flops() / us * 1e-6);
@@ -416,7 +420,6 @@ TEST(CudaGpu, ConvWithUpsampledCopy) {
   for (const Case& c : cases) source += c.kernel.source;
   const rt::Module module(nvrtc_compile(source, cases.front().kernel.symbol, opts).cubin);
   rt::Stream stream;
-  rt::Event start, stop;
   double with_copy = 0;
   for (const Case& c : cases) {
     const CudaConvTask& t = c.task;
@@ -453,13 +456,7 @@ TEST(CudaGpu, ConvWithUpsampledCopy) {
                                upsample_nearest(o.want, t.up->sh, t.up->sw), 0x5a))
           << "upsampled copy";
     }
-    for (int i = 0; i < 5; ++i) rt::launch(fn, dims, args, &stream);
-    constexpr int kRuns = 50;
-    start.record(stream);
-    for (int i = 0; i < kRuns; ++i) rt::launch(fn, dims, args, &stream);
-    stop.record(stream);
-    stop.synchronize();
-    const double us = 1000.0 * stop.elapsed_ms_since(start) / kRuns;
+    const double us = time_us(stream, [&] { rt::launch(fn, dims, args, &stream); }, 50);
     if (t.up) {
       with_copy = us;
     } else {
@@ -471,6 +468,106 @@ TEST(CudaGpu, ConvWithUpsampledCopy) {
                   c.cfg.str().c_str(), with_copy, us, with_copy - us);
     }
   }
+}
+
+// yolov8n's back-to-back pairs at batch 1 (what the CUDA target fuses, yolov8n_b2b_layers), fp16:
+// the fused kernel (default config) against the reference of the two convs, the intermediate
+// rounded as stored; then the time of the fused kernel and of the two unfused kernels (their
+// default configs) one after the other, printed (not asserted: the fusion saves a launch, which
+// a CUDA graph of the whole network shows better than back-to-back launches here).
+TEST(CudaGpu, B2bPairsOfYolov8nMatchReferenceAndTime) {
+  YOLOC_REQUIRE_GPU();
+  NvrtcOptions opts;
+  opts.arch = context()->info().arch();
+  const int sm = parse_cuda_arch(opts.arch);
+  const std::vector<B2bLayer> layers = yolov8n_b2b_layers(DType::kFloat16, sm);
+  std::string source;
+  std::vector<std::array<CudaKernel, 3>> kernels;  // fused, first alone, second alone
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const CudaConvTask& t = layers[i].task;
+    const CudaConvTask a = first_stage(t), b = t.second_stage();
+    kernels.push_back(
+        {TensorCoreConvTemplate::emit(t, TensorCoreConvTemplate::default_config(t),
+                                      fmt::format("fused{}", i)),
+         TensorCoreConvTemplate::emit(a, TensorCoreConvTemplate::default_config(a),
+                                      fmt::format("first{}", i)),
+         TensorCoreConvTemplate::emit(b, TensorCoreConvTemplate::default_config(b),
+                                      fmt::format("second{}", i))});
+    for (const CudaKernel& k : kernels.back()) source += k.source;
+  }
+  const rt::Module module(nvrtc_compile(source, kernels[0][0].symbol, opts).cubin);
+  rt::Stream stream;
+  double fused_total = 0, unfused_total = 0;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const CudaConvTask& t = layers[i].task;
+    SCOPED_TRACE(std::string(layers[i].what) + " | " + t.key());
+    const CudaConvTask a = first_stage(t), b = t.second_stage();
+    const ConvOperands o = make_operands(a, 500 + static_cast<uint32_t>(i));
+    const Tensor want = reference_b2b(t, o);
+    const Tensor w1 = TensorCoreConvTemplate::pack_weights(t, o.w.data<float>());
+    const Tensor w2 = TensorCoreConvTemplate::pack_b2b_weights(t);
+    const std::vector<uint8_t> x = input_buffer(t, o.x, 0x7f);
+    std::vector<uint8_t> y(static_cast<size_t>(t.conv.n * t.conv.oh * t.conv.ow * b.out.stride) *
+                               dtype_size(b.out_dtype),
+                           0x5a);
+    const size_t mid_bytes =
+        static_cast<size_t>(t.conv.n * t.conv.oh * t.conv.ow * t.conv.k) * dtype_size(t.dtype);
+    rt::DeviceBuffer dx(x.size()), dw1(w1.nbytes()), db1(o.b.nbytes()), dy(y.size()),
+        dw2(w2.nbytes()), db2(t.b2b->bias.nbytes()), dmid(mid_bytes);
+    dx.upload(x.data());
+    dw1.upload(w1.raw());
+    db1.upload(o.b.raw());
+    dw2.upload(w2.raw());
+    db2.upload(t.b2b->bias.raw());
+    dy.upload(y.data());
+    CUfunction fns[3];
+    for (int k = 0; k < 3; ++k) {
+      fns[k] = module.function(kernels[i][k].symbol);
+      if (kernels[i][k].shared_bytes > 48 * 1024)
+        rt::set_max_dynamic_shared(fns[k], static_cast<int>(kernels[i][k].shared_bytes));
+    }
+    const auto dims = [&](int k) {
+      return rt::LaunchDims{kernels[i][k].grid, kernels[i][k].block, kernels[i][k].shared_bytes};
+    };
+    CUdeviceptr px = dx.ptr(), pw1 = dw1.ptr(), pb1 = db1.ptr(), pnull = 0, py = dy.ptr(),
+                pw2 = dw2.ptr(), pb2 = db2.ptr(), pmid = dmid.ptr();
+    // The b2b parameters after the common six (tc_conv_template.h).
+    void* fused_args[] = {&px, &pw1, &pb1, &pnull, &py, &pnull, &pw2, &pb2};
+    void* first_args[] = {&px, &pw1, &pb1, &pnull, &pmid, &pnull};
+    const Tensor w2_1x1 = TensorCoreConvTemplate::pack_weights(b, t.b2b->w.data<float>());
+    rt::DeviceBuffer dw2u(w2_1x1.nbytes());
+    dw2u.upload(w2_1x1.raw());
+    CUdeviceptr pw2u = dw2u.ptr();
+    void* second_args[] = {&pmid, &pw2u, &pb2, &pnull, &py, &pnull};
+    rt::launch(fns[0], dims(0), fused_args, &stream);
+    stream.synchronize();
+    dy.download(y.data());
+    EXPECT_TRUE(check_output(b, y, want, 0x5a));
+    // The unfused pair gives the same (up to the intermediate's rounding of different sums).
+    std::vector<uint8_t> y2(y.size(), 0x5a);
+    dy.upload(y2.data());
+    rt::launch(fns[1], dims(1), first_args, &stream);
+    rt::launch(fns[2], dims(2), second_args, &stream);
+    stream.synchronize();
+    dy.download(y2.data());
+    EXPECT_TRUE(check_output(b, y2, want, 0x5a));
+    const double fused = time_us(stream, [&] { rt::launch(fns[0], dims(0), fused_args, &stream); });
+    const double first = time_us(stream, [&] { rt::launch(fns[1], dims(1), first_args, &stream); });
+    const double second =
+        time_us(stream, [&] { rt::launch(fns[2], dims(2), second_args, &stream); });
+    const double both = time_us(stream, [&] {
+      rt::launch(fns[1], dims(1), first_args, &stream);
+      rt::launch(fns[2], dims(2), second_args, &stream);
+    });
+    fused_total += fused;
+    unfused_total += both;
+    std::printf("[b2b] %-52s fused %-44s %7.2f us | unfused %7.2f + %7.2f = %7.2f us in a row\n",
+                layers[i].what,
+                TensorCoreConvTemplate::default_config(t).str().c_str(), fused, first, second,
+                both);
+  }
+  std::printf("[b2b] all %zu pairs: fused %.2f us, unfused %.2f us\n", layers.size(), fused_total,
+              unfused_total);
 }
 
 }  // namespace

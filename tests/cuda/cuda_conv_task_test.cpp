@@ -139,7 +139,7 @@ TEST(CudaConvTask, NearestResizeBecomesUpsampledCopy) {
     ASSERT_EQ(l.args.size(), 6u);
     EXPECT_EQ(l.args[5].value, resize->outputs[0]);
     EXPECT_TRUE(l.args[5].output);
-    const MemoryPlan plan = plan_memory(*g, {{resize->group, t.group}});
+    const MemoryPlan plan = plan_memory(*g, merged_groups(tasks));
     const ValueSlot& slot = plan.values.at(resize->outputs[0]->name);
     EXPECT_LE(plan.allocations.at(static_cast<size_t>(slot.allocation)).first, conv_at);
     const MemoryPlan plain = plan_memory(*g);  // the Resize's own time: later

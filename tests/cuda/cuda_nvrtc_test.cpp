@@ -1,7 +1,7 @@
 // NVRTC: every CUDA conv template x several configs (the default among them; NHWC and NCHW
-// outputs) builds for sm_80 and sm_90, with the instructions the template is about in its PTX and
-// no register spills in the default configs; compile errors and unknown architectures are
-// UserErrors that say what and where.
+// outputs; the tensor-core template's back-to-back pairs) builds for sm_80 and sm_90, with the
+// instructions the template is about in its PTX and no register spills in the default configs;
+// compile errors and unknown architectures are UserErrors that say what and where.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -230,6 +230,28 @@ TEST(CudaNvrtc, TensorCoreSplitKBuildsForSm90) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("needs sm_90"), std::string::npos) << e.what();
   }
+}
+
+// Back-to-back pairs (CudaConvTask::b2b): yolov8n's, with the configs of b2b_configs for fp16
+// and the defaults for bf16.
+TEST(CudaNvrtc, TensorCoreB2bPairsBuild) {
+  Module m;
+  for (DType d : {DType::kFloat16, DType::kBFloat16}) {
+    for (const B2bLayer& l : yolov8n_b2b_layers(d, 80)) {
+      const ScheduleConfig def = TensorCoreConvTemplate::default_config(l.task);
+      const std::vector<ScheduleConfig> cfgs =
+          d == DType::kFloat16 ? b2b_configs(l.task) : std::vector<ScheduleConfig>{def};
+      for (const ScheduleConfig& cfg : cfgs) {
+        const std::string sym = fmt::format("b2b_{}", m.symbols.size());
+        m.source += TensorCoreConvTemplate::emit(l.task, cfg, sym).source;
+        m.symbols.push_back(sym);
+        if (cfg == def) m.default_symbols.push_back(sym);
+      }
+    }
+  }
+  build_all(m, {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+                "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+                "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.cg.shared.global"});
 }
 
 TEST(CudaNvrtc, SimtTemplateBuilds) { build_all(simt_module(), {"fma.rn.f32"}); }

@@ -97,8 +97,9 @@ std::unique_ptr<Graph> detector() {
 // Compiled at `precision` (fp16: tensor-core convs, fp16 activations; fp32: SIMT convs), run,
 // and compared with the reference within `tolerance` (relative to max(1, |want|)).
 // With `splitk`, for sm_90 with every tensor-core conv that allows it split in 2 (the thread-block
-// clusters of split-K, in the program as compiled).
-void run_detector(Precision precision, float tolerance, bool splitk = false) {
+// clusters of split-K, in the program as compiled). With `b2b` (fp16), each branch's last 3x3
+// conv and its 1x1 run as one back-to-back kernel, the intermediate never stored.
+void run_detector(Precision precision, float tolerance, bool splitk = false, bool b2b = true) {
   const Tensor xin = yoloc::testing::random_tensor({2, 8, 8, 8}, 7);
   const Tensor want = run_reference(*detector(), {{"x", xin}}).at(0).tensor;
 
@@ -109,7 +110,8 @@ void run_detector(Precision precision, float tolerance, bool splitk = false) {
   optimize(*g, ctx);
   CudaCompileOptions options;
   options.arch = splitk ? "sm_90" : "sm_80";
-  const std::vector<CudaTask> tasks = extract_cuda_tasks(*g, splitk ? 90 : 80);
+  options.b2b = b2b;
+  const std::vector<CudaTask> tasks = extract_cuda_tasks(*g, splitk ? 90 : 80, b2b);
   int split = 0;
   for (const CudaTask& t : tasks) {
     ScheduleConfig cfg = t.default_config;
@@ -119,7 +121,9 @@ void run_detector(Precision precision, float tolerance, bool splitk = false) {
       ++split;
     }
   }
-  if (splitk) EXPECT_GE(split, 4);
+  if (splitk) {
+    EXPECT_GE(split, 4);
+  }
   const CudaBuild build = compile_cuda(*g, options);
   ASSERT_EQ(tasks.size(), build.tasks.size());
   EXPECT_EQ(build.tuned, split);
@@ -128,7 +132,7 @@ void run_detector(Precision precision, float tolerance, bool splitk = false) {
   std::vector<CudaKernel> conv_kernels;
   GenericKernels generic;
   std::map<std::string, CudaKernel> by_symbol;
-  int nchw_convs = 0, detect_tails = 0, upsampled = 0;
+  int nchw_convs = 0, detect_tails = 0, upsampled = 0, pairs = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const CudaLowered l = tasks[i].lower(build.tasks[i].config, fmt::format("yc_t{}", i));
     // Detect-tail kernels (no shared memory, no barrier) run sequentially as generic ones do.
@@ -140,15 +144,21 @@ void run_detector(Precision precision, float tolerance, bool splitk = false) {
       CudaKernel k = l.launches.at(0);
       k.source = l.source;
       conv_kernels.push_back(k);
-      nchw_convs += tasks[i].key.find(" out-nchw") != std::string::npos;
-      upsampled += tasks[i].key.find(" up2x2 out32+0") != std::string::npos;
+      const std::string& key = tasks[i].key;
+      pairs += key.find(" b2b ") != std::string::npos;
+      upsampled += key.find(" up2x2 out32+0") != std::string::npos;
+      // " out-nchw", or " nchw" for a pair whose second stage writes NCHW.
+      nchw_convs += key.size() > 5 && (key.compare(key.size() - 5, 5, "-nchw") == 0 ||
+                                       key.compare(key.size() - 5, 5, " nchw") == 0);
     }
     for (const CudaKernel& k : l.launches) by_symbol[k.symbol] = k;
   }
-  // The 1x1 box and class convs of both levels, into their level's concat buffer.
+  // The 1x1 box and class convs of both levels, into their level's concat buffer; with b2b,
+  // each in one kernel with the 3x3 conv before it.
   EXPECT_EQ(nchw_convs, 4);
   // The neck's Resize is the 4x4 conv's upsampled copy, into the concat's first slice.
   EXPECT_EQ(upsampled, 1);
+  EXPECT_EQ(pairs, b2b && precision == Precision::kFp16 ? 4 : 0);
   // The DFL tail (distances and class sigmoids, no box decode) takes the detect-tail template.
   EXPECT_EQ(detect_tails, 1);
   const EmulatedKernels convs(conv_kernels);
@@ -177,11 +187,14 @@ void run_detector(Precision precision, float tolerance, bool splitk = false) {
     if (launch.task["template"] == "generic" || launch.task["template"] == "detect_tail") {
       EXPECT_EQ(generics.launch(k, args), "");
     } else {
-      ASSERT_EQ(args.size(), 6u);
-      EXPECT_EQ(convs.launch(k, {args[0], bytes[0]}, {args[1], bytes[1]},
-                             static_cast<const float*>(args[2]), {args[3], bytes[3]}, args[4],
-                             bytes[4], {args[5], bytes[5]}),
-                "");
+      // (x, w, bias, res, y, up), and a b2b pair's (w2, bias2).
+      ASSERT_EQ(args.size(), launch.task["key"].get<std::string>().find(" b2b ") ==
+                                     std::string::npos
+                                 ? 6u
+                                 : 8u);
+      std::vector<EmulatedKernels::Buffer> buffers;
+      for (size_t a = 0; a < args.size(); ++a) buffers.push_back({args[a], bytes[a]});
+      EXPECT_EQ(convs.launch(k, buffers), "");
     }
   }
 
@@ -204,8 +217,13 @@ TEST(CudaProgramEmulated, Fp16DetectorWithNchwHeadConvsMatchesReference) {
   run_detector(Precision::kFp16, 1e-2f);
 }
 
+TEST(CudaProgramEmulated, Fp16DetectorWithoutB2bMatchesReference) {
+  run_detector(Precision::kFp16, 1e-2f, false, false);
+}
+
+// Without the b2b pairs (which do not split), so that the head's 1x1 convs split too.
 TEST(CudaProgramEmulated, Fp16DetectorSplitKOnSm90MatchesReference) {
-  run_detector(Precision::kFp16, 1e-2f, true);
+  run_detector(Precision::kFp16, 1e-2f, true, false);
 }
 
 TEST(CudaProgramEmulated, Fp32DetectorWithNchwHeadConvsMatchesReference) {

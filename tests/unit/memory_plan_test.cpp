@@ -211,6 +211,36 @@ TEST(MemoryPlan, FusedKernelInputsAndOutputsLiveTogether) {
   EXPECT_EQ(p.naive_bytes, 256u);
 }
 
+// Merged groups (a CUDA back-to-back pair: groups 1 and 3 in one kernel, another kernel between
+// them): b, produced and consumed inside the pair, is never stored; a, which the pair reads,
+// lives until the pair's last node, and c, which it writes, from its first; so e (node 2) shares
+// no bytes with either. Unmerged, b is stored and e takes a's dead bytes.
+TEST(MemoryPlan, MergedGroupsShareOneLifetime) {
+  Graph g;
+  Value* x = input(g, "x", {1, 16});
+  Value* a = node(g, "Relu", {x});
+  Value* b = node(g, "Sigmoid", {a});
+  Value* e = node(g, "Relu", {x});
+  Value* c = node(g, "Relu", {b});
+  g.outputs.push_back(node(g, "Add", {c, e}));
+  for (int i = 0; i < 5; ++i) {
+    g.nodes()[i]->group = i;
+    g.groups.push_back(FusedGroup{i, GroupKind::kElementwise, -1, "k"});
+  }
+  const MemoryPlan alone = plan_memory(g);
+  verify_memory_plan(alone);
+  EXPECT_EQ(alone.values.at(b->name).placement, Placement::kArena);
+  EXPECT_EQ(alone.values.at(e->name).offset, alone.values.at(a->name).offset);
+  const MemoryPlan p = plan_memory(g, {MergedGroups{{1, 3}, true}});
+  verify_memory_plan(p);
+  EXPECT_EQ(p.values.at(b->name).placement, Placement::kInternal);
+  EXPECT_EQ(alloc_of(p, a->name).last, 3);
+  EXPECT_EQ(alloc_of(p, c->name).first, 1);
+  const uint64_t oa = p.values.at(a->name).offset, oc = p.values.at(c->name).offset,
+                 oe = p.values.at(e->name).offset;
+  EXPECT_TRUE(oa != oc && oa != oe && oc != oe) << oa << " " << oc << " " << oe;
+}
+
 // A view node writes nothing: c's buffer lives from node 2, which writes it, although the
 // reshape view of c belongs to a kernel (nodes 1, 3, 4: a detect tail reading the head's
 // outputs through views) whose first node comes before.

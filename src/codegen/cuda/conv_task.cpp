@@ -139,8 +139,23 @@ bool CudaConvTask::slices_valid() const {
   const auto ok = [](const ChannelSlice& s, int64_t channels) {
     return s.offset >= 0 && channels > 0 && s.offset + channels <= s.stride;
   };
-  const bool up_ok = !up || (up->sh >= 1 && up->sw >= 1 && !out_nchw && ok(up->out, conv.k));
-  return ok(in, conv.c) && ok(out, conv.k) && (!conv.residual || ok(res, conv.k)) && up_ok;
+  const bool up_ok =
+      !up || (up->sh >= 1 && up->sw >= 1 && !out_nchw && !b2b && ok(up->out, conv.k));
+  return ok(in, conv.c) && ok(out, conv.k) && (!conv.residual || ok(res, conv.k)) && up_ok &&
+         (!b2b || ok(b2b->out, b2b->k));
+}
+
+CudaConvTask CudaConvTask::second_stage() const {
+  YOLOC_CHECK(b2b.has_value(), "{} is no back-to-back pair", key());
+  const ConvTask first = conv;
+  CudaConvTask t = dense(ConvTask::make(first.n, first.k, first.oh, first.ow, b2b->k, 1, 1, 0,
+                                        b2b->act),
+                         out_dtype, b2b->out_dtype);
+  t.conv.isa = first.isa;
+  t.out = b2b->out;
+  t.out_nchw = b2b->out_nchw;
+  t.sm = sm;
+  return t;
 }
 
 std::string CudaConvTask::key() const {
@@ -156,6 +171,11 @@ std::string CudaConvTask::key() const {
   if (in_nchw_f32) k += " in-nchw-f32";
   if (out_nchw) k += " out-nchw";
   if (up) k += fmt::format(" up{}x{} out{}+{}", up->sh, up->sw, up->out.stride, up->out.offset);
+  if (b2b) {
+    k += fmt::format(" b2b k2={} {} ->{} out{}+{}{}", b2b->k, act_name(b2b->act),
+                     short_dtype_name(b2b->out_dtype), b2b->out.stride, b2b->out.offset,
+                     b2b->out_nchw ? " nchw" : "");
+  }
   return k;
 }
 

@@ -14,7 +14,8 @@
 /// x, res, y and up pointing at element 0 of their buffers (offsets are compiled in), w at the
 /// template's packed weights, bias at K float32 values (zeros when the conv has none), res unused
 /// (may be null) without a residual, up unused (may be null) without an upsampled copy
-/// (CudaConvTask::up).
+/// (CudaConvTask::up). A back-to-back fused pair of the tensor-core template
+/// (CudaConvTask::b2b) appends its extra parameters after these (see TensorCoreConvTemplate).
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -22,6 +23,7 @@
 
 #include "codegen/cpu/conv_template.h"
 #include "core/dtype.h"
+#include "core/tensor.h"
 #include "ir/graph.h"
 
 namespace yoloc::codegen::cuda {
@@ -45,6 +47,21 @@ struct CudaConvUp {
   ChannelSlice out;
 };
 
+/// The second stage of a back-to-back fused pair (the tensor-core template only): a 1x1
+/// stride-1 conv, without residual, of the first conv's whole output (K channels, which never
+/// reach memory: a block keeps its pixels' row tile in shared memory, rounded to the first
+/// stage's out_dtype as the unfused pair stores it) to `k` channels, with bias and activation,
+/// written into slice `out` of its buffer, NHWC or NCHW.
+struct B2bStage {
+  int64_t k = 0;
+  Activation act = Activation::kNone;
+  DType out_dtype = DType::kFloat16;
+  ChannelSlice out;
+  bool out_nchw = false;
+  Tensor w;     ///< float32 [k, K, 1, 1] (the 1x1 conv's OIHW weights)
+  Tensor bias;  ///< float32 [k]
+};
+
 /// A fused conv group for CUDA: shapes and epilogue (bias, activation, residual add) as on the
 /// CPU, the storage types, and the placement of each activation in its buffer.
 struct CudaConvTask {
@@ -64,18 +81,26 @@ struct CudaConvTask {
   /// newer targets only where the task says so (the tensor-core template's split-K clusters need
   /// 90). Not part of the key: records are kept per target architecture.
   int sm = 80;
-  /// The upsampled copy, if any (NHWC outputs only: slices_valid refuses it with out_nchw).
+  /// The upsampled copy, if any (NHWC outputs only, never with b2b: slices_valid refuses it).
   std::optional<CudaConvUp> up;
+  /// Set for a back-to-back fused pair: this conv, then the 1x1 conv of `b2b` on its output. `out`
+  /// then describes the intermediate (dense, NHWC), the kernel's y the second stage's output.
+  std::optional<B2bStage> b2b;
 
   /// A task on dense NHWC tensors (slices as wide as the tensors).
   static CudaConvTask dense(const ConvTask& conv, DType dtype, DType out_dtype);
   /// True when every slice holds its tensor: offset >= 0, offset + channels <= stride; and an
   /// upsampled copy has scales >= 1 and an NHWC output.
   bool slices_valid() const;
+  /// The second stage of a b2b pair as a task of its own (the 1x1 conv reading the intermediate,
+  /// dense, stored as out_dtype): what the unfused pair would run second.
+  CudaConvTask second_stage() const;
   /// Canonical workload key, e.g. "cuda_conv2d_nhwc f16->f16 n1 c64 h80 w80 k64 3x3 s1x1 p1x1
   /// d1x1 silu add in64+0 out128+64 res64+0", with " in-nchw-f32" / " out-nchw" / " up2x2
   /// out256+128" (the upsampled copy: scales, its slice) appended for those forms: an NCHW output
-  /// or an upsampled copy stores in another pattern, so it is tuned on its own.
+  /// or an upsampled copy stores in another pattern, so it is tuned on its own. A b2b pair
+  /// appends " b2b k2=<k> <act> -><dtype> out<stride>+<offset>" (and " nchw" for an NCHW second
+  /// output): it is tuned apart from the lone first conv.
   std::string key() const;
 };
 

@@ -34,6 +34,8 @@ struct CudaCompileOptions {
   int jobs = 0;  ///< parallel NVRTC compilations; 0: the machine's hardware threads
   /// Where built cubins are looked up and kept (codegen/build_cache.h); null: build always.
   BuildCache* cache = nullptr;
+  /// Back-to-back conv pairs in one kernel each (extract_cuda_tasks); false: every group alone.
+  bool b2b = true;
 };
 
 struct CudaBuild {

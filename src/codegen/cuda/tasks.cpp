@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "codegen/cpu/emit_util.h"
@@ -47,11 +48,18 @@ struct ConvRule {
   bool nchw_out;
 };
 
-/// A conv group on channels-last activations, for one of the conv templates. Its output (and
-/// residual) may be NCHW instead where the template writes NCHW.
+const ConvRule kDirectRule{"direct_conv", " direct", true, false};
+const ConvRule kTensorCoreRule{"tc_conv", "", false, true};
+const ConvRule kSimtRule{"simt_conv", "", false, true};
+
+/// A conv group on channels-last activations, for one of the conv templates: its workload and
+/// operands, nullopt when T does not take it. Its output (and residual) may be NCHW instead where
+/// the template writes NCHW.
 template <class T>
-std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const ConvRule& rule,
-                                  int sm) {
+std::optional<std::pair<CudaConvTask, cpu::ConvOperands>> conv_workload(const Graph& g,
+                                                                       const FusedGroup& grp,
+                                                                       const ConvRule& rule,
+                                                                       int sm) {
   const auto o = cpu::conv_operands(g, grp);
   if (!o) return std::nullopt;
   const bool out_nchw = o->y->layout.layout == Layout::kNCHW;
@@ -72,24 +80,22 @@ std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const C
   // The kernels address an NCHW input as a dense tensor.
   if (image_in && !(t->in == ChannelSlice{t->conv.c, 0})) return std::nullopt;
   if (!T::matches(*t)) return std::nullopt;
-  // A nearest Resize of the output is written by the conv as its upsampled copy.
-  const Node* resize = nullptr;
-  if (const auto up = out_nchw ? std::nullopt : upsample_consumer(g, o->y)) {
-    t->up = up->up;
-    resize = up->resize;
-    if (!T::matches(*t)) {
-      t->up.reset();
-      resize = nullptr;
-    }
-  }
+  return std::pair(*t, *o);
+}
+
+/// The task of conv workload t with operands o (for a b2b pair: the first's x, w and bias, the
+/// second's output as y); `resize`: the Resize whose output t's upsampled copy (t.up) is.
+template <class T>
+CudaTask conv_task(const CudaConvTask& t, const cpu::ConvOperands& o, const ConvRule& rule,
+                   const Node* resize = nullptr) {
   CudaTask task;
   if (resize) task.absorbed.push_back(resize->group);
   task.template_name = rule.name;
-  task.key = t->key() + rule.key_suffix;
-  task.flops = t->conv.flops();
-  set_schedule<T>(task, *t);
+  task.key = t.key() + rule.key_suffix;
+  task.flops = t.conv.flops() + (t.b2b ? t.second_stage().conv.flops() : 0.0);
+  set_schedule<T>(task, t);
   const Value* up_value = resize ? resize->outputs[0] : nullptr;
-  task.lower = [t = *t, o = *o, up_value](const ScheduleConfig& cfg, const std::string& prefix) {
+  task.lower = [t, o, up_value](const ScheduleConfig& cfg, const std::string& prefix) {
     CudaLowered l;
     CudaKernel k = T::emit(t, cfg, prefix);
     l.source = std::move(k.source);
@@ -105,14 +111,100 @@ std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const C
     }
     l.args.push_back(constant(bias));
     // A kernel addresses the buffer a slice lies in; the slice begins `offset` channels in: that
-    // many elements in NHWC, channel planes in NCHW.
-    const int64_t plane = t.out_nchw ? t.conv.oh * t.conv.ow : 1;
+    // many elements in NHWC, channel planes in NCHW. A b2b pair writes its second stage's output.
+    const CudaConvTask last = t.b2b ? t.second_stage() : t;
+    const int64_t plane = last.out_nchw ? t.conv.oh * t.conv.ow : 1;
     l.args.push_back(o.res ? activation(o.res, t.res.offset * plane, false) : CudaArg{});
-    l.args.push_back(activation(o.y, t.out.offset * plane, true));
+    l.args.push_back(activation(o.y, last.out.offset * plane, true));
     l.args.push_back(up_value ? activation(up_value, t.up->out.offset, true) : CudaArg{});
+    // ---- Parameters of fused forms after the common six, in the kernel's order
+    // (tc_conv_template.h): a b2b pair's second weights and bias.
+    if (t.b2b) {
+      l.args.push_back(constant(TensorCoreConvTemplate::pack_b2b_weights(t)));
+      l.args.push_back(constant(t.b2b->bias));
+    }
     return l;
   };
   return task;
+}
+
+template <class T>
+std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const ConvRule& rule,
+                                  int sm) {
+  auto w = conv_workload<T>(g, grp, rule, sm);
+  if (!w) return std::nullopt;
+  CudaConvTask& t = w->first;
+  // A nearest Resize of the output is written by the conv as its upsampled copy.
+  const Node* resize = nullptr;
+  if (const auto up = t.out_nchw ? std::nullopt : upsample_consumer(g, w->second.y)) {
+    t.up = up->up;
+    resize = up->resize;
+    if (!T::matches(t)) {
+      t.up.reset();
+      resize = nullptr;
+    }
+  }
+  return conv_task<T>(t, w->second, rule, resize);
+}
+
+/// A back-to-back pair: `first`'s conv, then `second`'s 1x1 conv of its output, as one task.
+struct B2bPair {
+  const FusedGroup* first = nullptr;
+  const FusedGroup* second = nullptr;
+  CudaConvTask task;
+  cpu::ConvOperands operands;
+};
+
+/// The workload of a group the tensor-core template takes (not the direct one, which takes the
+/// shallow first convs before it).
+std::optional<std::pair<CudaConvTask, cpu::ConvOperands>> tensor_core_workload(
+    const Graph& g, const FusedGroup& grp, int sm) {
+  if (conv_workload<DirectConvTemplate>(g, grp, kDirectRule, sm)) return std::nullopt;
+  return conv_workload<TensorCoreConvTemplate>(g, grp, kTensorCoreRule, sm);
+}
+
+/// The pair `first` begins (see kB2bMaxBatch for the rule), or nullopt.
+std::optional<B2bPair> b2b_pair(const Graph& g, const FusedGroup& first, int sm) {
+  const auto a = tensor_core_workload(g, first, sm);
+  if (!a) return std::nullopt;
+  CudaConvTask t = a->first;
+  const cpu::ConvOperands& o1 = a->second;
+  const ConvTask& c1 = t.conv;
+  if (t.out_nchw || !(t.out == ChannelSlice{c1.k, 0}) || c1.residual ||
+      c1.n > kB2bMaxBatch || c1.n * c1.oh * c1.ow > kB2bMaxPixels || g.is_output(o1.y))
+    return std::nullopt;
+  const std::vector<Node*> users = g.users(o1.y);
+  if (users.size() != 1 || users[0]->group < 0 || users[0]->group == first.id)
+    return std::nullopt;
+  const FusedGroup* second = nullptr;
+  for (const FusedGroup& grp : g.groups)
+    if (grp.id == users[0]->group && grp.is_kernel()) second = &grp;
+  if (!second) return std::nullopt;
+  const auto b = tensor_core_workload(g, *second, sm);
+  if (!b) return std::nullopt;
+  const CudaConvTask& t2 = b->first;
+  const cpu::ConvOperands& o2 = b->second;
+  const ConvTask& c2 = t2.conv;
+  if (o2.x != o1.y || c2.kh != 1 || c2.kw != 1 || c2.sh != 1 || c2.sw != 1 || c2.ph != 0 ||
+      c2.pw != 0 || c2.residual || c2.groups != 1 || t2.in_nchw_f32 || t2.dtype != t.out_dtype ||
+      !(t2.in == ChannelSlice{c2.c, 0}))
+    return std::nullopt;
+  B2bStage s;
+  s.k = c2.k;
+  s.act = c2.act;
+  s.out_dtype = t2.out_dtype;
+  s.out = t2.out;
+  s.out_nchw = t2.out_nchw;
+  s.w = o2.w->data.cast(DType::kFloat32);
+  if (o2.bias) {
+    s.bias = o2.bias->data.cast(DType::kFloat32);
+  } else {
+    s.bias = Tensor(DType::kFloat32, {c2.k});
+    std::fill_n(s.bias.data<float>(), c2.k, 0.f);
+  }
+  t.b2b = std::move(s);
+  if (!TensorCoreConvTemplate::matches(t)) return std::nullopt;
+  return B2bPair{&first, second, std::move(t), {o1.x, o1.w, o1.bias, nullptr, o2.y}};
 }
 
 std::optional<CudaTask> generic_task(const Graph& g, const FusedGroup& grp) {
@@ -201,11 +293,9 @@ std::optional<CudaTask> detect_tail_task(const Graph& g, const FusedGroup& grp) 
 std::optional<CudaTask> task_of_group(const Graph& g, const FusedGroup& grp, int sm) {
   // Convs of at most 4 input channels (the first conv) are direct convolutions; an implicit
   // GEMM of so shallow a depth spends its time gathering.
-  if (auto t = conv_task<DirectConvTemplate>(g, grp, {"direct_conv", " direct", true, false}, sm))
-    return t;
-  if (auto t = conv_task<TensorCoreConvTemplate>(g, grp, {"tc_conv", "", false, true}, sm))
-    return t;
-  if (auto t = conv_task<SimtConvTemplate>(g, grp, {"simt_conv", "", false, true}, sm)) return t;
+  if (auto t = conv_task<DirectConvTemplate>(g, grp, kDirectRule, sm)) return t;
+  if (auto t = conv_task<TensorCoreConvTemplate>(g, grp, kTensorCoreRule, sm)) return t;
+  if (auto t = conv_task<SimtConvTemplate>(g, grp, kSimtRule, sm)) return t;
   if (auto t = sppf_task(g, grp)) return t;
   if (auto t = detect_tail_task(g, grp)) return t;
   return generic_task(g, grp);
@@ -240,11 +330,33 @@ CudaOperand cuda_operand_of(const Graph& g, const Value* v) {
   return op;
 }
 
-std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm) {
+std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, bool b2b) {
+  const std::vector<const FusedGroup*> groups = g.kernel_groups_in_run_order();
+  // The pairs, in run order, each group in one at most; a pair runs in its second's place.
+  std::map<int, B2bPair> pair_of_second;
+  std::set<int> paired;
+  for (const FusedGroup* grp : groups) {
+    if (!b2b || paired.count(grp->id)) continue;
+    std::optional<B2bPair> p = b2b_pair(g, *grp, sm);
+    if (!p || paired.count(p->second->id)) continue;
+    paired.insert(grp->id);
+    paired.insert(p->second->id);
+    pair_of_second.emplace(p->second->id, std::move(*p));
+  }
   std::vector<CudaTask> tasks;
   std::set<int> absorbed;  // groups an earlier task computes
-  for (const FusedGroup* grp : g.kernel_groups_in_run_order()) {
+  for (const FusedGroup* grp : groups) {
     if (absorbed.count(grp->id)) continue;
+    if (auto it = pair_of_second.find(grp->id); it != pair_of_second.end()) {
+      const B2bPair& p = it->second;
+      CudaTask t = conv_task<TensorCoreConvTemplate>(p.task, p.operands, kTensorCoreRule);
+      t.group = p.first->id;
+      t.b2b_group = grp->id;
+      t.group_name = p.first->name + "+" + grp->name;
+      tasks.push_back(std::move(t));
+      continue;
+    }
+    if (paired.count(grp->id)) continue;  // the first of a pair
     std::optional<CudaTask> t = task_of_group(g, *grp, sm);
     if (!t) {
       std::string ops;
@@ -258,6 +370,19 @@ std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm) {
     tasks.push_back(std::move(*t));
   }
   return tasks;
+}
+
+std::vector<MergedGroups> merged_groups(const std::vector<CudaTask>& tasks) {
+  std::vector<MergedGroups> out;
+  for (const CudaTask& t : tasks) {
+    if (t.b2b_group >= 0) out.push_back({{t.group, t.b2b_group}, true});
+    if (!t.absorbed.empty()) {
+      MergedGroups m{{t.group}, false};
+      m.groups.insert(m.groups.end(), t.absorbed.begin(), t.absorbed.end());
+      out.push_back(std::move(m));
+    }
+  }
+  return out;
 }
 
 }  // namespace yoloc::codegen::cuda

@@ -15,7 +15,8 @@
 /// (CudaTask::absorbed).
 ///
 /// A task lowers to one CUDA source with one or more launches that all take the same parameter
-/// list (CudaLowered::args): the conv templates' (x, w, bias, res, y, up), the SPPF template's
+/// list (CudaLowered::args): the conv templates' (x, w, bias, res, y, up; a b2b pair appends
+/// its second weights and bias, w2 and bias2), the SPPF template's
 /// (x, outputs...), the detect-tail template's (inputs..., table, output), or the generic
 /// template's (inputs..., constants..., outputs..., scratch).
 #include <functional>
@@ -25,6 +26,7 @@
 #include "codegen/cpu/schedule.h"
 #include "codegen/cuda/conv_task.h"
 #include "codegen/cuda/generic_template.h"
+#include "codegen/memory_plan.h"
 #include "ir/graph.h"
 
 namespace yoloc::codegen::cuda {
@@ -57,7 +59,11 @@ struct CudaLowered {
 
 struct CudaTask {
   int group = -1;
-  std::string group_name;     ///< FusedGroup::name
+  /// A back-to-back pair (tc_conv, CudaConvTask::b2b): the second group, whose conv alone
+  /// consumes `group`'s output; the task runs in its place, and the intermediate (`group`'s
+  /// output) is never stored. -1 otherwise.
+  int b2b_group = -1;
+  std::string group_name;     ///< FusedGroup::name ("first+second" for a b2b pair)
   std::string template_name;  ///< "direct_conv", "tc_conv", "simt_conv", "sppf", "detect_tail",
                               ///< "generic"
   std::string key;            ///< workload key
@@ -77,10 +83,24 @@ struct CudaTask {
 /// Raises a UserError for a view of another form.
 CudaOperand cuda_operand_of(const Graph& g, const Value* v);
 
-/// The tasks of every kernel group of `g` but those another task absorbs (CudaTask::absorbed), (optimize()d for target "cuda", static shapes) in the
+/// Back-to-back fusion (tasks of two groups in one tensor-core kernel) applies to a conv group
+/// whose output is read by nothing but a 1x1 stride-1 conv group without residual (groups of 1,
+/// both for the tensor-core template, the output dense NHWC and no graph output), at batch <= 2
+/// and at most this many output pixels (N*OH*OW): at large batch and on large maps the unfused
+/// kernels are better, as each pair's tile then runs one column of blocks.
+inline constexpr int64_t kB2bMaxBatch = 2;
+inline constexpr int64_t kB2bMaxPixels = 12800;
+
+/// The tasks of every kernel group of `g` but those another task absorbs (CudaTask::absorbed)
+/// (optimize()d for target "cuda", static shapes) in the
 /// order they run, for a target of compute capability `sm` (as in sm_XX: the features the
-/// templates may use; the default, 80, is every target's). Raises a UserError naming the group
-/// and its ops when no template takes it.
-std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm = 80);
+/// templates may use; the default, 80, is every target's); with `b2b`, the pairs back-to-back
+/// fusion takes as one task each (CudaTask::b2b_group), in the second group's place. Raises a
+/// UserError naming the group and its ops when no template takes it.
+std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm = 80, bool b2b = true);
+
+/// The groups each task of `tasks` runs besides its own, for plan_memory: a b2b pair's two
+/// (its intermediate never stored), a conv's and the Resizes it writes the output of.
+std::vector<MergedGroups> merged_groups(const std::vector<CudaTask>& tasks);
 
 }  // namespace yoloc::codegen::cuda

@@ -69,6 +69,35 @@ YC_DEVICE void mma(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b)[2]) {
   @MMA@(d, a, b);
 }
 
+// One 16-deep step k0 of the warp tile: A from `a` (row-major, lda halves a row, at the warp's
+// first row), B from `b` (n-major, ldb halves a row, at the warp's first channel).
+YC_DEVICE void warp_step(float (&acc)[MI][NI][4], const yc_u16* a, int lda, const yc_u16* b,
+                         int ldb, int k0, int lane) {
+  yc_u32 af[MI][4], bf[NI][2];
+  // A fragments: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), lane l addressing row l % 16 of k
+  // half l / 16.
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi) {
+    yc_ldmatrix_x4(af[mi], a + (mi * 16 + (lane & 15)) * lda + k0 + (lane >> 4) * 8);
+  }
+  // B fragments of two n8 tiles per ldmatrix: matrices (n 0-7, k 0-7), (n 0-7, k 8-15),
+  // (n 8-15, k 0-7), (n 8-15, k 8-15); B is stored n-major, so no transpose.
+#pragma unroll
+  for (int nj = 0; nj < NI / 2; ++nj) {
+    yc_u32 r[4];
+    yc_ldmatrix_x4(r, b + (nj * 16 + (lane & 7) + ((lane >> 4) << 3)) * ldb + k0 +
+                          ((lane >> 3) & 1) * 8);
+    bf[2 * nj][0] = r[0];
+    bf[2 * nj][1] = r[1];
+    bf[2 * nj + 1][0] = r[2];
+    bf[2 * nj + 1][1] = r[3];
+  }
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni) mma(acc[mi][ni], af[mi], bf[ni]);
+}
+
 // Depth step kt of the im2col rows of this thread's pixels into one stage of A.
 YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const yc_i64 (&base)[A_ITERS],
                       const int (&ih0)[A_ITERS], const int (&iw0)[A_ITERS], int kt, int tid) {
@@ -167,11 +196,11 @@ YC_DEVICE void splitk_reduce(float (&acc)[MI][NI][4], float* red, int tid) {
   // A block's shared memory lives while it runs: none exits before its peers have read it.
   yc_cluster_sync();
 }
-}  // namespace @SYM@_ns
+@B2B_FUNCTIONS@}  // namespace @SYM@_ns
 @SPLITK_ARCH_CHECK@
 YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
     @SYM@(const void* x_, const void* w_, const float* __restrict__ bias, const void* res_,
-          void* y_, void* up_) {
+          void* y_, void* up_ @B2B_PARAMS@) {
   YC_KERNEL_ENTRY();
   using namespace @SYM@_ns;
   YC_DYNAMIC_SMEM(yc_u16, yc_smem);
@@ -214,6 +243,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
 
+@B2B_LOAD@
   // Steps kt0 .. kt0+STAGES-2 in flight before the first use; one commit group per step, empty
   // past the last, so that wait<STAGES - 2> below always means "step kt has landed".
 #pragma unroll
@@ -240,35 +270,12 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
     const yc_u16* cb = sb + (kt % STAGES) * B_STAGE;
 #pragma unroll
     for (int ks = 0; ks < BK / 16; ++ks) {
-      yc_u32 af[MI][4], bf[NI][2];
-      // A fragments: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), lane l addressing row l % 16
-      // of k half l / 16.
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi) {
-        yc_ldmatrix_x4(af[mi], ca + (warp_m * WM + mi * 16 + (lane & 15)) * LDS + ks * 16 +
-                                   (lane >> 4) * 8);
-      }
-      // B fragments of two n8 tiles per ldmatrix: matrices (n 0-7, k 0-7), (n 0-7, k 8-15),
-      // (n 8-15, k 0-7), (n 8-15, k 8-15); B is stored n-major, so no transpose.
-#pragma unroll
-      for (int nj = 0; nj < NI / 2; ++nj) {
-        yc_u32 r[4];
-        yc_ldmatrix_x4(r, cb + (warp_n * WN + nj * 16 + (lane & 7) + ((lane >> 4) << 3)) * LDS +
-                              ks * 16 + ((lane >> 3) & 1) * 8);
-        bf[2 * nj][0] = r[0];
-        bf[2 * nj][1] = r[1];
-        bf[2 * nj + 1][0] = r[2];
-        bf[2 * nj + 1][1] = r[3];
-      }
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < NI; ++ni) mma(acc[mi][ni], af[mi], bf[ni]);
+      warp_step(acc, ca + warp_m * WM * LDS, LDS, cb + warp_n * WN * LDS, LDS, ks * 16, lane);
     }
   }
   yc_cp_async_wait<0>();
   if constexpr (SPLITK > 1) splitk_reduce(acc, reinterpret_cast<float*>(yc_smem), tid);
-
+@B2B_TAIL@
   // Accumulator e of tile (mi, ni) is row lane / 4 (+8 for e >= 2), column 2 * (lane % 4) + e % 2.
   if constexpr (EPI) {
     // Those pairs make 4-byte stores, 8 pixels apart: few bytes per transaction when the output
@@ -315,45 +322,143 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
 }
 )";
 
+// Back-to-back (CudaConvTask::b2b): the second stage, a 1x1 conv of this block's complete tile of
+// the first stage's output (N1P <= BN: one column of tiles), after the second stage's own conv
+// declarations (namespace s2, the epilogue). See the header.
+constexpr const char* kB2bFunctions = R"(enum : int {
+  K2 = s2::K,
+  N1P = (K + 15) / 16 * 16,       // the intermediate's channels, zero-padded to mma depth steps
+  LDT = BN + 8,                   // halves per intermediate row (16 bytes of padding, as LDS)
+  LDW = N1P + 8,                  // halves per row of the second weights
+  K2P = (K2 + BN - 1) / BN * BN,  // the second stage's channels in column tiles of BN
+  RING = STAGES * (A_STAGE + B_STAGE),
+  W2_AT = RING > BM * LDT ? RING : BM * LDT,  // halves before the second weights
+  W2_CPR = N1P / 8,                           // 16-byte chunks per row of the second weights
+  W2_CHUNKS = K2P * W2_CPR
+};
+static_assert(int(N1P) <= int(BN), "b2b: a block's tile holds every channel of the first stage");
+
+// The second weights ([K2][N1P] packed) into rows of LDW halves, rows past K2 zero: issued with
+// the pipeline's first stage, so they have landed when the main loop ends.
+YC_DEVICE void b2b_load_w2(yc_u16* sw, const yc_u16* __restrict__ w2, int tid) {
+  for (int chunk = tid; chunk < W2_CHUNKS; chunk += THREADS) {
+    const int row = chunk / W2_CPR, col = chunk % W2_CPR * 8;
+    const bool ok = row < K2;
+    yc_cp_async16(sw + row * LDW + col, ok ? w2 + static_cast<yc_i64>(row) * N1P + col : w2,
+                  ok ? 16 : 0);
+  }
+}
+
+// The first stage's bias and activation into the intermediate tile st (over the ring), rounded
+// to its storage type as the unfused pair stores it and zero past its K channels; then the second
+// GEMM (BM x K2P, depth N1P) from st and the second weights sw, a column tile of BN at a time in
+// the first stage's warp layout, and the second stage's epilogue.
+YC_DEVICE void b2b_tail(const float (&acc)[MI][NI][4], const float* __restrict__ bias,
+                        const yc_u16* sw, yc_u16* st, const float* __restrict__ bias2,
+                        s2::OutT* __restrict__ y, int m0, int lane, int warp_m, int warp_n) {
+  YC_SYNC();  // every warp is past its last ldmatrix of the ring
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni) {
+      const int row = warp_m * WM + mi * 16 + (lane >> 2);
+      const int col = warp_n * WN + ni * 8 + (lane & 3) * 2;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float v0 = col < K ? @ACT1@(acc[mi][ni][2 * h] + bias[col]) : 0.f;
+        const float v1 = col + 1 < K ? @ACT1@(acc[mi][ni][2 * h + 1] + bias[col + 1]) : 0.f;
+        *reinterpret_cast<yc_u32*>(st + (row + 8 * h) * LDT + col) =
+            static_cast<yc_u32>(@CVT@(v0)) | (static_cast<yc_u32>(@CVT@(v1)) << 16);
+      }
+    }
+  }
+  YC_SYNC();
+  for (int nc = 0; nc < K2P; nc += BN) {
+    float acc2[MI][NI][4];
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc2[mi][ni][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < N1P / 16; ++ks) {
+      warp_step(acc2, st + warp_m * WM * LDT, LDT, sw + (nc + warp_n * WN) * LDW, LDW, ks * 16,
+                lane);
+    }
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni) {
+        const int m = m0 + warp_m * WM + mi * 16 + (lane >> 2);
+        const int n = nc + warp_n * WN + ni * 8 + (lane & 3) * 2;
+        s2::epilogue2(y, nullptr, nullptr, bias2, m, n, acc2[mi][ni][0], acc2[mi][ni][1]);
+        s2::epilogue2(y, nullptr, nullptr, bias2, m + 8, n, acc2[mi][ni][2], acc2[mi][ni][3]);
+      }
+    }
+  }
+}
+)";
+
 }  // namespace
 
-bool TensorCoreConvTemplate::matches(const CudaConvTask& task) {
+namespace {
+
+// A task the template takes (matches() less the b2b pair's need of a valid config).
+bool takes(const CudaConvTask& task) {
   const ConvTask& t = task.conv;
   const bool sizes = t.n > 0 && t.c > 0 && t.h > 0 && t.w > 0 && t.k > 0 && t.oh > 0 && t.ow > 0 &&
                      t.kh > 0 && t.kw > 0 && t.sh > 0 && t.sw > 0 && t.dh > 0 && t.dw > 0 &&
                      t.ph >= 0 && t.pw >= 0;
   const bool in16 = task.dtype == DType::kFloat16 || task.dtype == DType::kBFloat16;
-  const bool out_ok = task.out_dtype == DType::kFloat32 || task.out_dtype == DType::kFloat16 ||
-                      task.out_dtype == DType::kBFloat16;
+  const auto out_ok = [](DType d) {
+    return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
+  };
   // Pixel and depth indices are 32-bit in the kernel.
   const bool fits = t.n * t.oh * t.ow < (int64_t{1} << 31) && gemm_depth8(task) < (1 << 30) &&
                     t.n * t.h * t.w < (int64_t{1} << 31);
-  return sizes && t.groups == 1 && in16 && out_ok && task.slices_valid() && fits;
+  if (!(sizes && t.groups == 1 && in16 && out_ok(task.out_dtype) && task.slices_valid() && fits))
+    return false;
+  if (!task.b2b) return true;
+  // The intermediate is the second GEMM's A operand: the activation dtype, kept in shared memory.
+  const B2bStage& b = *task.b2b;
+  return task.out_dtype == task.dtype && !task.out_nchw && !t.residual && b.k > 0 &&
+         out_ok(b.out_dtype) && b.w.numel() == b.k * t.k && b.bias.numel() == b.k;
 }
 
-ScheduleSpace TensorCoreConvTemplate::space(const CudaConvTask&) {
-  ScheduleSpace s;
-  s.knobs.push_back({"bm", "output pixels per block tile", {32, 64, 128, 256}});
-  s.knobs.push_back({"bn", "output channels per block tile", {16, 32, 64, 128, 256}});
-  s.knobs.push_back({"bk", "GEMM depth per pipeline step", {16, 32, 64, 128}});
-  s.knobs.push_back({"wm", "output pixels per warp tile", {16, 32, 64}});
-  s.knobs.push_back({"wn", "output channels per warp tile", {16, 32, 64}});
-  s.knobs.push_back({"stages", "shared-memory pipeline depth", {2, 3, 4}});
-  // Records written before split-K lack it: they meant one block per tile.
-  s.knobs.push_back(
-      {"splitk", "blocks of a cluster sharing a tile's depth steps (sm_90)", {1, 2, 4, 8}, 1});
-  s.knobs.push_back({"l1", "input tiles copied through L1 (cp.async.ca), else L2 only", {0, 1}, 0});
-  s.knobs.push_back(
-      {"epi", "output tile staged in shared memory for 16-byte stores (NHWC)", {0, 1}, 0});
+// A b2b pair's sizes in shared memory: the intermediate's padded depth, the second stage's
+// channels in column tiles of bn, and the bytes of the ring (or the intermediate tile over it) and
+// of the second weights after it (kB2bFunctions).
+struct B2bShared {
+  int64_t n1p, k2p, bytes;
+};
+B2bShared b2b_shared(const CudaConvTask& t, int64_t bm, int64_t bn, int64_t bk, int64_t stages) {
+  B2bShared s;
+  s.n1p = cpu::ceil_div(t.conv.k, 16) * 16;
+  s.k2p = cpu::ceil_div(t.b2b->k, bn) * bn;
+  s.bytes = std::max(shared_bytes(bm, bn, bk, stages, 1), bm * (bn + kPad) * 2) +
+            s.k2p * (s.n1p + kPad) * 2;
   return s;
 }
 
-bool TensorCoreConvTemplate::valid(const CudaConvTask& t, const ScheduleConfig& cfg) {
-  if (!matches(t) || !cfg.in_space(space(t))) return false;
+int64_t kernel_shared_bytes(const CudaConvTask& t, const ScheduleConfig& cfg) {
+  const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
+  const int64_t stages = cfg.get("stages");
+  return t.b2b ? b2b_shared(t, bm, bn, bk, stages).bytes
+               : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"));
+}
+
+// valid() less matches().
+bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
+  if (!cfg.in_space(TensorCoreConvTemplate::space(t))) return false;
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
   const int64_t splitk = cfg.get("splitk");
   if (bm % wm != 0 || bn % wn != 0) return false;
+  // A b2b block holds all the first stage's channels, in one block (no split), and finishes its
+  // tile through the second stage (no staged store).
+  if (t.b2b && (bn < cpu::ceil_div(t.conv.k, 16) * 16 || splitk != 1 || cfg.get("epi") != 0))
+    return false;
   // Split-K needs clusters, and a depth step for every split.
   if (splitk > 1 && (t.sm < kClusterSm || cpu::ceil_div(gemm_depth8(t), bk) < splitk)) return false;
   const int64_t warps = (bm / wm) * (bn / wn);
@@ -376,11 +481,80 @@ bool TensorCoreConvTemplate::valid(const CudaConvTask& t, const ScheduleConfig& 
       return false;
   }
   return warps <= kMaxWarps && wm * wn / 32 <= kMaxAccumulators &&
-         shared_bytes(bm, bn, bk, stages, splitk) <= kMaxSharedBytes;
+         kernel_shared_bytes(t, cfg) <= kMaxSharedBytes;
+}
+
+// The b2b pair's heuristic config: the narrowest tile of channels that holds the first stage's,
+// pixels as for a lone conv (a hundred blocks or so), then the first of the warp tiles, depth
+// steps and stages (largest first) that fits; nullopt when none does (the pair is not fused).
+std::optional<ScheduleConfig> b2b_default(const CudaConvTask& t) {
+  const int64_t m = t.conv.n * t.conv.oh * t.conv.ow;
+  int64_t bn = 0;
+  const ScheduleSpace space = TensorCoreConvTemplate::space(t);
+  for (int64_t v : space.knobs[1].domain) {
+    if (v >= cpu::ceil_div(t.conv.k, 16) * 16) {
+      bn = v;
+      break;
+    }
+  }
+  if (bn == 0) return std::nullopt;
+  int64_t bm0 = 128;
+  while (cpu::ceil_div(m, bm0) < kTargetBlocks && bm0 > 32) bm0 /= 2;
+  const int64_t depth = gemm_depth8(t);
+  for (int64_t bm = bm0; bm >= 32; bm /= 2)
+    for (int64_t stages : {3, 2})
+      for (int64_t bk : {depth <= 16 ? 16 : 32, 16})
+        for (int64_t wn : {32, 16, 64})
+          for (int64_t wm : {64, 32, 16}) {
+            const ScheduleConfig cfg({{"bm", bm},
+                                      {"bn", bn},
+                                      {"bk", bk},
+                                      {"wm", std::min(wm, bm)},
+                                      {"wn", wn},
+                                      {"stages", stages},
+                                      {"splitk", 1},
+                                      {"l1", 0},
+                                      {"epi", 0}});
+            if (fits(t, cfg)) return cfg;
+          }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool TensorCoreConvTemplate::matches(const CudaConvTask& task) {
+  return takes(task) && (!task.b2b || b2b_default(task).has_value());
+}
+
+ScheduleSpace TensorCoreConvTemplate::space(const CudaConvTask& t) {
+  ScheduleSpace s;
+  s.knobs.push_back({"bm", "output pixels per block tile", {32, 64, 128, 256}});
+  // A b2b pair's tile holds all the first stage's channels: 80 for the class branches of the
+  // YOLOv8 heads.
+  s.knobs.push_back({"bn",
+                     "output channels per block tile",
+                     t.b2b ? std::vector<int64_t>{16, 32, 64, 80, 128, 256}
+                           : std::vector<int64_t>{16, 32, 64, 128, 256}});
+  s.knobs.push_back({"bk", "GEMM depth per pipeline step", {16, 32, 64, 128}});
+  s.knobs.push_back({"wm", "output pixels per warp tile", {16, 32, 64}});
+  s.knobs.push_back({"wn", "output channels per warp tile", {16, 32, 64}});
+  s.knobs.push_back({"stages", "shared-memory pipeline depth", {2, 3, 4}});
+  // Records written before split-K lack it: they meant one block per tile.
+  s.knobs.push_back(
+      {"splitk", "blocks of a cluster sharing a tile's depth steps (sm_90)", {1, 2, 4, 8}, 1});
+  s.knobs.push_back({"l1", "input tiles copied through L1 (cp.async.ca), else L2 only", {0, 1}, 0});
+  s.knobs.push_back(
+      {"epi", "output tile staged in shared memory for 16-byte stores (NHWC)", {0, 1}, 0});
+  return s;
+}
+
+bool TensorCoreConvTemplate::valid(const CudaConvTask& t, const ScheduleConfig& cfg) {
+  return takes(t) && fits(t, cfg);
 }
 
 ScheduleConfig TensorCoreConvTemplate::default_config(const CudaConvTask& t) {
   YOLOC_CHECK(matches(t), "tensor-core conv template does not match {}", t.key());
+  if (t.b2b) return *b2b_default(t);
   const int64_t m = t.conv.n * t.conv.oh * t.conv.ow, k = t.conv.k;
   int64_t bn = k <= 16 ? 16 : k <= 32 ? 32 : k <= 64 ? 64 : 128;
   int64_t bm = 128;
@@ -434,7 +608,26 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
   const int64_t splitk = cfg.get("splitk");
   std::string body = kKernel;
+  const char* act1 = t.conv.act == Activation::kRelu   ? "yc_act_relu"
+                     : t.conv.act == Activation::kSilu ? "yc_act_silu"
+                                                       : "yc_act_none";
+  // Back-to-back: the second stage's declarations and functions, its weights loaded with the
+  // first pipeline stage, and its tail in place of the epilogue.
   const std::pair<const char*, std::string> subs[] = {
+      {"@B2B_FUNCTIONS@", t.b2b ? "namespace s2 {\n" + conv_common_source(t.second_stage()) +
+                                      "}  // namespace s2\n" + kB2bFunctions
+                                : ""},
+      // ---- The b2b kernel parameters, after the common ones of conv_task.h (extra parameters
+      // of other fused forms go before these: the list is x, w, bias, res, y, [others], w2,
+      // bias2; tasks.cpp appends their arguments in the same order).
+      {"@B2B_PARAMS@", t.b2b ? ",\n          const void* w2_, const float* __restrict__ bias2" : ""},
+      {"@B2B_LOAD@",
+       t.b2b ? "  b2b_load_w2(yc_smem + W2_AT, static_cast<const yc_u16*>(w2_), tid);" : ""},
+      {"@B2B_TAIL@", t.b2b ? "  b2b_tail(acc, bias, yc_smem + W2_AT, yc_smem, bias2, "
+                             "static_cast<s2::OutT*>(y_), m0, lane, warp_m, warp_n);\n"
+                             "  return;"
+                           : ""},
+      {"@ACT1@", act1},
       {"@SYM@", symbol},
       {"@BM@", std::to_string(bm)},
       {"@BN@", std::to_string(bn)},
@@ -464,8 +657,20 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
             static_cast<unsigned>(cpu::ceil_div(t.conv.k, bn)), static_cast<unsigned>(splitk)};
   k.block = {static_cast<unsigned>((bm / wm) * (bn / wn) * 32), 1, 1};
   k.cluster = {1, 1, static_cast<unsigned>(splitk)};
-  k.shared_bytes = static_cast<unsigned>(shared_bytes(bm, bn, bk, stages, splitk));
+  k.shared_bytes = static_cast<unsigned>(kernel_shared_bytes(t, cfg));
   return k;
+}
+
+Tensor TensorCoreConvTemplate::pack_b2b_weights(const CudaConvTask& task) {
+  YOLOC_CHECK(task.b2b.has_value(), "{} is no back-to-back pair", task.key());
+  const int64_t k2 = task.b2b->k, n1 = task.conv.k, n1p = cpu::ceil_div(n1, 16) * 16;
+  Tensor packed(DType::kFloat32, {k2, n1p});
+  float* p = packed.data<float>();
+  std::fill(p, p + packed.numel(), 0.f);
+  const Tensor w = task.b2b->w.cast(DType::kFloat32);
+  for (int64_t n = 0; n < k2; ++n)
+    for (int64_t c = 0; c < n1; ++c) p[n * n1p + c] = w.data<float>()[n * n1 + c];
+  return packed.cast(task.dtype);
 }
 
 Tensor TensorCoreConvTemplate::pack_weights(const CudaConvTask& task, const float* oihw) {

@@ -22,6 +22,18 @@
 /// tens of dependent steps, it spreads a tile's depth over more multiprocessors, with no extra
 /// launch and no global workspace.
 ///
+/// Back-to-back (CudaConvTask::b2b, after CUTLASS's b2b GEMMs): "conv, then the 1x1 conv that
+/// alone consumes it" in one kernel. A block's tile covers all N1 = K channels of the first conv
+/// (BN >= N1 rounded up to 16, one column of tiles, no split-K, no staged epilogue): after the
+/// main loop it applies the first epilogue (bias, activation), rounds the intermediate to the
+/// activation dtype (as the unfused pair stores it) into shared memory over the ring, and runs
+/// the second GEMM (BM x K2, depth N1) from there with the 1x1 weights, which were loaded into
+/// shared memory with the first pipeline stage, BN columns at a time in the same warp layout; then
+/// the second epilogue (bias2, activation2, its output slice, NHWC or NCHW). The intermediate
+/// never reaches memory, and one launch replaces two. The kernel takes two parameters after the
+/// common ones: (x, w, bias, res, y, w2, bias2), w2 what pack_b2b_weights makes, bias2 K2 float32
+/// values, y the second stage's output, res unused.
+///
 /// Weights: what pack_weights makes, [K][KG8] in the activation dtype, KG8 = KG rounded up to 8
 /// (zeros past KG): row n holds output channel n's kernel in (kh, kw, c) order.
 #include "codegen/cpu/schedule.h"
@@ -33,7 +45,9 @@ namespace yoloc::codegen::cuda {
 class TensorCoreConvTemplate {
  public:
   /// True for groups == 1, activations fp16 or bf16, output fp32, fp16 or bf16, slices that hold
-  /// their tensors, and fewer than 2^31 output pixels.
+  /// their tensors, and fewer than 2^31 output pixels; a b2b pair also needs an NHWC first output
+  /// of the activation dtype without residual, and a valid config (shared memory for its tiles
+  /// and the second weights): without one the pair is not fused.
   static bool matches(const CudaConvTask& t);
   /// Knobs: "bm", "bn" (block tile of pixels x channels), "bk" (depth per pipeline step), "wm",
   /// "wn" (warp tile), "stages" (depth of the shared-memory ring), "splitk" (blocks of a cluster
@@ -48,7 +62,9 @@ class TensorCoreConvTemplate {
   /// kMaxSharedBytes; split-K only for t.sm >= 90 and at least one depth step per split; with
   /// l1=1, when the input is copied in 16-byte pieces (NHWC, channels, stride and offset
   /// multiples of 8); with epi=1 and an NHWC output, also when the staged tile fits the ring and
-  /// the output (and residual) slice strides and offsets are multiples of 16 bytes.
+  /// the output (and residual) slice strides and offsets are multiples of 16 bytes. For a b2b
+  /// pair: bn >= N1 rounded up to 16 ("bn" then also offers 80), splitk=1, epi=0, and the ring (or
+  /// the intermediate tile over it) plus the second weights within kMaxSharedBytes.
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
   /// A heuristic config, valid for every matching task: a block tile fitted to K, shrunk until the
   /// grid has about a hundred blocks; then on sm_90 split-K doubled while the grid stays within
@@ -59,6 +75,9 @@ class TensorCoreConvTemplate {
                          const std::string& symbol);
   /// OIHW float32 weights (K*C*KH*KW values) in the kernel's layout and dtype.
   static Tensor pack_weights(const CudaConvTask& t, const float* oihw);
+  /// A b2b pair's second weights (t.b2b->w) in the kernel's layout: [K2][N1P] in the activation
+  /// dtype, N1P = N1 rounded up to 16 (zeros past N1).
+  static Tensor pack_b2b_weights(const CudaConvTask& t);
 };
 
 }  // namespace yoloc::codegen::cuda
