@@ -1,6 +1,6 @@
 // yoloc compile MODEL.onnx [--target cpu|cuda] [--arch sm_90] [--precision fp32|fp16|bf16]
 //               [--batch N] [--imgsz N] [--family F] [--cc CXX] [--isa ISA] [--sign KEY]
-//               [--records FILE | --no-records] [--no-cache] [--no-b2b] [--force] -o OUT.ycm
+//               [--records FILE | --no-records] [--no-cache] [--b2b] [--force] -o OUT.ycm
 #include <fmt/format.h>
 
 #include <map>
@@ -98,9 +98,9 @@ void add_compile(CLI::App& app) {
   c->add_flag("--no-cache", o->no_cache,
               "build every kernel: neither read nor fill the kernel build cache "
               "($YOLOC_CACHE_DIR, else ~/.cache/yoloc/kernels; YOLOC_CACHE_DIR=off turns it off)");
-  c->add_flag("--no-b2b", o->no_b2b,
-              "cuda: compile every conv alone (no back-to-back pairs of a conv and the 1x1 conv "
-              "reading it in one kernel)");
+  c->add_flag("--b2b", o->b2b,
+              "cuda, batch <= 2: run a conv and the 1x1 conv alone reading it as one kernel "
+              "(back-to-back pairs; not yet faster on an H200, so off by default)");
   c->add_flag("--force", o->force, "overwrite the output file if it exists");
   c->callback([o] {
     const CompileReport r = compile_model(*o);

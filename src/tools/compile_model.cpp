@@ -91,7 +91,7 @@ CompileReport compile_for_cuda(const CompileOptions& o,
   cuda.arch = o.arch.empty() ? "sm_90" : o.arch;
   cuda.configs = o.configs;
   cuda.cache = o.no_cache ? nullptr : &codegen::BuildCache::user();
-  cuda.b2b = !o.no_b2b;
+  cuda.b2b = o.b2b;
   CompileReport report;
   const std::string records = o.no_records      ? std::string()
                               : o.records.empty() ? default_cuda_records(cuda.arch)

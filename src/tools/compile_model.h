@@ -39,8 +39,8 @@ struct CompileOptions {
   /// --no-cache: build every kernel, neither reading nor filling the user's kernel build cache
   /// (codegen/build_cache.h).
   bool no_cache = false;
-  /// --no-b2b (cuda): no back-to-back conv pairs (CudaCompileOptions::b2b).
-  bool no_b2b = false;
+  /// --b2b (cuda): back-to-back conv pairs in one kernel each (CudaCompileOptions::b2b).
+  bool b2b = false;
 };
 
 /// What a compile made.

@@ -7,11 +7,10 @@ module per task plus the detection module of a detector, an arena below the naiv
 yolov8n it also checks that its SPPF is one launch of the SPPF template, that the shipped tuning
 records (records/cuda-sm_90.jsonl) still apply (a change of workload keys would leave them
 silently unused), that its two Resizes have no launch of their own (the convs they read write
-the upsampled copies), that 8 back-to-back conv pairs run as one kernel each (the detect head's
-3x3 -> 1x1 ends of branches, two stride-2 convs with the C2f cv1 after them) and none with
---no-b2b, that its NCHW-output head convs and the convs with an upsampled copy are tuned (by
-their own records, or, without them, by their NHWC twin's; checked with --no-b2b, as the pairs
-take the NCHW convs in) and that --no-records
+the upsampled copies), that with --b2b 8 back-to-back conv pairs run as one kernel each (the
+detect head's 3x3 -> 1x1 ends of branches, two stride-2 convs with the C2f cv1 after them) and
+none without, that its NCHW-output head convs and the convs with an upsampled copy are tuned (by
+their own records, or, without them, by their NHWC twin's) and that --no-records
 applies none.
 Models the CUDA target cannot compile must fail with one clear error line (reported as skipped).
 The outputs themselves are checked on a GPU machine (`scripts/gpu_checks.sh models`,
@@ -95,19 +94,20 @@ def main():
             problems.append("the shipped records/cuda-sm_90.jsonl no longer apply to yolov8n")
         # Back-to-back pairs at batch 1: the head's 6 branch ends and 2 backbone pairs (the
         # 256-channel one at 20x20 does not fit in shared memory).
-        b2b = [t["key"] for t in templates if " b2b " in t["key"]]
-        if len(b2b) != 8 or any(t["template"] != "tc_conv" for t in templates
-                                if " b2b " in t["key"]):
-            problems.append(f"{len(b2b)} back-to-back pairs, expected 8: {b2b}")
-        single = common.run([args.yoloc, "compile", args.model, "-o", artifact, "--force",
-                             "--target", "cuda", "--precision", "fp16", "--no-b2b"],
-                            "yoloc compile --target cuda --no-b2b")
-        single_prog = common.read_artifact(artifact)[0].get("program", {})
-        single_launches = single_prog.get("launches", [])
-        if len(single_launches) != len(prog.get("launches", [])) + len(b2b) or any(
-                " b2b " in launch["task"]["key"] for launch in single_launches):
-            problems.append(f"--no-b2b: {len(single_launches)} launches, "
-                            f"{len(prog.get('launches', []))} with {len(b2b)} pairs")
+        single_launches = prog.get("launches", [])
+        if any(" b2b " in t["key"] for t in templates):
+            problems.append("back-to-back pairs without --b2b")
+        pairs = common.run([args.yoloc, "compile", args.model, "-o", artifact + ".b2b.ycm",
+                            "--force", "--target", "cuda", "--precision", "fp16", "--b2b"],
+                           "yoloc compile --target cuda --b2b")
+        pair_launches = common.read_artifact(artifact + ".b2b.ycm")[0].get("program", {}).get(
+            "launches", [])
+        b2b = [launch["task"] for launch in pair_launches if " b2b " in launch["task"]["key"]]
+        if len(b2b) != 8 or any(t["template"] != "tc_conv" for t in b2b) or \
+                len(pair_launches) != len(single_launches) - len(b2b):
+            problems.append(f"--b2b: {len(b2b)} back-to-back pairs (expected 8), "
+                            f"{len(pair_launches)} launches against {len(single_launches)}:\n" +
+                            pairs.stdout)
         # The head's NCHW-output convs are tuned: by records of their own, else by their NHWC
         # twin's (nhwc_output_twin), as the shipped records may hold either.
         nchw = [launch["task"] for launch in single_launches
@@ -115,7 +115,7 @@ def main():
         untuned_nchw = [t["key"] for t in nchw if not t.get("tuned")]
         if not nchw or untuned_nchw:
             problems.append(f"{len(nchw)} NCHW-output convs, untuned: {untuned_nchw}\n" +
-                            single.stdout)
+                            p.stdout)
         # Without records of their own, they take their NHWC twin's: the shipped records less
         # the NCHW-output ones.
         shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "records",
@@ -125,8 +125,7 @@ def main():
             out.writelines(line for line in f
                            if ' out-nchw"' not in line and ' up2x2 out' not in line)
         twins = common.run([args.yoloc, "compile", args.model, "-o", artifact, "--force",
-                            "--target", "cuda", "--precision", "fp16", "--records", nhwc_only,
-                            "--no-b2b"],
+                            "--target", "cuda", "--precision", "fp16", "--records", nhwc_only],
                            "yoloc compile --target cuda --records (no NCHW-output records)")
         # So do the convs with an upsampled copy (their records less too).
         twinned = len(nchw) + len(ups)

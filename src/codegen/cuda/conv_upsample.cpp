@@ -35,7 +35,7 @@ bool alone_in_kernel(const Graph& g, const Node* r) {
 std::optional<UpsampleConsumer> upsample_consumer(const Graph& g, const Value* y) {
   if (!y || !y->type.is_static() || y->layout.layout != Layout::kNHWC) return std::nullopt;
   const Shape xs = y->type.static_shape();
-  if (xs.size() != 4) return std::nullopt;
+  if (xs.size() != 4 || xs[0] > kUpsampleMaxBatch) return std::nullopt;
   for (const Node* r : g.users(y)) {
     if (r->op != "Resize" || r->input(0) != y || r->outputs.size() != 1 ||
         r->attrs.get_string("mode", "nearest") != "nearest" || !alone_in_kernel(g, r))

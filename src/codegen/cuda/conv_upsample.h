@@ -9,6 +9,13 @@
 
 namespace yoloc::codegen::cuda {
 
+/// The copy is fused at batch <= this only. Measured on an H200 (CudaGpu.ConvWithUpsampledCopy,
+/// yolov8n's two upsampled convs, fp16): at batch 1 the copy adds 0.7-1.2 us to the conv and
+/// saves the Resize's launch (about 4 us in a CUDA graph); at batch 32 it adds 29 and 104 us
+/// where the Resize kernels take 25 and 60 us: its scattered stores cost more than a pass of its
+/// own.
+inline constexpr int64_t kUpsampleMaxBatch = 2;
+
 struct UpsampleConsumer {
   const Node* resize = nullptr;  ///< its output is the copy
   CudaConvUp up;

@@ -97,7 +97,7 @@ inline constexpr int64_t kB2bMaxPixels = 12800;
 /// templates may use; the default, 80, is every target's); with `b2b`, the pairs back-to-back
 /// fusion takes as one task each (CudaTask::b2b_group), in the second group's place. Raises a
 /// UserError naming the group and its ops when no template takes it.
-std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm = 80, bool b2b = true);
+std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm = 80, bool b2b = false);
 
 /// The groups each task of `tasks` runs besides its own, for plan_memory: a b2b pair's two
 /// (its intermediate never stored), a conv's and the Resizes it writes the output of.
