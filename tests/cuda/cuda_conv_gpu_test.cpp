@@ -191,10 +191,7 @@ void run_layer(const Layer& s, const Built& built) {
     db.upload(o.b.raw());
     dr.upload(res.data());
     dy.upload(y.data());
-    CUfunction fn = module.function(c.kernel.symbol);
-    if (c.kernel.shared_bytes > 48 * 1024) {
-      rt::set_max_dynamic_shared(fn, static_cast<int>(c.kernel.shared_bytes));
-    }
+    const CUfunction fn = kernel_function(module, c.kernel);
     CUdeviceptr px = dx.ptr(), pw = dw.ptr(), pb = db.ptr(), pr = dr.ptr(), py = dy.ptr(), pu = 0;
     void* args[] = {&px, &pw, &pb, &pr, &py, &pu};
     rt::LaunchDims dims{c.kernel.grid, c.kernel.block, c.kernel.shared_bytes};
@@ -333,8 +330,7 @@ TEST(CudaGpu, SplitKClustersWithPdlInGraph) {
   dy1.fill_bytes(0x5a);
   dy2.fill_bytes(0x5a);
   rt::Stream stream;
-  CUfunction fn = module.function(k.symbol);
-  if (k.shared_bytes > 48 * 1024) rt::set_max_dynamic_shared(fn, static_cast<int>(k.shared_bytes));
+  const CUfunction fn = kernel_function(module, k);
   CUdeviceptr px = dx.ptr(), pw = dw.ptr(), pb = db.ptr(), pr = dr.ptr(), py1 = dy1.ptr(),
               py2 = dy2.ptr(), pu = 0;
   void* first[] = {&px, &pw, &pb, &pr, &py1, &pu};
@@ -438,10 +434,7 @@ TEST(CudaGpu, ConvWithUpsampledCopy) {
     db.upload(o.b.raw());
     dy.upload(y.data());
     du.upload(up.data());
-    CUfunction fn = module.function(c.kernel.symbol);
-    if (c.kernel.shared_bytes > 48 * 1024) {
-      rt::set_max_dynamic_shared(fn, static_cast<int>(c.kernel.shared_bytes));
-    }
+    const CUfunction fn = kernel_function(module, c.kernel);
     CUdeviceptr px = dx.ptr(), pw = dw.ptr(), pb = db.ptr(), pr = 0, py = dy.ptr(),
                 pu = t.up ? du.ptr() : 0;
     void* args[] = {&px, &pw, &pb, &pr, &py, &pu};
@@ -521,11 +514,7 @@ TEST(CudaGpu, B2bPairsOfYolov8nMatchReferenceAndTime) {
     db2.upload(t.b2b->bias.raw());
     dy.upload(y.data());
     CUfunction fns[3];
-    for (int k = 0; k < 3; ++k) {
-      fns[k] = module.function(kernels[i][k].symbol);
-      if (kernels[i][k].shared_bytes > 48 * 1024)
-        rt::set_max_dynamic_shared(fns[k], static_cast<int>(kernels[i][k].shared_bytes));
-    }
+    for (int k = 0; k < 3; ++k) fns[k] = kernel_function(module, kernels[i][k]);
     const auto dims = [&](int k) {
       return rt::LaunchDims{kernels[i][k].grid, kernels[i][k].block, kernels[i][k].shared_bytes};
     };

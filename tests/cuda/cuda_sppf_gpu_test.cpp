@@ -124,9 +124,7 @@ void run_workload(const Workload& w) {
     for (size_t i = 0; i < kernels.size(); ++i) {
       SCOPED_TRACE(cfgs[i].str());
       const CudaKernel& k = kernels[i];
-      const CUfunction fn = module.function(k.symbol);
-      if (k.shared_bytes > 48 * 1024)
-        rt::set_max_dynamic_shared(fn, static_cast<int>(k.shared_bytes));
+      const CUfunction fn = kernel_function(module, k);
       const double us = dev.check_and_time(
           [&](rt::Stream& s) {
             rt::launch(fn, {k.grid, k.block, k.shared_bytes}, args.data(), &s);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "codegen/cuda/conv_task.h"
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "runtime/cuda/cuda_driver.h"
 
@@ -23,6 +24,14 @@ inline runtime::cuda::Context* context() {
   }();
   if (ctx) ctx->make_current();
   return ctx.get();
+}
+
+/// Kernel k's function in `module`, opted in to its dynamic shared memory above 48 KiB.
+inline CUfunction kernel_function(const runtime::cuda::Module& module, const CudaKernel& k) {
+  const CUfunction fn = module.function(k.symbol);
+  if (k.shared_bytes > 48 * 1024)
+    runtime::cuda::set_max_dynamic_shared(fn, static_cast<int>(k.shared_bytes));
+  return fn;
 }
 
 }  // namespace yoloc::codegen::cuda::testing
