@@ -14,7 +14,9 @@ namespace {
 constexpr const char* kHostPrelude = R"HOST(#define YOLOC_CUDA_DEVICE_PRELUDE
 #include <math.h>
 
-#include <barrier>
+#include <sys/mman.h>
+#include <ucontext.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -23,7 +25,6 @@ constexpr const char* kHostPrelude = R"HOST(#define YOLOC_CUDA_DEVICE_PRELUDE
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 #define YC_DEVICE inline
 // Built with hidden visibility: only the kernels and the runner are exported, so two builds
@@ -40,11 +41,42 @@ typedef long long yc_i64;
 struct yc_dim3 {
   unsigned x = 0, y = 0, z = 0;
 };
-inline thread_local yc_dim3 threadIdx, blockIdx;
+inline yc_dim3 threadIdx, blockIdx;
+
+// Every CUDA thread of the running cluster is a fiber (a ucontext with a stack of its own) on the
+// calling thread; a barrier's waiters yield to the scheduler (yc_emulate) until the last one
+// arrives. yc_progress counts arrivals and finished threads: a whole round of the scheduler
+// without progress is a deadlock (a barrier some threads never reach).
+struct yc_thread;
+struct yc_fiber {
+  ucontext_t ctx;
+  yc_dim3 tid, bid;
+  yc_thread* self = nullptr;
+  bool done = false;
+};
+inline ucontext_t yc_scheduler;
+inline yc_fiber* yc_running = nullptr;
+inline unsigned long long yc_progress = 0;
+
+struct yc_barrier {
+  explicit yc_barrier(unsigned n) : n(n) {}
+  void arrive_and_wait() {
+    ++yc_progress;
+    if (++arrived == n) {
+      arrived = 0;
+      ++phase;
+      return;
+    }
+    const unsigned long long mine = phase;
+    while (phase == mine) swapcontext(&yc_running->ctx, &yc_scheduler);
+  }
+  unsigned n, arrived = 0;
+  unsigned long long phase = 0;
+};
 
 // What the lanes of a warp exchange in a collective operation.
 struct yc_warp {
-  std::barrier<> bar{32};
+  yc_barrier bar{32};
   const void* ptr[32];
   yc_u32 a[32][4];
   yc_u32 b[32][2];
@@ -53,14 +85,14 @@ struct yc_warp {
 struct yc_block {
   yc_block(unsigned threads, size_t bytes)
       : bar(threads), smem(bytes, 0xff), warps(new yc_warp[threads / 32]) {}
-  std::barrier<> bar;
+  yc_barrier bar;
   std::vector<unsigned char> smem;  // 0xff bytes: NaN in f32, f16 and bf16
   std::unique_ptr<yc_warp[]> warps;
 };
 // The blocks of one thread-block cluster, which run together.
 struct yc_cluster {
   explicit yc_cluster(unsigned threads) : bar(threads) {}
-  std::barrier<> bar;               // every thread of every block: barrier.cluster
+  yc_barrier bar;                   // every thread of every block: barrier.cluster
   std::vector<yc_block*> blocks;    // by rank
 };
 struct yc_thread {
@@ -70,7 +102,7 @@ struct yc_thread {
   std::deque<std::vector<std::function<void()>>> groups;  // committed cp.async groups
   std::vector<std::function<void()>> pending;              // issued, not yet committed
 };
-inline thread_local yc_thread* yc_self = nullptr;
+inline yc_thread* yc_self = nullptr;
 
 struct yc_range {
   const void* p;
@@ -252,48 +284,93 @@ struct yc_any_ptr {
 };
 using yc_trampoline = void (*)(void* const*);
 
+// The thread a fiber runs: the kernel, then the check that it left no copy in flight.
+inline yc_trampoline yc_kernel = nullptr;
+inline void* const* yc_kernel_args = nullptr;
+inline void yc_fiber_main() {
+  yc_kernel(yc_kernel_args);
+  if (!yc_self->pending.empty() || !yc_self->groups.empty()) {
+    yc_fail("cp.async copies still in flight at the end of the kernel");
+  }
+  yc_running->done = true;
+  ++yc_progress;
+  swapcontext(&yc_running->ctx, &yc_scheduler);  // never resumed
+}
+
 // Runs fn over the grid (g[3]), one cluster (cl[3] blocks, rank x fastest) after the other, the
-// blocks of a cluster together; returns "" or the first error.
+// blocks of a cluster together: every thread a fiber, resumed in turn (forwards and backwards in
+// alternate rounds, so a missing barrier between a write and a read shows in either order) until
+// all have finished; returns "" or the first error.
 extern "C" __attribute__((visibility("default"))) const char* yc_emulate(
     yc_trampoline fn, const unsigned* g, const unsigned* cl, unsigned threads, unsigned smem_bytes,
     void* const* args, const void* const* range_data, const size_t* range_bytes, int ranges) {
   yc_error.clear();
   yc_globals.clear();
   for (int i = 0; i < ranges; ++i) yc_globals.push_back({range_data[i], range_bytes[i]});
-  const unsigned size = cl[0] * cl[1] * cl[2];
+  yc_kernel = fn;
+  yc_kernel_args = args;
+  const unsigned size = cl[0] * cl[1] * cl[2], count = size * threads;
+  // One stack per thread of a cluster, with a guard page below it; reused by every cluster.
+  constexpr size_t kPage = 4096, kStack = 256 * 1024;
+  const size_t span = kStack + kPage;
+  void* const stacks = mmap(nullptr, span * count, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (stacks == MAP_FAILED) return "emulation: no memory for the fibers' stacks";
+  for (unsigned i = 0; i < count; ++i) {
+    mprotect(static_cast<char*>(stacks) + i * span, kPage, PROT_NONE);
+  }
+  std::vector<yc_fiber> fibers(count);
   for (unsigned cz = 0; cz < g[2] && yc_error.empty(); cz += cl[2]) {
     for (unsigned cy = 0; cy < g[1] && yc_error.empty(); cy += cl[1]) {
       for (unsigned cx = 0; cx < g[0] && yc_error.empty(); cx += cl[0]) {
-        yc_cluster cluster(size * threads);
+        yc_cluster cluster(count);
         std::vector<std::unique_ptr<yc_block>> blocks;
         for (unsigned r = 0; r < size; ++r) {
           blocks.push_back(std::make_unique<yc_block>(threads, smem_bytes));
           cluster.blocks.push_back(blocks.back().get());
         }
-        std::vector<yc_thread> states(size * threads);
-        std::vector<std::thread> pool;
-        for (unsigned r = 0; r < size; ++r) {
-          const yc_dim3 b = {cx + r % cl[0], cy + r / cl[0] % cl[1], cz + r / (cl[0] * cl[1])};
-          for (unsigned t = 0; t < threads; ++t) {
-            pool.emplace_back([&, r, b, t] {
-              threadIdx = {t, 0, 0};
-              blockIdx = b;
-              yc_thread& self = states[r * threads + t];
-              self.block = blocks[r].get();
-              self.cluster = &cluster;
-              self.rank = r;
-              yc_self = &self;
-              fn(args);
-              if (!self.pending.empty() || !self.groups.empty()) {
-                yc_fail("cp.async copies still in flight at the end of the kernel");
-              }
-            });
+        std::vector<yc_thread> states(count);
+        for (unsigned i = 0; i < count; ++i) {
+          const unsigned r = i / threads;
+          yc_fiber& f = fibers[i];
+          f = yc_fiber{};
+          f.tid = {i % threads, 0, 0};
+          f.bid = {cx + r % cl[0], cy + r / cl[0] % cl[1], cz + r / (cl[0] * cl[1])};
+          f.self = &states[i];
+          states[i].block = blocks[r].get();
+          states[i].cluster = &cluster;
+          states[i].rank = r;
+          getcontext(&f.ctx);
+          f.ctx.uc_stack.ss_sp = static_cast<char*>(stacks) + i * span + kPage;
+          f.ctx.uc_stack.ss_size = kStack;
+          f.ctx.uc_link = nullptr;
+          makecontext(&f.ctx, yc_fiber_main, 0);
+        }
+        for (unsigned round = 0, live = count; live > 0; ++round) {
+          const unsigned long long before = yc_progress;
+          live = 0;
+          for (unsigned j = 0; j < count; ++j) {
+            yc_fiber& f = fibers[round % 2 ? count - 1 - j : j];
+            if (f.done) continue;
+            threadIdx = f.tid;
+            blockIdx = f.bid;
+            yc_self = f.self;
+            yc_running = &f;
+            swapcontext(&yc_scheduler, &f.ctx);
+            live += !f.done;
+          }
+          if (live > 0 && yc_progress == before) {
+            // Every thread left waits at a barrier that the others never reach (on a GPU: a
+            // hang). The fibers are abandoned where they wait.
+            yc_fail("deadlock: " + std::to_string(live) +
+                    " threads wait at a barrier that the other threads never reach");
+            break;
           }
         }
-        for (std::thread& th : pool) th.join();
       }
     }
   }
+  munmap(stacks, span * count);
   return yc_error.c_str();
 }
 )HOST";

@@ -2,7 +2,9 @@
 /// Runs generated CUDA kernels (conv, SPPF) on the CPU, so their indexing, pipeline and epilogue are
 /// tested where there is no GPU. The kernel source is compiled by the host compiler after a host
 /// version of the prelude's device part (see codegen/cuda/cuda_emit.h): every CUDA thread of a
-/// block is a std::thread; the blocks of one thread-block cluster (CudaKernel::cluster) run
+/// block is a fiber (a ucontext) on the calling thread, and a barrier's waiters yield until the
+/// last one arrives, so a barrier some threads never reach is reported as a deadlock instead of
+/// hanging; the blocks of one thread-block cluster (CudaKernel::cluster) run
 /// together, clusters one after the other; __syncthreads is a barrier of the block,
 /// barrier.cluster one of the cluster, and ld.shared::cluster reads the shared memory of the
 /// block of the given rank at the same offset; ldmatrix and mma.sync are
