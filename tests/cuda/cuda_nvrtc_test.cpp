@@ -1,5 +1,6 @@
 // NVRTC: every CUDA conv template x several configs (the default among them; NHWC and NCHW
-// outputs; the tensor-core template's back-to-back pairs) builds for sm_80 and sm_90, with the
+// outputs; the tensor-core template's back-to-back pairs) builds for sm_90, its default configs
+// for sm_80, with the
 // instructions the template is about in its PTX and no register spills in the default configs;
 // compile errors and unknown architectures are UserErrors that say what and where.
 #include <fmt/format.h>
@@ -33,9 +34,18 @@ std::vector<CudaConvTask> tasks(DType dtype, DType out) {
 }
 
 struct Module {
-  std::string source;
+  std::string source;                     // every kernel
+  std::string default_source;             // the default configs' kernels
   std::vector<std::string> symbols;
   std::vector<std::string> default_symbols;
+  void add(const std::string& kernel_source, const std::string& sym, bool is_default) {
+    source += kernel_source;
+    symbols.push_back(sym);
+    if (is_default) {
+      default_source += kernel_source;
+      default_symbols.push_back(sym);
+    }
+  }
 };
 
 // Every config of tc_configs for fp16 (l1 and epi variants among them), the defaults for bf16
@@ -53,9 +63,7 @@ Module tensor_core_module() {
       }
       for (const ScheduleConfig& cfg : cfgs) {
         const std::string sym = fmt::format("tc_{}", m.symbols.size());
-        m.source += TensorCoreConvTemplate::emit(t, cfg, sym).source;
-        m.symbols.push_back(sym);
-        if (cfg == def) m.default_symbols.push_back(sym);
+        m.add(TensorCoreConvTemplate::emit(t, cfg, sym).source, sym, cfg == def);
       }
     }
   }
@@ -71,9 +79,7 @@ Module simt_module() {
       const auto cfgs = out == DType::kFloat32 ? simt_configs(t) : std::vector<ScheduleConfig>{def};
       for (const ScheduleConfig& cfg : cfgs) {
         const std::string sym = fmt::format("simt_{}", m.symbols.size());
-        m.source += SimtConvTemplate::emit(t, cfg, sym).source;
-        m.symbols.push_back(sym);
-        if (cfg == def) m.default_symbols.push_back(sym);
+        m.add(SimtConvTemplate::emit(t, cfg, sym).source, sym, cfg == def);
       }
     }
   }
@@ -107,9 +113,7 @@ Module direct_module() {
     const ScheduleConfig def = DirectConvTemplate::default_config(t);
     for (const ScheduleConfig& cfg : all ? direct_configs(t) : std::vector<ScheduleConfig>{def}) {
       const std::string sym = fmt::format("direct_{}", m.symbols.size());
-      m.source += DirectConvTemplate::emit(t, cfg, sym).source;
-      m.symbols.push_back(sym);
-      if (cfg == def) m.default_symbols.push_back(sym);
+      m.add(DirectConvTemplate::emit(t, cfg, sym).source, sym, cfg == def);
     }
   }
   return m;
@@ -127,13 +131,19 @@ std::pair<int, int> ptxas_report(const std::string& log, const std::string& sym)
   return {std::stoi(m[1].str()), std::stoi(m[2].str())};
 }
 
+// Every kernel of m for sm_90 (with `instructions` in the PTX), the default configs' kernels for
+// sm_80 (every template builds for both; the configs differ only in constants).
 void build_all(const Module& m, const std::vector<std::string>& instructions) {
-  for (const char* arch : {"sm_80", "sm_90"}) {
+  for (const char* arch : {"sm_90", "sm_80"}) {
     SCOPED_TRACE(arch);
+    const bool all = std::string(arch) == "sm_90";
+    const std::vector<std::string>& symbols = all ? m.symbols : m.default_symbols;
+    ASSERT_FALSE(symbols.empty());
     NvrtcOptions opts;
     opts.arch = arch;
     opts.extra_options = {"--ptxas-options=--verbose"};
-    const CompiledModule out = nvrtc_compile(m.source, m.symbols.front(), opts);
+    const CompiledModule out =
+        nvrtc_compile(all ? m.source : m.default_source, symbols.front(), opts);
     EXPECT_GT(out.cubin.size(), 1000u);
     EXPECT_EQ(out.cubin.compare(0, 4,
                                 "\x7f"
@@ -141,10 +151,10 @@ void build_all(const Module& m, const std::vector<std::string>& instructions) {
               0)
         << "the cubin is not an ELF image";
     EXPECT_NE(out.ptx.find(".target " + std::string(arch)), std::string::npos);
-    for (const std::string& sym : m.symbols) {
+    for (const std::string& sym : symbols) {
       EXPECT_NE(out.ptx.find(".entry " + sym + "("), std::string::npos) << sym;
     }
-    for (const std::string& ins : instructions) {
+    for (const std::string& ins : all ? instructions : std::vector<std::string>{}) {
       EXPECT_NE(out.ptx.find(ins), std::string::npos) << ins;
     }
     // A default config may spill a word or two (ptxas does that at low register counts), not
@@ -201,9 +211,7 @@ TEST(CudaNvrtc, TensorCoreSplitKBuildsForSm90) {
     if (TensorCoreConvTemplate::valid(t, big)) cfgs.push_back(big);
     for (const ScheduleConfig& cfg : cfgs) {
       const std::string sym = fmt::format("tc_{}", m.symbols.size());
-      m.source += TensorCoreConvTemplate::emit(t, cfg, sym).source;
-      m.symbols.push_back(sym);
-      if (cfg == def) m.default_symbols.push_back(sym);
+      m.add(TensorCoreConvTemplate::emit(t, cfg, sym).source, sym, cfg == def);
     }
   }
   EXPECT_EQ(TensorCoreConvTemplate::default_config(tasks[0]).get("splitk"), 4);
@@ -243,9 +251,7 @@ TEST(CudaNvrtc, TensorCoreB2bPairsBuild) {
           d == DType::kFloat16 ? b2b_configs(l.task) : std::vector<ScheduleConfig>{def};
       for (const ScheduleConfig& cfg : cfgs) {
         const std::string sym = fmt::format("b2b_{}", m.symbols.size());
-        m.source += TensorCoreConvTemplate::emit(l.task, cfg, sym).source;
-        m.symbols.push_back(sym);
-        if (cfg == def) m.default_symbols.push_back(sym);
+        m.add(TensorCoreConvTemplate::emit(l.task, cfg, sym).source, sym, cfg == def);
       }
     }
   }
@@ -273,9 +279,7 @@ TEST(CudaNvrtc, UpsampledCopyBuilds) {
   const Activation silu = Activation::kSilu;
   Module m;
   const auto add = [&m](const CudaKernel& k, bool def) {
-    m.source += k.source;
-    m.symbols.push_back(k.symbol);
-    if (def) m.default_symbols.push_back(k.symbol);
+    m.add(k.source, k.symbol, def);
   };
   const std::vector<CudaConvTask> tc = {
       with_up(sliced(ConvTask::make(1, 256, 20, 20, 256, 1, 1, 0, silu), f16, f16, {256, 0},
