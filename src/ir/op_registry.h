@@ -97,5 +97,5 @@ class OpRegistry {
 
 /// Registers an OpDef at static-initialisation time: `YOLOC_REGISTER_OP(make_conv_def());`.
 #define YOLOC_REGISTER_OP(def_expr)                                              \
-  static const bool YOLOC_CONCAT(yoloc_op_registered_, __LINE__) [[maybe_unused]] = \
+  static const bool YOLOC_CONCAT(yoloc_op_registered_, __COUNTER__) [[maybe_unused]] = \
       ::yoloc::OpRegistry::global().add(def_expr)

@@ -186,7 +186,7 @@ namespace {
 // partial sums stored in the output (later ones), and applies the epilogue after the last. Tiles
 // whose input columns all lie inside the image (kEdge false) skip the bounds checks; the
 // right-hand remainder tile (TAIL columns) always checks.
-constexpr const char* kKernel = R"(
+constexpr const char* kConvKernel = R"(
 namespace @SYM@_ns {
 using namespace @VNS@;
 constexpr int64_t CB = @CB@, CI = @CI@, H = @H@, W = @W@, KB = @KB@, OH = @OH@, OW = @OW@;
@@ -456,7 +456,7 @@ CpuKernel ConvTemplate::emit(const ConvTask& t, const ScheduleConfig& cfg,
   YOLOC_CHECK(valid(t, cfg), "conv config {} invalid for {}", cfg.str(), t.key());
   YOLOC_CHECK(is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
   const auto prelude = vector_prelude(t.isa);
-  std::string body = kKernel;
+  std::string body = kConvKernel;
   const auto num = [](int64_t v) { return std::to_string(v); };
   const std::pair<const char*, std::string> subs[] = {
       {"@SYM@", symbol}, {"@CB@", num(in_blocks(t))}, {"@CI@", num(in_lanes(t))},

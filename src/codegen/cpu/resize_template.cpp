@@ -11,7 +11,7 @@
 namespace yoloc::codegen::cpu {
 namespace {
 
-constexpr const char* kKernel = R"(
+constexpr const char* kResizeKernel = R"(
 namespace @SYM@_ns {
 constexpr int64_t L = @L@, CB = @CB@, H = @H@, W = @W@, OH = @OH@, OW = @OW@, OBS = @OBS@;
 static const int64_t kRows[OH] = {@ROWS@};
@@ -160,7 +160,7 @@ CpuKernel ResizeTemplate::emit(const ResizeTask& t, const ScheduleConfig& cfg,
                                const std::string& symbol) {
   YOLOC_CHECK(valid(t, cfg), "resize config {} invalid for {}", cfg.str(), t.key());
   YOLOC_CHECK(is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
-  std::string body = kKernel;
+  std::string body = kResizeKernel;
   const std::pair<const char*, std::string> subs[] = {
       {"@SYM@", symbol},
       {"@L@", std::to_string(t.lanes)},

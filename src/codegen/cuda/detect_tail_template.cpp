@@ -520,7 +520,7 @@ int64_t units(const DetectTailTask& t, int64_t chunk) {
   return 1 + cpu::ceil_div(t.classes, chunk);
 }
 
-constexpr const char* kKernel = R"(namespace @SYM@_ns {
+constexpr const char* kDetectTailKernel = R"(namespace @SYM@_ns {
 typedef @TO@ TO;
 // Constants as enumerators: namespace-scope constexpr variables would each become a __device__
 // global of the module.
@@ -726,7 +726,7 @@ CudaKernel DetectTailTemplate::emit(const DetectTailTask& t, const ScheduleConfi
         t.inputs[static_cast<size_t>(l.box_input)].strides[1], at(l.cls_input, l.cls_channel),
         t.inputs[static_cast<size_t>(l.cls_input)].strides[1]);
   }
-  std::string body = kKernel;
+  std::string body = kDetectTailKernel;
   const std::pair<const char*, std::string> subs[] = {
       {"@SYM@", symbol},
       {"@TO@", cuda_storage_type(t.output.dtype)},

@@ -118,7 +118,7 @@ struct Geometry {
 
 // The kernel after the common declarations of conv_common_source (in the same namespace). See the
 // header for the scheme; the comments here say why.
-constexpr const char* kKernel = R"(typedef @XT@ XT;  // input storage
+constexpr const char* kDirectKernel = R"(typedef @XT@ XT;  // input storage
 enum : int {
   TW = @TW@, TH = @TH@, PT = @PT@, KB = @KB@, TN = @TN@,
   MMA = @MMA@,  // tensor-core tiles (else FMAs)
@@ -444,7 +444,7 @@ CudaKernel DirectConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig&
   YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
   Geometry geo(t, cfg);
   if (geo.mma) geo.spread_mma_reads(t.conv);
-  std::string body = kKernel;
+  std::string body = kDirectKernel;
   const bool bf16 = t.dtype == DType::kBFloat16;
   const std::pair<const char*, std::string> subs[] = {
       {"@COMPUTE@", geo.mma ? kMmaCompute : kFmaCompute},

@@ -15,7 +15,7 @@ constexpr int64_t kTargetBlocks = 128;
 int64_t shared_bytes(int64_t bm, int64_t bn, int64_t bk) { return (bk * (bm + 4) + bk * bn) * 4; }
 
 // The kernel after the common declarations of conv_common_source (in the same namespace).
-constexpr const char* kKernel = R"(enum : int {
+constexpr const char* kSimtKernel = R"(enum : int {
   BM = @BM@, BN = @BN@, BK = @BK@, TM = @TM@, TN = @TN@,
   TX = BN / TN, TY = BM / TM, THREADS = TY * TX,
   // A is stored depth-major [BK][LDA]; +4 keeps rows 16-byte aligned while moving consecutive
@@ -179,7 +179,7 @@ CudaKernel SimtConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig& c
   YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t tm = cfg.get("tm"), tn = cfg.get("tn");
-  std::string body = kKernel;
+  std::string body = kSimtKernel;
   const std::pair<const char*, std::string> subs[] = {{"@SYM@", symbol},
                                                       {"@BM@", std::to_string(bm)},
                                                       {"@BN@", std::to_string(bn)},

@@ -107,7 +107,7 @@ int64_t vector_width(const SppfTask& t, int64_t cb) {
   return v;
 }
 
-constexpr const char* kKernel = R"(namespace @SYM@_ns {
+constexpr const char* kSppfKernel = R"(namespace @SYM@_ns {
 typedef @T@ T;
 // Constants as enumerators: namespace-scope constexpr variables would each become a __device__
 // global of the module.
@@ -531,7 +531,7 @@ CudaKernel SppfTemplate::emit(const SppfTask& t, const ScheduleConfig& cfg,
                             st.slice.stride, st.slice.offset, st.output);
     }
   }
-  std::string body = kKernel;
+  std::string body = kSppfKernel;
   const std::pair<const char*, std::string> subs[] = {{"@SYM@", symbol},
                                                       {"@T@", cuda_storage_type(t.dtype)},
                                                       {"@N@", std::to_string(t.n)},

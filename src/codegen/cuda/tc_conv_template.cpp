@@ -44,7 +44,7 @@ bool staged_output(const CudaConvTask& t, const ScheduleConfig& cfg) {
 
 // The kernel after the common declarations of conv_common_source (in the same namespace). See the
 // header for the scheme; the comments here say why.
-constexpr const char* kKernel = R"(enum : int {
+constexpr const char* kTensorCoreKernel = R"(enum : int {
   BM = @BM@, BN = @BN@, BK = @BK@, WM = @WM@, WN = @WN@, STAGES = @STAGES@, SPLITK = @SPLITK@,
   L1 = @L1@,    // A tiles copied through L1 (cp.async.ca): the taps of a kxk window re-read pixels
   EPI = @EPI@,  // the output tile staged in shared memory, stored in 16-byte pieces
@@ -607,7 +607,7 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
   const int64_t splitk = cfg.get("splitk");
-  std::string body = kKernel;
+  std::string body = kTensorCoreKernel;
   const char* act1 = t.conv.act == Activation::kRelu   ? "yc_act_relu"
                      : t.conv.act == Activation::kSilu ? "yc_act_silu"
                                                        : "yc_act_none";

@@ -99,5 +99,5 @@ Value* chain_internal(ConvertContext& ctx, const std::string& op,
 
 /// Registers a converter: `YOLOC_REGISTER_CONVERTER("Split", 13, convert_split_13);`.
 #define YOLOC_REGISTER_CONVERTER(op_type, since, fn)                                  \
-  static const bool YOLOC_CONCAT(yoloc_conv_registered_, __LINE__) [[maybe_unused]] = \
+  static const bool YOLOC_CONCAT(yoloc_conv_registered_, __COUNTER__) [[maybe_unused]] = \
       ::yoloc::onnx_frontend::ConverterRegistry::global().add(op_type, since, fn)
