@@ -34,7 +34,7 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
   if (!records.empty()) {
     std::set<std::string> workloads, tuned;
     std::map<int64_t, int> from_batch;  // tuned workloads by the other batch their records had
-    int twins = 0;                      // tuned workloads with their NHWC twin's config
+    int twins = 0;  // tuned workloads (NCHW out, upsampled copy) with their NHWC form's config
     for (const codegen::cpu::CompiledTask& t : r.tasks) {
       workloads.insert(t.key);
       if (!t.tuned || !tuned.insert(t.key).second) continue;
@@ -46,7 +46,7 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
     for (const auto& [batch, n] : from_batch)
       from += fmt::format("{}{} from records of batch {}", from.empty() ? "" : ", ", n, batch);
     if (twins > 0)
-      from += fmt::format("{}{} from the records of their NHWC-output twin",
+      from += fmt::format("{}{} from the records of their plain NHWC form",
                           from.empty() ? "" : ", ", twins);
     fmt::print("  records {}: {} for this {} ({} of other versions ignored); {} tasks tuned{}, "
                "{} defaults\n",

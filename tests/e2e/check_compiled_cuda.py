@@ -129,7 +129,7 @@ def main():
                            "yoloc compile --target cuda --records (no NCHW-output records)")
         # So do the convs with an upsampled copy (their records less too).
         twinned = len(nchw) + len(ups)
-        if f"{twinned} from the records of their NHWC-output twin" not in twins.stdout:
+        if f"{twinned} from the records of their plain NHWC form" not in twins.stdout:
             problems.append(f"{len(nchw)} NCHW-output convs and {len(ups)} convs with an "
                             "upsampled copy without records of their own but not all took their "
                             "NHWC twin's tuned config:\n" + twins.stdout)
