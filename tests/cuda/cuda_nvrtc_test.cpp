@@ -1,7 +1,7 @@
 // NVRTC: every CUDA conv template x several configs (the default among them; NHWC and NCHW
 // outputs; the tensor-core template's back-to-back pairs) builds for sm_90, its default configs
-// for sm_80, with the
-// instructions the template is about in its PTX and no register spills in the default configs;
+// for sm_80, with the instructions the template is about in its PTX and no register spills in
+// the default configs;
 // compile errors and unknown architectures are UserErrors that say what and where.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
