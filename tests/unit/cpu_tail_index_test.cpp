@@ -3,6 +3,7 @@
 // graphs made one group each, their kernels built into one shared object and run, every output
 // compared with the reference executor running the same graph (exactly for int64 outputs and
 // for the values TopK and the gathers copy).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -90,7 +91,7 @@ void check_graph(Graph& g, const std::map<std::string, Tensor>& feeds, int64_t w
                                             ScheduleConfig({{"unroll", 1}})};
   std::string source;
   for (size_t c = 0; c < cfgs.size(); ++c)
-    source += TailTemplate::emit(*t, cfgs[c], "k" + std::to_string(c)).source;
+    source += TailTemplate::emit(*t, cfgs[c], fmt::format("k{}", c)).source;
   const SharedObject so = compile_shared_object(source);
   LoadedLibrary lib(so.bytes);
   const auto want = run_reference(g, feeds);
