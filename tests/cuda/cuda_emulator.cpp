@@ -23,7 +23,6 @@ constexpr const char* kHostPrelude = R"HOST(#define YOLOC_CUDA_DEVICE_PRELUDE
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 #define YC_DEVICE inline
@@ -109,11 +108,9 @@ struct yc_range {
   size_t n;
 };
 inline std::vector<yc_range> yc_globals;
-inline std::mutex yc_error_mutex;
 inline std::string yc_error;
 
 inline void yc_fail(const std::string& what) {
-  std::lock_guard<std::mutex> lock(yc_error_mutex);
   if (yc_error.empty()) {
     yc_error = what + " (block " + std::to_string(blockIdx.x) + "," +
                std::to_string(blockIdx.y) + "," + std::to_string(blockIdx.z) + " thread " +
