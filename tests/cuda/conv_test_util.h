@@ -172,6 +172,29 @@ inline ScheduleConfig with_l1_epi(ScheduleConfig c, int64_t l1, int64_t epi) {
   return c;
 }
 
+/// For a K that is not a multiple of 64, configs whose channel tile divides K and is not a power
+/// of two (space(t) offers those: 80, 48, 144, ...): each in 16-wide warp tiles, staged and not,
+/// and in 48-wide ones where the tile holds them; 64 pixels per block in warp tiles of 32 pixels,
+/// or of 64 where that would make more than 8 warps (80 channels in 16-wide warp tiles).
+inline std::vector<ScheduleConfig> exact_tile_configs(const CudaConvTask& t) {
+  const ScheduleSpace space = TensorCoreConvTemplate::space(t);
+  std::vector<ScheduleConfig> out;
+  for (int64_t bn : space.knobs[1].domain) {
+    if ((bn & (bn - 1)) == 0) continue;
+    std::vector<int64_t> wns = {16};
+    if (bn % 48 == 0) wns.push_back(48);
+    for (int64_t wn : wns)
+      for (int64_t epi : {0, 1}) {
+        const int64_t wm = 2 * (bn / wn) > 8 ? 64 : 32;
+        const ScheduleConfig c = space.complete(ScheduleConfig(
+            {{"bm", 64}, {"bn", bn}, {"bk", 32}, {"wm", wm}, {"wn", wn}, {"stages", 3},
+             {"epi", epi}}));
+        if (TensorCoreConvTemplate::valid(t, c)) out.push_back(c);
+      }
+  }
+  return out;
+}
+
 /// The default config and others that differ from it in every knob, those valid for t: the tile
 /// shapes in the form stored before the knobs l1 and epi (read as l1=0, epi=0), then the default
 /// and some of those with the L1 copies, the staged epilogue, and both.
@@ -199,6 +222,7 @@ inline std::vector<ScheduleConfig> tc_configs(const CudaConvTask& t) {
   add(with_l1_epi(space.complete(ScheduleConfig(tries[0])), 0, 1));
   add(with_l1_epi(space.complete(ScheduleConfig(tries[1])), 1, 1));
   add(with_l1_epi(space.complete(ScheduleConfig(tries[3])), 0, 1));
+  for (const ScheduleConfig& c : exact_tile_configs(t)) add(c);
   return out;
 }
 

@@ -221,6 +221,46 @@ TEST(CudaConvEmulated, TensorCoreSplitKRules) {
   EXPECT_EQ(TensorCoreConvTemplate::default_config(wide).get("splitk"), 1);
 }
 
+// Channel tiles that divide K where K is not a multiple of 64 (the 80 class and 144 head
+// channels of YOLOv8): the space offers them, and 16- and 48-wide warp tiles, staged and fragment
+// epilogues, split-K and NCHW outputs compute them right.
+TEST(CudaConvEmulated, TensorCoreExactChannelTiles) {
+  const DType f16 = DType::kFloat16;
+  const auto bn_domain = [](int64_t k) {
+    const CudaConvTask t =
+        CudaConvTask::dense(ConvTask::make(1, 16, 4, 4, k, 1, 1, 0, Activation::kNone),
+                            DType::kFloat16, DType::kFloat16);
+    return TensorCoreConvTemplate::space(t).knobs[1].domain;
+  };
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(bn_domain(80), (V{16, 32, 64, 80, 128, 256}));
+  EXPECT_EQ(bn_domain(144), (V{16, 32, 48, 64, 128, 144, 256}));
+  EXPECT_EQ(bn_domain(128), (V{16, 32, 64, 128, 256}));
+  EXPECT_EQ(bn_domain(24), (V{16, 32, 64, 128, 256}));
+  std::vector<CudaConvTask> tasks = {
+      sliced(ConvTask::make(1, 16, 6, 7, 80, 3, 1, 1, Activation::kSilu, true), f16, f16,
+             {16, 0}, {144, 64}, {80, 0}),
+      CudaConvTask::dense(ConvTask::make(2, 32, 5, 6, 144, 3, 1, 1, Activation::kSilu), f16, f16),
+      nchw_out(CudaConvTask::dense(ConvTask::make(1, 64, 5, 5, 48, 1, 1, 0), f16, f16))};
+  std::vector<std::pair<CudaConvTask, ScheduleConfig>> todo;
+  for (CudaConvTask& t : tasks) {
+    t.sm = 90;
+    for (ScheduleConfig c : exact_tile_configs(t)) {
+      todo.emplace_back(t, c);
+      c.set("splitk", 2);
+      c.set("epi", 0);
+      if (TensorCoreConvTemplate::valid(t, c)) todo.emplace_back(t, c);
+    }
+  }
+  // 80: 3 (epi 0 and 1, split); 144: tiles 48 and 144 in 16- and 48-wide warps, less 144 x 16
+  // (9 warps), and splits; 48 (NCHW): 4.
+  size_t bn80 = 0;
+  for (const auto& [t, c] : todo) bn80 += c.get("bn") == 80;
+  EXPECT_GE(bn80, 3u);
+  EXPECT_GE(todo.size(), 17u);
+  run_configs(Template::kTensorCore, todo);
+}
+
 // The knobs l1 (cp.async.ca input copies) and epi (the output tile staged in shared memory, then
 // 16-byte residual loads and output stores): batch 2 with a partial last pixel tile, K = 20 (the
 // last 4 channels fall back to pairs), a residual and an output in concat slices, fp16 and bf16;

@@ -55,7 +55,10 @@ class TensorCoreConvTemplate {
   /// only) and "epi" (1: the block's fp32 output tile is staged in shared memory over the ring
   /// and each thread finishes 8 channels of a pixel with epilogue_vec, 16-byte residual loads and
   /// output stores; an NCHW output keeps the fragment stores). "splitk", "l1" and "epi" came
-  /// later: a stored config without them means 1, 0, 0 (Knob::absent).
+  /// later: a stored config without them means 1, 0, 0 (Knob::absent). "bn" offers the powers of
+  /// two from 16 to 256 and, where K is not a multiple of 64, the multiples of 16 that divide K
+  /// (80; 48 and 144 for 144 channels), so that no tensor-core work goes to padding channels;
+  /// "wn" then also offers 48 (a 144-channel tile in 3 warps).
   static ScheduleSpace space(const CudaConvTask& t);
   /// True when cfg is a point of space(t) with wm | bm, wn | bn, at most 8 warps, at most 128
   /// accumulators per thread and its shared memory (with split-K at least BM*BN floats) within
@@ -63,7 +66,7 @@ class TensorCoreConvTemplate {
   /// l1=1, when the input is copied in 16-byte pieces (NHWC, channels, stride and offset
   /// multiples of 8); with epi=1 and an NHWC output, also when the staged tile fits the ring and
   /// the output (and residual) slice strides and offsets are multiples of 16 bytes. For a b2b
-  /// pair: bn >= N1 rounded up to 16 ("bn" then also offers 80), splitk=1, epi=0, and the ring (or
+  /// pair: bn >= N1 rounded up to 16, splitk=1, epi=0, and the ring (or
   /// the intermediate tile over it) plus the second weights within kMaxSharedBytes.
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
   /// A heuristic config, valid for every matching task: a block tile fitted to K, shrunk until the
