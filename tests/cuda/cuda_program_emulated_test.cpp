@@ -111,7 +111,8 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
   CudaCompileOptions options;
   options.arch = splitk ? "sm_90" : "sm_80";
   options.b2b = b2b;
-  const std::vector<CudaTask> tasks = extract_cuda_tasks(*g, splitk ? 90 : 80, b2b);
+  options.b2b_min_pixels = 0;  // the detector's maps are 8x8 and smaller
+  const std::vector<CudaTask> tasks = extract_cuda_tasks(*g, splitk ? 90 : 80, b2b, 0);
   int split = 0;
   for (const CudaTask& t : tasks) {
     ScheduleConfig cfg = t.default_config;

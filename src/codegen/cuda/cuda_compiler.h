@@ -37,8 +37,11 @@ struct CudaCompileOptions {
   /// Back-to-back conv pairs in one kernel each (extract_cuda_tasks); false: every group alone.
   /// Off unless asked (--b2b): on an H200 yolov8n fp16 at batch 1 ran 0.267 ms with its 8 pairs
   /// and 0.264 ms without (both tuned): the pairs on the 40x40 and 20x20 maps, without split-K,
-  /// lose what the saved launches gain.
+  /// lost what the saved launches gain. With the 3 pairs on 80x80 maps alone (kB2bMinPixels)
+  /// 0.265 / 0.264 ms against 0.264 / 0.265 ms: no gain yet.
   bool b2b = false;
+  /// The smallest pair fused (extract_cuda_tasks): kB2bMinPixels, or less for tests of small maps.
+  int64_t b2b_min_pixels = kB2bMinPixels;
 };
 
 struct CudaBuild {

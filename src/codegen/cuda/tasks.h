@@ -86,18 +86,25 @@ CudaOperand cuda_operand_of(const Graph& g, const Value* v);
 /// Back-to-back fusion (tasks of two groups in one tensor-core kernel) applies to a conv group
 /// whose output is read by nothing but a 1x1 stride-1 conv group without residual (groups of 1,
 /// both for the tensor-core template, the output dense NHWC and no graph output), at batch <= 2
-/// and at most this many output pixels (N*OH*OW): at large batch and on large maps the unfused
-/// kernels are better, as each pair's tile then runs one column of blocks.
+/// and from kB2bMinPixels to kB2bMaxPixels output pixels (N*OH*OW): at large batch and on large
+/// maps the unfused kernels are better, as each pair's tile then runs one column of blocks; on
+/// small maps the pair's few blocks (one column of tiles, no split-K) lose to the two kernels
+/// (yolov8n at batch 1 on an H200, default configs: at 80x80 the pairs took 14.0, 16.3 and
+/// 20.2 us against 15.1, 17.6 and 24.9 us for the two kernels, at 40x40 and 20x20 12.7-15.0 us
+/// against 9.6-14.8 us; bench/results/2026-12-01-h200-gpu-tests.json).
 inline constexpr int64_t kB2bMaxBatch = 2;
-inline constexpr int64_t kB2bMaxPixels = 12800;
+inline constexpr int64_t kB2bMinPixels = 80 * 80;
+inline constexpr int64_t kB2bMaxPixels = 2 * 80 * 80;
 
 /// The tasks of every kernel group of `g` but those another task absorbs (CudaTask::absorbed)
 /// (optimize()d for target "cuda", static shapes) in the
 /// order they run, for a target of compute capability `sm` (as in sm_XX: the features the
 /// templates may use; the default, 80, is every target's); with `b2b`, the pairs back-to-back
-/// fusion takes as one task each (CudaTask::b2b_group), in the second group's place. Raises a
-/// UserError naming the group and its ops when no template takes it.
-std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm = 80, bool b2b = false);
+/// fusion takes as one task each (CudaTask::b2b_group), in the second group's place, those of at
+/// least `b2b_min_pixels` output pixels. Raises a UserError naming the group and its ops when no
+/// template takes it.
+std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm = 80, bool b2b = false,
+                                         int64_t b2b_min_pixels = kB2bMinPixels);
 
 /// The groups each task of `tasks` runs besides its own, for plan_memory: a b2b pair's two
 /// (its intermediate never stored), a conv's and the Resizes it writes the output of.
