@@ -37,6 +37,8 @@ mkdir -p "$out/share/yoloc/records"
 cp "$root"/records/*.jsonl "$out/share/yoloc/records/"
 # The GPU tests' data (tests/cuda/cuda_detect_gpu_test.cpp): images and real head outputs.
 if [[ ! -f "$build/cuda_gpu/data/yolox_zidane_head.npy" ]]; then
+  # Run with the test oracles' environment first on PATH (build/venv/bin); it decodes with Pillow.
+  python3 -c "import PIL" 2>/dev/null || python3 -m pip install -q --disable-pip-version-check pillow
   python3 "$root/tests/cuda/make_detect_heads.py" --shared "$shared" --out "$build/cuda_gpu/data"
   cp "$shared"/data/images/{bus,zidane}.jpg "$build/cuda_gpu/data/"
 fi
