@@ -273,21 +273,7 @@ std::vector<MeasureResult> CpuMeasurer::run_batch(BuiltBatch& built, double best
       done[i] = true;
     }
   }
-  if (cands[0].reference) {
-    if (results[0].ok()) {
-      data.has_reference = true;
-    } else {
-      data.reference_error = "the default config failed (" + results[0].error + ")";
-      data.reference_request.clear();
-    }
-  }
-  for (size_t i = 0; i < cands.size(); ++i) {
-    if (done[i]) continue;
-    results[i].error = data.reference_error.empty()
-                           ? "not run: the measurement worker stopped before it"
-                           : "no reference: " + data.reference_error;
-    results[i].skipped = true;
-  }
+  data.end_batch(cands[0].reference, done, results);
   {
     const std::lock_guard<std::mutex> lock(built_mutex_);
     for (size_t i = 0; i < cands.size(); ++i) {

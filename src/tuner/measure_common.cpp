@@ -206,4 +206,23 @@ bool TaskReference::start_batch(const std::vector<codegen::ScheduleConfig>& conf
   return true;
 }
 
+void TaskReference::end_batch(bool first_made_reference, const std::vector<bool>& done,
+                              std::vector<MeasureResult>& results) {
+  if (first_made_reference) {
+    if (results[0].ok()) {
+      has_reference = true;
+    } else {
+      reference_error = "the default config failed (" + results[0].error + ")";
+      reference_request.clear();
+    }
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (done[i]) continue;
+    results[i].error = reference_error.empty()
+                           ? "not run: the measurement worker stopped before it"
+                           : "no reference: " + reference_error;
+    results[i].skipped = true;
+  }
+}
+
 }  // namespace yoloc::tuner

@@ -41,6 +41,11 @@ struct TaskReference {
   bool start_batch(const std::vector<codegen::ScheduleConfig>& configs,
                    const codegen::ScheduleConfig& default_config, const std::string& key,
                    std::vector<MeasureResult>& results, bool* first_makes_reference) const;
+  /// The end of a batch whose workers ran the candidates not `done` into `results`: when the
+  /// first made the reference, the task has it now, or (when that failed) never will; every
+  /// candidate the workers did not reach is skipped, with the reason.
+  void end_batch(bool first_made_reference, const std::vector<bool>& done,
+                 std::vector<MeasureResult>& results);
 };
 
 /// Runs fn(0..n-1) on up to `jobs` threads (fn must not throw).
