@@ -16,6 +16,7 @@
 #include "../unit/graph_builder.h"
 #include "codegen/cuda/conv_task.h"
 #include "codegen/cuda/direct_conv_template.h"
+#include "codegen/cuda/dw_conv_template.h"
 #include "codegen/cuda/simt_conv_template.h"
 #include "codegen/cuda/tc_conv_template.h"
 
@@ -48,6 +49,7 @@ inline Tensor reference_conv(const ConvTask& t, const Tensor& x, const Tensor& w
   a.set("strides", std::vector<int64_t>{t.sh, t.sw});
   a.set("pads", std::vector<int64_t>{t.ph, t.pw, t.ph, t.pw});
   a.set("dilations", std::vector<int64_t>{t.dh, t.dw});
+  if (t.groups != 1) a.set("group", t.groups);
   Value* y =
       yoloc::testing::node(g, "Conv", {xin, g.add_constant("w", w), g.add_constant("b", b)}, a);
   if (t.act == Activation::kRelu) y = yoloc::testing::node(g, "Relu", {y});
@@ -64,11 +66,12 @@ inline Tensor reference_conv(const ConvTask& t, const Tensor& x, const Tensor& w
 
 inline ConvOperands make_operands(const CudaConvTask& task, uint32_t seed) {
   const ConvTask& t = task.conv;
-  // Weights scaled so outputs stay of order one at any depth.
-  const float ws = 1.7f / std::sqrt(static_cast<float>(t.c * t.kh * t.kw));
+  // Weights scaled so outputs stay of order one at any depth (a group reads C / groups channels).
+  const int64_t cg = t.c / t.groups;
+  const float ws = 1.7f / std::sqrt(static_cast<float>(cg * t.kh * t.kw));
   ConvOperands o;
   o.x = rounded_to(yoloc::testing::random_tensor({t.n, t.c, t.h, t.w}, seed), task.dtype);
-  o.w = rounded_to(yoloc::testing::random_tensor({t.k, t.c, t.kh, t.kw}, seed + 1, -ws, ws),
+  o.w = rounded_to(yoloc::testing::random_tensor({t.k, cg, t.kh, t.kw}, seed + 1, -ws, ws),
                    task.dtype);
   o.b = yoloc::testing::random_tensor({t.k}, seed + 2, -0.5f, 0.5f);
   o.res =
@@ -264,14 +267,34 @@ inline std::vector<ScheduleConfig> direct_configs(const CudaConvTask& t) {
   return out;
 }
 
+/// Configs of the depthwise template: the default and others that differ from it in every knob
+/// (one channel a thread, odd pixels per thread counts of a row, 16-byte vectors of 8), those
+/// valid for t.
+inline std::vector<ScheduleConfig> dw_configs(const CudaConvTask& t) {
+  std::vector<ScheduleConfig> out = {DwConvTemplate::default_config(t)};
+  const std::vector<std::map<std::string, int64_t>> tries = {
+      {{"vec", 1}, {"px", 1}, {"threads", 64}},
+      {{"vec", 2}, {"px", 4}, {"threads", 128}},
+      {{"vec", 4}, {"px", 8}, {"threads", 256}},
+      {{"vec", 8}, {"px", 2}, {"threads", 512}},
+      {{"vec", 8}, {"px", 4}, {"threads", 64}}};
+  for (const auto& v : tries) {
+    const ScheduleConfig c(v);
+    if (DwConvTemplate::valid(t, c) && std::find(out.begin(), out.end(), c) == out.end())
+      out.push_back(c);
+  }
+  return out;
+}
+
 /// The conv templates, for the tests that run each of them the same way.
-enum class Template { kTensorCore, kSimt, kDirect };
+enum class Template { kTensorCore, kSimt, kDirect, kDepthwise };
 
 inline const char* template_tag(Template tmpl) {
   switch (tmpl) {
     case Template::kTensorCore: return "tc";
     case Template::kSimt: return "simt";
     case Template::kDirect: return "direct";
+    case Template::kDepthwise: return "dw";
   }
   return "?";
 }
@@ -281,6 +304,7 @@ inline bool template_matches(Template tmpl, const CudaConvTask& t) {
     case Template::kTensorCore: return TensorCoreConvTemplate::matches(t);
     case Template::kSimt: return SimtConvTemplate::matches(t);
     case Template::kDirect: return DirectConvTemplate::matches(t);
+    case Template::kDepthwise: return DwConvTemplate::matches(t);
   }
   return false;
 }
@@ -291,6 +315,7 @@ inline std::vector<ScheduleConfig> template_configs(Template tmpl, const CudaCon
     case Template::kTensorCore: return tc_configs(t);
     case Template::kSimt: return simt_configs(t);
     case Template::kDirect: return direct_configs(t);
+    case Template::kDepthwise: return dw_configs(t);
   }
   return {};
 }
@@ -300,6 +325,7 @@ inline ScheduleConfig template_default(Template tmpl, const CudaConvTask& t) {
     case Template::kTensorCore: return TensorCoreConvTemplate::default_config(t);
     case Template::kSimt: return SimtConvTemplate::default_config(t);
     case Template::kDirect: return DirectConvTemplate::default_config(t);
+    case Template::kDepthwise: return DwConvTemplate::default_config(t);
   }
   return {};
 }
@@ -310,6 +336,7 @@ inline CudaKernel template_emit(Template tmpl, const CudaConvTask& t, const Sche
     case Template::kTensorCore: return TensorCoreConvTemplate::emit(t, cfg, symbol);
     case Template::kSimt: return SimtConvTemplate::emit(t, cfg, symbol);
     case Template::kDirect: return DirectConvTemplate::emit(t, cfg, symbol);
+    case Template::kDepthwise: return DwConvTemplate::emit(t, cfg, symbol);
   }
   return {};
 }
@@ -319,6 +346,7 @@ inline Tensor template_weights(Template tmpl, const CudaConvTask& t, const Tenso
     case Template::kTensorCore: return TensorCoreConvTemplate::pack_weights(t, oihw.data<float>());
     case Template::kSimt: return SimtConvTemplate::pack_weights(t, oihw.data<float>());
     case Template::kDirect: return DirectConvTemplate::pack_weights(t, oihw.data<float>());
+    case Template::kDepthwise: return DwConvTemplate::pack_weights(t, oihw.data<float>());
   }
   return {};
 }

@@ -597,5 +597,75 @@ TEST(CudaConvEmulated, DirectMatchesAndDefaults) {
   EXPECT_GT(checked, 1800);
 }
 
+// A depthwise conv (groups == C == K) of conv's shape.
+ConvTask depthwise(ConvTask conv) {
+  conv.groups = conv.c;
+  return conv;
+}
+
+// Depthwise convs (YOLOX's DWConv and others) over every path of the depthwise template: 16-byte
+// and element input loads (C not a multiple of the vector, odd slices), stride 2, a 5x5 window,
+// dilation, residual, channel slices, NCHW output, fp16 / bf16 / fp32, batch 2, against the
+// reference executor's grouped Conv, each with dw_configs.
+TEST(CudaConvEmulated, DepthwiseConvs) {
+  const DType f16 = DType::kFloat16, bf16 = DType::kBFloat16, f32 = DType::kFloat32;
+  const Activation silu = Activation::kSilu;
+  const std::vector<CudaConvTask> tasks = {
+      CudaConvTask::dense(depthwise(ConvTask::make(2, 32, 7, 9, 32, 3, 1, 1, silu)), f16, f16),
+      CudaConvTask::dense(depthwise(ConvTask::make(1, 24, 9, 8, 24, 3, 2, 1, silu)), f16, f16),
+      sliced(depthwise(ConvTask::make(1, 12, 6, 7, 12, 3, 1, 1, silu, true)), f16, f16, {20, 4},
+             {40, 8}, {12, 0}),
+      CudaConvTask::dense(depthwise(ConvTask::make(1, 16, 8, 8, 16, 5, 1, 2, Activation::kRelu)),
+                          bf16, bf16),
+      CudaConvTask::dense(depthwise(dilated(1, 16, 9, 9, 16, 3, 2, 2, Activation::kNone)), f32,
+                          f32),
+      CudaConvTask::dense(depthwise(ConvTask::make(1, 7, 5, 6, 7, 3, 1, 1, silu)), f16, f32),
+      nchw_out(sliced(depthwise(ConvTask::make(1, 16, 5, 6, 16, 3, 1, 1, silu, true)), f16, f16,
+                      {16, 0}, {24, 8}, {16, 0}))};
+  size_t configs = 0;
+  for (const CudaConvTask& t : tasks) configs += dw_configs(t).size();
+  EXPECT_GE(configs, 28u);
+  run(Template::kDepthwise, tasks);
+}
+
+// What the depthwise template takes: groups == C == K only (not a channel multiplier, not groups
+// 1, which the other templates take, nor the NCHW image); its default config is valid and uses
+// 16-byte vectors where the slices allow; the key names the groups.
+TEST(CudaConvEmulated, DepthwiseMatchesAndDefaults) {
+  const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
+  const CudaConvTask dw =
+      CudaConvTask::dense(depthwise(ConvTask::make(1, 64, 52, 52, 64, 3, 2, 1)), f16, f16);
+  EXPECT_TRUE(DwConvTemplate::matches(dw));
+  EXPECT_FALSE(TensorCoreConvTemplate::matches(dw));
+  EXPECT_NE(dw.key().find(" g64 "), std::string::npos) << dw.key();
+  ConvTask multiplier = ConvTask::make(1, 32, 8, 8, 64, 3, 1, 1);
+  multiplier.groups = 32;
+  EXPECT_FALSE(DwConvTemplate::matches(CudaConvTask::dense(multiplier, f16, f16)));
+  EXPECT_FALSE(
+      DwConvTemplate::matches(CudaConvTask::dense(ConvTask::make(1, 32, 8, 8, 32, 3, 1, 1), f16, f16)));
+  CudaConvTask image = dw;
+  image.in_nchw_f32 = true;
+  EXPECT_FALSE(DwConvTemplate::matches(image));
+  const ScheduleConfig def = DwConvTemplate::default_config(dw);
+  EXPECT_TRUE(DwConvTemplate::valid(dw, def));
+  EXPECT_EQ(def.get("vec"), 8) << def.str();
+  EXPECT_EQ(DwConvTemplate::default_config(CudaConvTask::dense(
+                                               depthwise(ConvTask::make(1, 64, 52, 52, 64, 3, 1, 1)),
+                                               f32, f32))
+                .get("vec"),
+            4);
+  // An input slice at an odd offset: no vectors.
+  const CudaConvTask odd =
+      sliced(depthwise(ConvTask::make(1, 16, 8, 8, 16, 3, 1, 1)), f16, f16, {24, 3}, {16, 0},
+             {16, 0});
+  EXPECT_EQ(DwConvTemplate::default_config(odd).get("vec"), 1);
+  // Too many registers: 8 channels of 8 pixels of a 7-wide window (8 * (8 + 7 + 1) > 96).
+  const CudaConvTask wide =
+      CudaConvTask::dense(depthwise(ConvTask::make(1, 64, 20, 20, 64, 7, 1, 3)), f16, f16);
+  EXPECT_FALSE(DwConvTemplate::valid(
+      wide, ScheduleConfig({{"vec", 8}, {"px", 8}, {"threads", 128}})));
+  EXPECT_TRUE(DwConvTemplate::valid(wide, DwConvTemplate::default_config(wide)));
+}
+
 }  // namespace
 }  // namespace yoloc::codegen::cuda::testing

@@ -95,9 +95,26 @@ std::vector<Layer> stem_layers() {
   };
 }
 
+// YOLOX-nano's depthwise convs (DWConv, 416x416): the stride-2 one of dark2 and a stride-1 one
+// of a CSP bottleneck, at batch 1 and 32.
+std::vector<Layer> depthwise_layers() {
+  const Activation silu = Activation::kSilu;
+  const auto dw = [](ConvTask conv) {
+    conv.groups = conv.c;
+    return conv;
+  };
+  return {
+      {"yolox-nano dark2 dw 16 3x3 s2 @208", dw(ConvTask::make(1, 16, 208, 208, 16, 3, 2, 1, silu))},
+      {"yolox-nano dark3 dw 64 3x3 @52", dw(ConvTask::make(1, 64, 52, 52, 64, 3, 1, 1, silu))},
+      {"yolox-nano dark3 dw 64 3x3 @52 batch 32",
+       dw(ConvTask::make(32, 64, 52, 52, 64, 3, 1, 1, silu))},
+  };
+}
+
 std::vector<Layer> all_layers() {
   std::vector<Layer> out = yolov8n_layers();
   for (const Layer& s : stem_layers()) out.push_back(s);
+  for (const Layer& s : depthwise_layers()) out.push_back(s);
   return out;
 }
 
@@ -202,7 +219,8 @@ void run_layer(const Layer& s, const Built& built) {
     const double us = time_us(stream, [&] { rt::launch(fn, dims, args, &stream); }, 50);
     std::printf("[timing] %-52s %-6s %-5s->%-4s %-44s %9.2f us %7.2f TFLOP/s\n", s.what,
                 template_tag(c.tmpl), t.in_nchw_f32 ? "image" : short_dtype_name(t.dtype),
-                short_dtype_name(t.out_dtype), c.cfg.str().c_str(), us, t.conv.flops() / us * 1e-6);
+                short_dtype_name(t.out_dtype), c.cfg.str().c_str(), us,
+                t.conv.flops() / static_cast<double>(t.conv.groups) / us * 1e-6);
   }
 }
 
@@ -234,6 +252,14 @@ std::vector<Case> cases_of(const Layer& s, int sm) {
     add(Template::kDirect, f16, direct_configs(f16));
     const CudaConvTask f32 = make_task(s, DType::kFloat32, DType::kFloat32, sm);
     add(Template::kDirect, f32, {DirectConvTemplate::default_config(f32)});
+    return cases;
+  }
+  if (DwConvTemplate::matches(f16)) {
+    add(Template::kDepthwise, f16, dw_configs(f16));
+    const CudaConvTask bf16 = make_task(s, DType::kBFloat16, DType::kBFloat16, sm);
+    add(Template::kDepthwise, bf16, {DwConvTemplate::default_config(bf16)});
+    const CudaConvTask f32 = make_task(s, DType::kFloat32, DType::kFloat32, sm);
+    add(Template::kDepthwise, f32, {DwConvTemplate::default_config(f32)});
     return cases;
   }
   const CudaConvTask bf16 = make_task(s, DType::kBFloat16, DType::kBFloat16, sm);

@@ -1,5 +1,6 @@
-// NVRTC: every CUDA conv template x several configs (the default among them; NHWC and NCHW
-// outputs; the tensor-core template's back-to-back pairs) builds for sm_90, its default configs
+// NVRTC: every CUDA conv template (tensor-core, SIMT, direct, depthwise) x several configs (the
+// default among them; NHWC and NCHW outputs; the tensor-core template's back-to-back pairs)
+// builds for sm_90, its default configs
 // for sm_80, with the instructions the template is about in its PTX and no register spills in
 // the default configs;
 // compile errors and unknown architectures are UserErrors that say what and where.
@@ -114,6 +115,37 @@ Module direct_module() {
     for (const ScheduleConfig& cfg : all ? direct_configs(t) : std::vector<ScheduleConfig>{def}) {
       const std::string sym = fmt::format("direct_{}", m.symbols.size());
       m.add(DirectConvTemplate::emit(t, cfg, sym).source, sym, cfg == def);
+    }
+  }
+  return m;
+}
+
+// The depthwise template: every config of dw_configs for YOLOX-nano's stride-2 and stride-1
+// DWConvs (fp16), the defaults for bf16 and fp32, a residual into slices with an NCHW output, and
+// an odd channel count (element loads).
+Module dw_module() {
+  Module m;
+  const Activation silu = Activation::kSilu;
+  const auto dw = [](ConvTask conv) {
+    conv.groups = conv.c;
+    return conv;
+  };
+  const DType f16 = DType::kFloat16, bf16 = DType::kBFloat16, f32 = DType::kFloat32;
+  const std::vector<std::pair<CudaConvTask, bool>> tasks = {
+      {CudaConvTask::dense(dw(ConvTask::make(1, 16, 208, 208, 16, 3, 2, 1, silu)), f16, f16), true},
+      {CudaConvTask::dense(dw(ConvTask::make(8, 64, 52, 52, 64, 3, 1, 1, silu)), f16, f16), true},
+      {CudaConvTask::dense(dw(ConvTask::make(1, 128, 26, 26, 128, 3, 1, 1, silu)), bf16, bf16),
+       false},
+      {CudaConvTask::dense(dw(ConvTask::make(1, 32, 40, 40, 32, 5, 1, 2, silu)), f32, f32), false},
+      {nchw_out(sliced(dw(ConvTask::make(1, 16, 20, 20, 16, 3, 1, 1, silu, true)), f16, f16,
+                       {16, 0}, {48, 32}, {16, 0})),
+       false},
+      {CudaConvTask::dense(dw(ConvTask::make(1, 7, 20, 20, 7, 3, 1, 1)), f16, f32), false}};
+  for (const auto& [t, all] : tasks) {
+    const ScheduleConfig def = DwConvTemplate::default_config(t);
+    for (const ScheduleConfig& cfg : all ? dw_configs(t) : std::vector<ScheduleConfig>{def}) {
+      const std::string sym = fmt::format("dw_{}", m.symbols.size());
+      m.add(DwConvTemplate::emit(t, cfg, sym).source, sym, cfg == def);
     }
   }
   return m;
@@ -268,6 +300,11 @@ TEST(CudaNvrtc, DirectTemplateBuilds) {
   build_all(direct_module(), {"fma.rn.f32", "ld.shared.v4.f32", "st.global.v4",
                               "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
                               "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"});
+}
+
+TEST(CudaNvrtc, DepthwiseTemplateBuilds) {
+  build_all(dw_module(), {"fma.rn.f32", "ld.global.nc.v4.f32", "st.global.v4", "cvt.f32.f16",
+                          "cvt.rn.bf16.f32"});
 }
 
 // The upsampled copy (a fused nearest Resize) in every template: yolov8n's two upsampled convs

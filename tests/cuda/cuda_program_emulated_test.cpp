@@ -5,8 +5,9 @@
 // what the template tests cannot: task extraction, storage types, views and the memory plan
 // together, here the detect head's convs written NCHW into channel slices of each level's concat
 // (strided at batch 2), the tail (the detect-tail template) reading them through reshape views,
-// and a neck's nearest Resize written by the conv it reads as its upsampled copy (no launch of
-// its own; the memory plan keeps the concat it lands in alive from that conv on).
+// a neck's nearest Resize written by the conv it reads as its upsampled copy (no launch of its
+// own; the memory plan keeps the concat it lands in alive from that conv on), and a depthwise
+// conv (the depthwise template).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -35,6 +36,14 @@ Value* conv(Graph& g, Value* x, int64_t in_c, int64_t out_c, int64_t k, uint32_t
   Value* w = g.add_constant("w", yoloc::testing::random_tensor({out_c, in_c, k, k}, seed, -s, s));
   Value* b = g.add_constant("b", yoloc::testing::random_tensor({out_c}, seed + 1, -0.5f, 0.5f));
   return node(g, "Conv", {x, w, b}, yoloc::testing::conv_attrs(k, k / 2));
+}
+
+// A depthwise "same" k x k conv of c channels (YOLOX's DWConv).
+Value* dwconv(Graph& g, Value* x, int64_t c, int64_t k, uint32_t seed) {
+  const float s = 1.7f / std::sqrt(static_cast<float>(k * k));
+  Value* w = g.add_constant("w", yoloc::testing::random_tensor({c, 1, k, k}, seed, -s, s));
+  Value* b = g.add_constant("b", yoloc::testing::random_tensor({c}, seed + 1, -0.5f, 0.5f));
+  return node(g, "Conv", {x, w, b}, yoloc::testing::conv_attrs(k, k / 2, c));
 }
 
 Attrs int_attr(const char* name, int64_t v) {
@@ -67,6 +76,8 @@ std::unique_ptr<Graph> detector() {
   Value* up = node(g, "Resize", {p2, nullptr, scales}, nearest);
   Value* p1 = node(g, "SiLU", {conv(g, node(g, "Concat", {up, f1}, int_attr("axis", 1)), 32, 16,
                                     1, 7)});
+  // A depthwise conv (the depthwise template) on the 8x8 level.
+  p1 = node(g, "SiLU", {dwconv(g, p1, 16, 3, 8)});
   std::vector<Value*> levels;
   uint32_t seed = 10;
   const auto branch = [&](Value* f, int64_t k) {
@@ -133,7 +144,7 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
   std::vector<CudaKernel> conv_kernels;
   GenericKernels generic;
   std::map<std::string, CudaKernel> by_symbol;
-  int nchw_convs = 0, detect_tails = 0, upsampled = 0, pairs = 0;
+  int nchw_convs = 0, detect_tails = 0, upsampled = 0, pairs = 0, depthwise = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const CudaLowered l = tasks[i].lower(build.tasks[i].config, fmt::format("yc_t{}", i));
     // Detect-tail kernels (no shared memory, no barrier) run sequentially as generic ones do.
@@ -147,6 +158,7 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
       conv_kernels.push_back(k);
       const std::string& key = tasks[i].key;
       pairs += key.find(" b2b ") != std::string::npos;
+      depthwise += tasks[i].template_name == "dw_conv";
       upsampled += key.find(" up2x2 out32+0") != std::string::npos;
       // " out-nchw", or " nchw" for a pair whose second stage writes NCHW.
       nchw_convs += key.size() > 5 && (key.compare(key.size() - 5, 5, "-nchw") == 0 ||
@@ -159,6 +171,7 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
   EXPECT_EQ(nchw_convs, 4);
   // The neck's Resize is the 4x4 conv's upsampled copy, into the concat's first slice.
   EXPECT_EQ(upsampled, 1);
+  EXPECT_EQ(depthwise, 1);
   EXPECT_EQ(pairs, b2b && precision == Precision::kFp16 ? 4 : 0);
   // The DFL tail (distances and class sigmoids, no box decode) takes the detect-tail template.
   EXPECT_EQ(detect_tails, 1);

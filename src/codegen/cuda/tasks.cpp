@@ -11,6 +11,7 @@
 #include "codegen/cuda/conv_upsample.h"
 #include "codegen/cuda/detect_tail_template.h"
 #include "codegen/cuda/direct_conv_template.h"
+#include "codegen/cuda/dw_conv_template.h"
 #include "codegen/cuda/simt_conv_template.h"
 #include "codegen/cuda/sppf_template.h"
 #include "codegen/cuda/tc_conv_template.h"
@@ -51,6 +52,7 @@ struct ConvRule {
 const ConvRule kDirectRule{"direct_conv", " direct", true, false};
 const ConvRule kTensorCoreRule{"tc_conv", "", false, true};
 const ConvRule kSimtRule{"simt_conv", "", false, true};
+const ConvRule kDwRule{"dw_conv", "", false, true};
 
 /// A conv group on channels-last activations, for one of the conv templates: its workload and
 /// operands, nullopt when T does not take it. Its output (and residual) may be NCHW instead where
@@ -92,7 +94,9 @@ CudaTask conv_task(const CudaConvTask& t, const cpu::ConvOperands& o, const Conv
   if (resize) task.absorbed.push_back(resize->group);
   task.template_name = rule.name;
   task.key = t.key() + rule.key_suffix;
-  task.flops = t.conv.flops() + (t.b2b ? t.second_stage().conv.flops() : 0.0);
+  // ConvTask::flops counts every input channel for each output; a group reads C / groups.
+  task.flops = t.conv.flops() / static_cast<double>(t.conv.groups) +
+               (t.b2b ? t.second_stage().conv.flops() : 0.0);
   set_schedule<T>(task, t);
   const Value* up_value = resize ? resize->outputs[0] : nullptr;
   task.lower = [t, o, up_value](const ScheduleConfig& cfg, const std::string& prefix) {
@@ -298,6 +302,7 @@ std::optional<CudaTask> task_of_group(const Graph& g, const FusedGroup& grp, int
   if (auto t = conv_task<DirectConvTemplate>(g, grp, kDirectRule, sm)) return t;
   if (auto t = conv_task<TensorCoreConvTemplate>(g, grp, kTensorCoreRule, sm)) return t;
   if (auto t = conv_task<SimtConvTemplate>(g, grp, kSimtRule, sm)) return t;
+  if (auto t = conv_task<DwConvTemplate>(g, grp, kDwRule, sm)) return t;
   if (auto t = sppf_task(g, grp)) return t;
   if (auto t = detect_tail_task(g, grp)) return t;
   return generic_task(g, grp);

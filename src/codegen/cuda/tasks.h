@@ -64,8 +64,8 @@ struct CudaTask {
   /// output) is never stored. -1 otherwise.
   int b2b_group = -1;
   std::string group_name;     ///< FusedGroup::name ("first+second" for a b2b pair)
-  std::string template_name;  ///< "direct_conv", "tc_conv", "simt_conv", "sppf", "detect_tail",
-                              ///< "generic"
+  std::string template_name;  ///< "direct_conv", "tc_conv", "simt_conv", "dw_conv", "sppf",
+                              ///< "detect_tail", "generic"
   std::string key;            ///< workload key
   double flops = 0;
   ScheduleSpace space;
