@@ -28,7 +28,9 @@ nlohmann::json record_to_json(const Record& r) {
           {"median", r.median},
           {"error", r.error},
           {"flops", r.flops},
-          {"time", r.time}};
+          {"time", r.time},
+          {"run", r.run},
+          {"default", r.is_default}};
 }
 
 namespace {
@@ -72,6 +74,8 @@ Record record_from_json(const nlohmann::json& j) {
   r.clock = j.value("clock", "wall");
   r.mode = j.value("mode", "kernel");
   r.time = j.value("time", "");
+  r.run = j.value("run", "");
+  r.is_default = j.value("default", false);
   if (r.batch < 1) user_error("record batch {} is not positive", r.batch);
   return r;
 }
@@ -121,6 +125,17 @@ void RecordWriter::write(const Record& r) {
   if (!out_) user_error("--records {}: cannot write (disk full?)", path_);
 }
 
+namespace {
+
+/// The median of v (not empty).
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
 std::map<std::string, std::map<std::string, ConfigTime>> config_times(
     const std::vector<Record>& records, const std::function<bool(const Record&)>& use) {
   std::map<std::string, std::map<std::string, std::vector<const Record*>>> groups;
@@ -131,18 +146,55 @@ std::map<std::string, std::map<std::string, ConfigTime>> config_times(
     for (const auto& [cfg, rs] : configs) {
       std::vector<double> t;
       for (const Record* r : rs) t.push_back(r->seconds_per_image());
-      std::sort(t.begin(), t.end());
-      const size_t n = t.size();
       ConfigTime ct;
       ct.config = rs.back()->config;
-      ct.seconds_per_image = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
-      ct.records = static_cast<int>(n);
+      ct.seconds_per_image = median_of(t);
+      ct.records = static_cast<int>(t.size());
       ct.last = rs.back();
       out[key].emplace(cfg, ct);
     }
   }
   return out;
 }
+
+namespace {
+
+/// For the keys whose valid records (those `use` takes) come from more than one run, every one of
+/// them with a run id and a time of the key's default config in that run: each config's median
+/// time relative to its run's default (median of the run's default records), by key, then by
+/// config string. Other keys are absent.
+std::map<std::string, std::map<std::string, double>> relative_times(
+    const std::vector<Record>& records, const std::function<bool(const Record&)>& use) {
+  std::map<std::string, std::map<std::string, std::vector<double>>> defaults;  // key, run
+  std::map<std::string, std::set<std::string>> runs;
+  std::set<std::string> unrelatable;
+  for (const Record& r : records) {
+    if (!r.ok() || !use(r)) continue;
+    runs[r.key].insert(r.run);
+    if (r.run.empty()) unrelatable.insert(r.key);
+    if (r.is_default && !r.run.empty())
+      defaults[r.key][r.run].push_back(r.seconds_per_image());
+  }
+  std::map<std::string, std::map<std::string, std::vector<double>>> ratios;  // key, config
+  for (const Record& r : records) {
+    if (!r.ok() || !use(r) || unrelatable.count(r.key) || runs[r.key].size() < 2) continue;
+    const auto d = defaults.find(r.key);
+    const auto yard = d == defaults.end() ? nullptr : &d->second;
+    if (!yard || !yard->count(r.run)) {
+      unrelatable.insert(r.key);
+      continue;
+    }
+    ratios[r.key][r.config.str()].push_back(r.seconds_per_image() / median_of(yard->at(r.run)));
+  }
+  std::map<std::string, std::map<std::string, double>> out;
+  for (const auto& [key, configs] : ratios) {
+    if (unrelatable.count(key)) continue;
+    for (const auto& [cfg, v] : configs) out[key][cfg] = median_of(v);
+  }
+  return out;
+}
+
+}  // namespace
 
 std::map<std::string, Record> best_records(const std::vector<Record>& records,
                                            const RecordQuery& q) {
@@ -162,11 +214,20 @@ std::map<std::string, Record> best_records(const std::vector<Record>& records,
   const auto times = config_times(records, [&](const Record& r) {
     return r.target.same_hardware(q.target) && level(r) == best_level.at(r.key);
   });
+  const auto relative = relative_times(records, [&](const Record& r) {
+    return r.target.same_hardware(q.target) && level(r) == best_level.at(r.key);
+  });
   std::map<std::string, Record> out;
   for (const auto& [key, configs] : times) {
     const ConfigTime* best = nullptr;
-    for (const auto& [cfg, ct] : configs)
-      if (!best || ct.seconds_per_image < best->seconds_per_image) best = &ct;
+    const auto rel = relative.find(key);
+    for (const auto& [cfg, ct] : configs) {
+      if (rel != relative.end()) {
+        if (!best || rel->second.at(cfg) < rel->second.at(best->config.str())) best = &ct;
+      } else if (!best || ct.seconds_per_image < best->seconds_per_image) {
+        best = &ct;
+      }
+    }
     Record r = *best->last;
     r.median = best->seconds_per_image * static_cast<double>(r.batch);
     out.emplace(key, std::move(r));

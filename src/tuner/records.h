@@ -7,7 +7,7 @@
 ///    "config": {"ocb": 2, "owb": 8, ...}, "batch": 1, "threads": 1, "clock": "cpu",
 ///    "mode": "kernel",
 ///    "times": [1.2e-4, ...], "median": 1.2e-4, "error": "", "flops": 1.8e8,
-///    "time": "2026-11-30T10:00:00Z"}
+///    "time": "2026-11-30T10:00:00Z", "run": "2026-11-30T09:57:12Z-3f9a0c1e", "default": false}
 ///
 /// Times are seconds of one run of the kernel over `batch` images. A record with an error
 /// (build failure, crash, timeout, wrong output) has no times; it keeps the search from
@@ -49,6 +49,12 @@ struct Record {
   std::string error;          ///< why the candidate has no time; empty when it ran
   double flops = 0;           ///< of one run
   std::string time;           ///< when it was measured, ISO 8601 UTC
+  /// The tuning run that measured it (an id drawn at the run's start; empty in records written
+  /// before runs had ids), and whether the config is its task's default (heuristic) one: a run's
+  /// time of the default is the yardstick that makes records of different runs comparable
+  /// (best_records).
+  std::string run;
+  bool is_default = false;
 
   bool ok() const { return error.empty() && median > 0; }
   /// Seconds per image, to compare records of different batch sizes.
@@ -111,8 +117,12 @@ std::map<std::string, std::map<std::string, ConfigTime>> config_times(
 
 /// The fastest config per workload key among the records for the query's hardware: among the
 /// records that match the query best (batch and threads, then batch, then any; at each level
-/// in-model records before kernel ones), the config with the lowest ConfigTime. The record returned
-/// is the config's latest, with `median` set to its ConfigTime (for its batch).
+/// in-model records before kernel ones), the config with the lowest ConfigTime. Where those
+/// records come from several tuning runs, each of which also timed the key's default config, the
+/// configs are compared by their time relative to their own run's default instead (the median of
+/// those ratios): two machines of one kind differ by a few per cent, which would otherwise decide
+/// between configs measured on different ones. The record returned is the chosen config's
+/// latest, with `median` set to its ConfigTime (for its batch).
 std::map<std::string, Record> best_records(const std::vector<Record>& records,
                                            const RecordQuery& q);
 

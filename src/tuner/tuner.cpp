@@ -8,6 +8,7 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <random>
 #include <system_error>
 #include <thread>
 
@@ -57,12 +58,19 @@ class Tuner {
         measurer_(measurer),
         progress_(progress),
         writer_(o.records),
+        run_id_(new_run_id()),
         runs_(tasks.size()),
         scheduler_(weights(tasks), estimates(tasks), scheduler_options(o)) {}
 
   TuneSummary run();
 
  private:
+  // This run's Record::run: its start time and 32 random bits (runs started in the same second on
+  // several machines stay apart).
+  static std::string new_run_id() {
+    std::random_device rd;
+    return fmt::format("{}-{:08x}", now_iso8601(), rd());
+  }
   static std::vector<double> weights(const std::vector<TuneTask>& tasks) {
     std::vector<double> w;
     for (const TuneTask& t : tasks) w.push_back(t.occurrences());
@@ -120,6 +128,7 @@ class Tuner {
   Measurer& measurer_;
   ProgressDisplay& progress_;
   RecordWriter writer_;
+  const std::string run_id_;  // Record::run of every record this run writes
   std::vector<TaskRun> runs_;
   TaskScheduler scheduler_;
   CostModel model_;
@@ -186,6 +195,8 @@ double Tuner::record(int i, const std::vector<ScheduleConfig>& configs,
     r.error = m.ok() ? "" : (m.error.empty() ? "no time" : m.error);
     r.flops = task.task.flops;
     r.time = now_iso8601();
+    r.run = run_id_;
+    r.is_default = configs[k] == task.task.default_config;
     writer_.write(r);
     ++(verifying ? sum_.verify_trials : sum_.trials);
     if (!verifying) {

@@ -159,6 +159,52 @@ TEST(TunerRecords, BestRecordPerKeyForTheTarget) {
   EXPECT_EQ(other.at("a"), c3);
 }
 
+// Records of several tuning runs (machines of one kind differ by a few per cent) are compared by
+// their time relative to their own run's default config; records that cannot be (no run id, or
+// a run without its default) fall back to the absolute times.
+TEST(TunerRecords, RunsComparedByTheirOwnDefault) {
+  const ScheduleConfig def({{"u", 0}}), c1({{"u", 1}}), c2({{"u", 2}});
+  const auto in_run = [](Record r, const std::string& run, bool is_default = false) {
+    r.run = run;
+    r.is_default = is_default;
+    return r;
+  };
+  // Run A on a faster machine: c1 is 0.80 of the default; run B, 10 % slower: c2 is 0.76 of it.
+  const std::vector<Record> two_runs = {
+      in_run(record("r", def, 1.0e-3), "A", true), in_run(record("r", c1, 0.80e-3), "A"),
+      in_run(record("r", def, 1.1e-3), "B", true), in_run(record("r", c2, 0.84e-3), "B")};
+  const RecordQuery q{target(), 1, 0};
+  const Record best = best_records(two_runs, q).at("r");
+  EXPECT_EQ(best.config, c2);
+  EXPECT_DOUBLE_EQ(best.median, 0.84e-3);  // its own time, not the ratio
+  // A record without a run id: absolute times.
+  std::vector<Record> old = two_runs;
+  old.push_back(record("r", c1, 0.81e-3));
+  EXPECT_EQ(best_records(old, q).at("r").config, c1);
+  // Run B without its default: absolute times.
+  std::vector<Record> no_yardstick = two_runs;
+  no_yardstick.erase(no_yardstick.begin() + 2);
+  EXPECT_EQ(best_records(no_yardstick, q).at("r").config, c1);
+  // One run: its times as they are.
+  const std::vector<Record> one_run = {in_run(record("r", def, 1.0e-3), "A", true),
+                                       in_run(record("r", c1, 0.80e-3), "A"),
+                                       in_run(record("r", c2, 0.84e-3), "A")};
+  EXPECT_EQ(best_records(one_run, q).at("r").config, c1);
+  // Both fields survive the file.
+  TempDir dir;
+  {
+    RecordWriter w(dir.path("r.jsonl"));
+    w.write(two_runs[0]);
+    w.write(record("r", c1, 1e-3));
+  }
+  const RecordSet set = load_records(dir.path("r.jsonl"));
+  ASSERT_EQ(set.records.size(), 2u);
+  EXPECT_EQ(set.records[0].run, "A");
+  EXPECT_TRUE(set.records[0].is_default);
+  EXPECT_EQ(set.records[1].run, "");
+  EXPECT_FALSE(set.records[1].is_default);
+}
+
 // A knob added to a template after records were stored has a value when absent
 // (codegen::Knob::absent): a stored config without it is read through the space as having that
 // value; one without a knob that has none stays outside the space; values a config sets are kept.
