@@ -15,9 +15,9 @@ namespace yoloc::tuner {
 namespace {
 
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
-const char* const kTemplates[] = {"conv",      "dwconv",      "pool",    "resize",
-                                  "elementwise", "tail",     "tc_conv", "simt_conv",
-                                  "direct_conv", "dw_conv",  "generic"};
+const char* const kTemplates[] = {"conv",        "dwconv",  "pool",    "resize",
+                                  "elementwise", "tail",    "tc_conv", "simt_conv",
+                                  "direct_conv", "dw_conv", "generic"};
 
 /// Shape numbers of a workload key ("... c64 h80 w80 k64 3x3 s1x1 p1x1 d1x1 ..."); the tokens a
 /// key lacks stay NaN.

@@ -218,9 +218,8 @@ void TaskReference::end_batch(bool first_made_reference, const std::vector<bool>
   }
   for (size_t i = 0; i < results.size(); ++i) {
     if (done[i]) continue;
-    results[i].error = reference_error.empty()
-                           ? "not run: the measurement worker stopped before it"
-                           : "no reference: " + reference_error;
+    results[i].error = reference_error.empty() ? "not run: the measurement worker stopped before it"
+                                               : "no reference: " + reference_error;
     results[i].skipped = true;
   }
 }

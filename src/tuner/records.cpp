@@ -172,8 +172,7 @@ std::map<std::string, std::map<std::string, double>> relative_times(
     if (!r.ok() || !use(r)) continue;
     runs[r.key].insert(r.run);
     if (r.run.empty()) unrelatable.insert(r.key);
-    if (r.is_default && !r.run.empty())
-      defaults[r.key][r.run].push_back(r.seconds_per_image());
+    if (r.is_default && !r.run.empty()) defaults[r.key][r.run].push_back(r.seconds_per_image());
   }
   std::map<std::string, std::map<std::string, std::vector<double>>> ratios;  // key, config
   for (const Record& r : records) {

@@ -189,9 +189,13 @@ inline std::vector<ScheduleConfig> exact_tile_configs(const CudaConvTask& t) {
     for (int64_t wn : wns)
       for (int64_t epi : {0, 1}) {
         const int64_t wm = 2 * (bn / wn) > 8 ? 64 : 32;
-        const ScheduleConfig c = space.complete(ScheduleConfig(
-            {{"bm", 64}, {"bn", bn}, {"bk", 32}, {"wm", wm}, {"wn", wn}, {"stages", 3},
-             {"epi", epi}}));
+        const ScheduleConfig c = space.complete(ScheduleConfig({{"bm", 64},
+                                                                {"bn", bn},
+                                                                {"bk", 32},
+                                                                {"wm", wm},
+                                                                {"wn", wn},
+                                                                {"stages", 3},
+                                                                {"epi", epi}}));
         if (TensorCoreConvTemplate::valid(t, c)) out.push_back(c);
       }
   }
@@ -368,6 +372,12 @@ inline ConvTask dilated(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, i
   t.oh = h + 2 * pad - dilation * (kernel - 1);
   t.ow = w + 2 * pad - dilation * (kernel - 1);
   return t;
+}
+
+/// A depthwise conv (groups == C == K) of conv's shape.
+inline ConvTask depthwise(ConvTask conv) {
+  conv.groups = conv.c;
+  return conv;
 }
 
 /// A task with explicit slices.

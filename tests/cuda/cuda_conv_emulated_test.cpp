@@ -238,8 +238,8 @@ TEST(CudaConvEmulated, TensorCoreExactChannelTiles) {
   EXPECT_EQ(bn_domain(128), (V{16, 32, 64, 128, 256}));
   EXPECT_EQ(bn_domain(24), (V{16, 32, 64, 128, 256}));
   std::vector<CudaConvTask> tasks = {
-      sliced(ConvTask::make(1, 16, 6, 7, 80, 3, 1, 1, Activation::kSilu, true), f16, f16,
-             {16, 0}, {144, 64}, {80, 0}),
+      sliced(ConvTask::make(1, 16, 6, 7, 80, 3, 1, 1, Activation::kSilu, true), f16, f16, {16, 0},
+             {144, 64}, {80, 0}),
       CudaConvTask::dense(ConvTask::make(2, 32, 5, 6, 144, 3, 1, 1, Activation::kSilu), f16, f16),
       nchw_out(CudaConvTask::dense(ConvTask::make(1, 64, 5, 5, 48, 1, 1, 0), f16, f16))};
   std::vector<std::pair<CudaConvTask, ScheduleConfig>> todo;
@@ -597,12 +597,6 @@ TEST(CudaConvEmulated, DirectMatchesAndDefaults) {
   EXPECT_GT(checked, 1800);
 }
 
-// A depthwise conv (groups == C == K) of conv's shape.
-ConvTask depthwise(ConvTask conv) {
-  conv.groups = conv.c;
-  return conv;
-}
-
 // Depthwise convs (YOLOX's DWConv and others) over every path of the depthwise template: 16-byte
 // and element input loads (C not a multiple of the vector, odd slices), stride 2, a 5x5 window,
 // dilation, residual, channel slices, NCHW output, fp16 / bf16 / fp32, batch 2, against the
@@ -641,29 +635,28 @@ TEST(CudaConvEmulated, DepthwiseMatchesAndDefaults) {
   ConvTask multiplier = ConvTask::make(1, 32, 8, 8, 64, 3, 1, 1);
   multiplier.groups = 32;
   EXPECT_FALSE(DwConvTemplate::matches(CudaConvTask::dense(multiplier, f16, f16)));
-  EXPECT_FALSE(
-      DwConvTemplate::matches(CudaConvTask::dense(ConvTask::make(1, 32, 8, 8, 32, 3, 1, 1), f16, f16)));
+  EXPECT_FALSE(DwConvTemplate::matches(
+      CudaConvTask::dense(ConvTask::make(1, 32, 8, 8, 32, 3, 1, 1), f16, f16)));
   CudaConvTask image = dw;
   image.in_nchw_f32 = true;
   EXPECT_FALSE(DwConvTemplate::matches(image));
   const ScheduleConfig def = DwConvTemplate::default_config(dw);
   EXPECT_TRUE(DwConvTemplate::valid(dw, def));
   EXPECT_EQ(def.get("vec"), 8) << def.str();
-  EXPECT_EQ(DwConvTemplate::default_config(CudaConvTask::dense(
-                                               depthwise(ConvTask::make(1, 64, 52, 52, 64, 3, 1, 1)),
-                                               f32, f32))
-                .get("vec"),
-            4);
+  EXPECT_EQ(
+      DwConvTemplate::default_config(
+          CudaConvTask::dense(depthwise(ConvTask::make(1, 64, 52, 52, 64, 3, 1, 1)), f32, f32))
+          .get("vec"),
+      4);
   // An input slice at an odd offset: no vectors.
-  const CudaConvTask odd =
-      sliced(depthwise(ConvTask::make(1, 16, 8, 8, 16, 3, 1, 1)), f16, f16, {24, 3}, {16, 0},
-             {16, 0});
+  const CudaConvTask odd = sliced(depthwise(ConvTask::make(1, 16, 8, 8, 16, 3, 1, 1)), f16, f16,
+                                  {24, 3}, {16, 0}, {16, 0});
   EXPECT_EQ(DwConvTemplate::default_config(odd).get("vec"), 1);
   // Too many registers: 8 channels of 8 pixels of a 7-wide window (8 * (8 + 7 + 1) > 96).
   const CudaConvTask wide =
       CudaConvTask::dense(depthwise(ConvTask::make(1, 64, 20, 20, 64, 7, 1, 3)), f16, f16);
-  EXPECT_FALSE(DwConvTemplate::valid(
-      wide, ScheduleConfig({{"vec", 8}, {"px", 8}, {"threads", 128}})));
+  EXPECT_FALSE(
+      DwConvTemplate::valid(wide, ScheduleConfig({{"vec", 8}, {"px", 8}, {"threads", 128}})));
   EXPECT_TRUE(DwConvTemplate::valid(wide, DwConvTemplate::default_config(wide)));
 }
 

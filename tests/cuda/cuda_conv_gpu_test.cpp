@@ -99,15 +99,13 @@ std::vector<Layer> stem_layers() {
 // of a CSP bottleneck, at batch 1 and 32.
 std::vector<Layer> depthwise_layers() {
   const Activation silu = Activation::kSilu;
-  const auto dw = [](ConvTask conv) {
-    conv.groups = conv.c;
-    return conv;
-  };
   return {
-      {"yolox-nano dark2 dw 16 3x3 s2 @208", dw(ConvTask::make(1, 16, 208, 208, 16, 3, 2, 1, silu))},
-      {"yolox-nano dark3 dw 64 3x3 @52", dw(ConvTask::make(1, 64, 52, 52, 64, 3, 1, 1, silu))},
+      {"yolox-nano dark2 dw 16 3x3 s2 @208",
+       depthwise(ConvTask::make(1, 16, 208, 208, 16, 3, 2, 1, silu))},
+      {"yolox-nano dark3 dw 64 3x3 @52",
+       depthwise(ConvTask::make(1, 64, 52, 52, 64, 3, 1, 1, silu))},
       {"yolox-nano dark3 dw 64 3x3 @52 batch 32",
-       dw(ConvTask::make(32, 64, 52, 52, 64, 3, 1, 1, silu))},
+       depthwise(ConvTask::make(32, 64, 52, 52, 64, 3, 1, 1, silu))},
   };
 }
 

@@ -126,21 +126,21 @@ Module direct_module() {
 Module dw_module() {
   Module m;
   const Activation silu = Activation::kSilu;
-  const auto dw = [](ConvTask conv) {
-    conv.groups = conv.c;
-    return conv;
-  };
   const DType f16 = DType::kFloat16, bf16 = DType::kBFloat16, f32 = DType::kFloat32;
   const std::vector<std::pair<CudaConvTask, bool>> tasks = {
-      {CudaConvTask::dense(dw(ConvTask::make(1, 16, 208, 208, 16, 3, 2, 1, silu)), f16, f16), true},
-      {CudaConvTask::dense(dw(ConvTask::make(8, 64, 52, 52, 64, 3, 1, 1, silu)), f16, f16), true},
-      {CudaConvTask::dense(dw(ConvTask::make(1, 128, 26, 26, 128, 3, 1, 1, silu)), bf16, bf16),
+      {CudaConvTask::dense(depthwise(ConvTask::make(1, 16, 208, 208, 16, 3, 2, 1, silu)), f16, f16),
+       true},
+      {CudaConvTask::dense(depthwise(ConvTask::make(8, 64, 52, 52, 64, 3, 1, 1, silu)), f16, f16),
+       true},
+      {CudaConvTask::dense(depthwise(ConvTask::make(1, 128, 26, 26, 128, 3, 1, 1, silu)), bf16,
+                           bf16),
        false},
-      {CudaConvTask::dense(dw(ConvTask::make(1, 32, 40, 40, 32, 5, 1, 2, silu)), f32, f32), false},
-      {nchw_out(sliced(dw(ConvTask::make(1, 16, 20, 20, 16, 3, 1, 1, silu, true)), f16, f16,
+      {CudaConvTask::dense(depthwise(ConvTask::make(1, 32, 40, 40, 32, 5, 1, 2, silu)), f32, f32),
+       false},
+      {nchw_out(sliced(depthwise(ConvTask::make(1, 16, 20, 20, 16, 3, 1, 1, silu, true)), f16, f16,
                        {16, 0}, {48, 32}, {16, 0})),
        false},
-      {CudaConvTask::dense(dw(ConvTask::make(1, 7, 20, 20, 7, 3, 1, 1)), f16, f32), false}};
+      {CudaConvTask::dense(depthwise(ConvTask::make(1, 7, 20, 20, 7, 3, 1, 1)), f16, f32), false}};
   for (const auto& [t, all] : tasks) {
     const ScheduleConfig def = DwConvTemplate::default_config(t);
     for (const ScheduleConfig& cfg : all ? dw_configs(t) : std::vector<ScheduleConfig>{def}) {

@@ -9,9 +9,9 @@ records (records/cuda-sm_90.jsonl) still apply (a change of workload keys would 
 silently unused), that its two Resizes have no launch of their own (the convs they read write
 the upsampled copies), that with --b2b the 3 back-to-back conv pairs of the 80x80 maps run as
 one kernel each (the P3 detect head's 3x3 -> 1x1 ends of branches, the stride-2 conv to 80x80
-with the C2f cv1 after it) and none without, that its NCHW-output head convs and the convs with an upsampled copy are tuned (by
-their own records, or, without them, by their NHWC twin's) and that --no-records
-applies none.
+with the C2f cv1 after it) and none without, that its NCHW-output head convs and the convs with
+an upsampled copy are tuned (by their own records, or, without them, by their NHWC twin's) and
+that --no-records applies none.
 Models the CUDA target cannot compile must fail with one clear error line (reported as skipped).
 The outputs themselves are checked on a GPU machine (`scripts/gpu_checks.sh models`,
 check_compiled.py --target cuda).

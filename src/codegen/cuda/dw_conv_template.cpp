@@ -134,9 +134,9 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
 
 bool DwConvTemplate::matches(const CudaConvTask& task) {
   const ConvTask& t = task.conv;
-  const bool sizes = t.n > 0 && t.c > 1 && t.h > 0 && t.w > 0 && t.oh > 0 && t.ow > 0 &&
-                     t.kh > 0 && t.kw > 0 && t.sh > 0 && t.sw > 0 && t.dh > 0 && t.dw > 0 &&
-                     t.ph >= 0 && t.pw >= 0;
+  const bool sizes = t.n > 0 && t.c > 1 && t.h > 0 && t.w > 0 && t.oh > 0 && t.ow > 0 && t.kh > 0 &&
+                     t.kw > 0 && t.sh > 0 && t.sw > 0 && t.dh > 0 && t.dw > 0 && t.ph >= 0 &&
+                     t.pw >= 0;
   if (!sizes || t.groups != t.c || t.k != t.c || task.in_nchw_f32 || task.b2b) return false;
   const auto storable = [](DType d) {
     return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
@@ -144,8 +144,8 @@ bool DwConvTemplate::matches(const CudaConvTask& task) {
   const bool window =
       (t.kh - 1) * t.dh + 1 <= kDwMaxExtent && (t.kw - 1) * t.dw + 1 <= kDwMaxExtent;
   // Pixel indices are 32-bit in the kernel, and so is the grid of one-dimensional blocks.
-  const bool fits = t.n * t.oh * t.ow < (int64_t{1} << 31) && t.n * t.h * t.w < (int64_t{1} << 31) &&
-                    dw_items(t, 1, 1) < (int64_t{1} << 31);
+  const bool fits = t.n * t.oh * t.ow < (int64_t{1} << 31) &&
+                    t.n * t.h * t.w < (int64_t{1} << 31) && dw_items(t, 1, 1) < (int64_t{1} << 31);
   return storable(task.dtype) && storable(task.out_dtype) && window && task.slices_valid() && fits;
 }
 

@@ -11,7 +11,7 @@
 /// of PX consecutive output pixels of one row, in fp32 registers: per window row it loads the
 /// SPAN = (PX - 1) * SW + (KW - 1) * DW + 1 input pixels the PX windows read (each once, VEC
 /// channels in 16-byte pieces where the slice keeps them aligned) and the row's KW x VEC weights,
-/// and every input vector feeds the taps that read it (which, is fixed at compile time).
+/// and every input vector feeds the taps that read it (which ones is fixed at compile time).
 /// Consecutive threads take consecutive channel vectors of one pixel, so that a warp's loads and
 /// stores are contiguous runs of the pixel's channels. The epilogue (bias, activation, residual,
 /// output slice, upsampled copy) is conv_common_source's epilogue_vec: 16-byte stores in NHWC.

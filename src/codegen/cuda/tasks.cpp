@@ -175,9 +175,9 @@ std::optional<B2bPair> b2b_pair(const Graph& g, const FusedGroup& first, int sm,
   CudaConvTask t = a->first;
   const cpu::ConvOperands& o1 = a->second;
   const ConvTask& c1 = t.conv;
-  if (t.out_nchw || !(t.out == ChannelSlice{c1.k, 0}) || c1.residual ||
-      c1.n > kB2bMaxBatch || c1.n * c1.oh * c1.ow < min_pixels ||
-      c1.n * c1.oh * c1.ow > kB2bMaxPixels || g.is_output(o1.y))
+  if (t.out_nchw || !(t.out == ChannelSlice{c1.k, 0}) || c1.residual || c1.n > kB2bMaxBatch ||
+      c1.n * c1.oh * c1.ow < min_pixels || c1.n * c1.oh * c1.ow > kB2bMaxPixels ||
+      g.is_output(o1.y))
     return std::nullopt;
   const std::vector<Node*> users = g.users(o1.y);
   if (users.size() != 1 || users[0]->group < 0 || users[0]->group == first.id)
@@ -337,8 +337,7 @@ CudaOperand cuda_operand_of(const Graph& g, const Value* v) {
   return op;
 }
 
-std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, bool b2b,
-                                         int64_t b2b_min_pixels) {
+std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, bool b2b, int64_t b2b_min_pixels) {
   const std::vector<const FusedGroup*> groups = g.kernel_groups_in_run_order();
   // The pairs, in run order, each group in one at most; a pair runs in its second's place.
   std::map<int, B2bPair> pair_of_second;
