@@ -374,4 +374,11 @@ YC_DEVICE void epilogue_vec(OutT* __restrict__ y, OutT* __restrict__ up,
       fmt::arg("uo", task.up ? task.up->out.offset : 0));
 }
 
+std::string conv_kernel_source(const CudaConvTask& t, const std::string& symbol,
+                               const std::string& label, const std::string& config,
+                               const std::string& body) {
+  return cuda_prelude() + "// " + t.key() + " | " + label + config + "\nnamespace " + symbol +
+         "_ns {\n" + conv_common_source(t) + body;
+}
+
 }  // namespace yoloc::codegen::cuda

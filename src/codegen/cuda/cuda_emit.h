@@ -40,4 +40,11 @@ std::string cuda_storage_type(DType t);
 /// (and, with UP, the same values to each of the pixel's copies in up), for m < M and n < K only.
 std::string conv_common_source(const CudaConvTask& t);
 
+/// The whole source of a conv template's kernel `symbol`: the prelude, a comment naming the task
+/// and `config` (after `label`, e.g. "direct ", when not empty), then namespace <symbol>_ns with
+/// conv_common_source(t), then `body` (which closes that namespace and defines the kernel).
+std::string conv_kernel_source(const CudaConvTask& t, const std::string& symbol,
+                               const std::string& label, const std::string& config,
+                               const std::string& body);
+
 }  // namespace yoloc::codegen::cuda

@@ -465,8 +465,7 @@ CudaKernel DirectConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig&
   for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
   CudaKernel k;
   k.symbol = symbol;
-  k.source = cuda_prelude() + "// " + t.key() + " | direct " + cfg.str() + "\nnamespace " + symbol +
-             "_ns {\n" + conv_common_source(t) + body;
+  k.source = conv_kernel_source(t, symbol, "direct ", cfg.str(), body);
   const ConvTask& c = t.conv;
   k.grid = {static_cast<unsigned>(c.n * cpu::ceil_div(c.oh, geo.th) * cpu::ceil_div(c.ow, geo.tw)),
             static_cast<unsigned>(cpu::ceil_div(c.k, geo.kb)), 1};

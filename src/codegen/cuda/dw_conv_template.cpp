@@ -194,8 +194,7 @@ CudaKernel DwConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig& cfg
   for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
   CudaKernel k;
   k.symbol = symbol;
-  k.source = cuda_prelude() + "// " + t.key() + " | dw " + cfg.str() + "\nnamespace " + symbol +
-             "_ns {\n" + conv_common_source(t) + body;
+  k.source = conv_kernel_source(t, symbol, "dw ", cfg.str(), body);
   k.grid = {static_cast<unsigned>(cpu::ceil_div(dw_items(t.conv, vec, px), threads)), 1, 1};
   k.block = {static_cast<unsigned>(threads), 1, 1};
   k.shared_bytes = 0;

@@ -189,8 +189,7 @@ CudaKernel SimtConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig& c
   for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
   CudaKernel k;
   k.symbol = symbol;
-  k.source = cuda_prelude() + "// " + t.key() + " | " + cfg.str() + "\nnamespace " + symbol +
-             "_ns {\n" + conv_common_source(t) + body;
+  k.source = conv_kernel_source(t, symbol, "", cfg.str(), body);
   const int64_t m = t.conv.n * t.conv.oh * t.conv.ow;
   k.grid = {static_cast<unsigned>(cpu::ceil_div(m, bm)),
             static_cast<unsigned>(cpu::ceil_div(t.conv.k, bn)), 1};
