@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdio>
 #include <future>
 #include <memory>
@@ -180,6 +181,41 @@ double time_us(rt::Stream& stream, Body body, int runs = 100) {
   return 1000.0 * stop.elapsed_ms_since(start) / runs;
 }
 
+// The device buffers of one conv launch, uploaded, and the kernel's six arguments (x, w, bias,
+// res, y, up) pointing at them; a null residual or upsampled copy where none is given.
+class ConvLaunch {
+ public:
+  ConvLaunch(const std::vector<uint8_t>& x, const Tensor& packed, const Tensor& bias,
+             const std::vector<uint8_t>* res, const std::vector<uint8_t>& y,
+             const std::vector<uint8_t>* up)
+      : dx_(x.size()),
+        dw_(packed.nbytes()),
+        db_(bias.nbytes()),
+        dr_(res ? res->size() : 0),
+        dy_(y.size()),
+        du_(up ? up->size() : 0) {
+    dx_.upload(x.data());
+    dw_.upload(packed.raw());
+    db_.upload(bias.raw());
+    if (res) dr_.upload(res->data());
+    dy_.upload(y.data());
+    if (up) du_.upload(up->data());
+    ptrs_ = {dx_.ptr(), dw_.ptr(), db_.ptr(), res ? dr_.ptr() : 0, dy_.ptr(), up ? du_.ptr() : 0};
+    for (size_t i = 0; i < ptrs_.size(); ++i) args_[i] = &ptrs_[i];
+  }
+  ConvLaunch(const ConvLaunch&) = delete;
+  ConvLaunch& operator=(const ConvLaunch&) = delete;
+
+  void** args() { return args_.data(); }
+  const rt::DeviceBuffer& y() const { return dy_; }
+  const rt::DeviceBuffer& up() const { return du_; }
+
+ private:
+  rt::DeviceBuffer dx_, dw_, db_, dr_, dy_, du_;
+  std::array<CUdeviceptr, 6> ptrs_{};
+  std::array<void*, 6> args_{};
+};
+
 // Runs every case of one layer on random operands (one set per dtype pair), compares with the
 // reference, and times the kernel.
 void run_layer(const Layer& s, const Built& built) {
@@ -199,20 +235,13 @@ void run_layer(const Layer& s, const Built& built) {
     std::vector<uint8_t> y(static_cast<size_t>(t.conv.n * t.conv.oh * t.conv.ow * t.out.stride) *
                                dtype_size(t.out_dtype),
                            0x5a);
-    rt::DeviceBuffer dx(x.size()), dw(packed.nbytes()), db(o.b.nbytes()), dr(res.size()),
-        dy(y.size());
-    dx.upload(x.data());
-    dw.upload(packed.raw());
-    db.upload(o.b.raw());
-    dr.upload(res.data());
-    dy.upload(y.data());
+    ConvLaunch l(x, packed, o.b, &res, y, nullptr);
     const CUfunction fn = kernel_function(module, c.kernel);
-    CUdeviceptr px = dx.ptr(), pw = dw.ptr(), pb = db.ptr(), pr = dr.ptr(), py = dy.ptr(), pu = 0;
-    void* args[] = {&px, &pw, &pb, &pr, &py, &pu};
+    void** args = l.args();
     rt::LaunchDims dims{c.kernel.grid, c.kernel.block, c.kernel.shared_bytes};
     rt::launch(fn, dims, args, &stream);
     stream.synchronize();
-    dy.download(y.data());
+    l.y().download(y.data());
     EXPECT_TRUE(check_output(t, y, o.want, 0x5a));
     const double us = time_us(stream, [&] { rt::launch(fn, dims, args, &stream); }, 50);
     std::printf("[timing] %-52s %-6s %-5s->%-4s %-44s %9.2f us %7.2f TFLOP/s\n", s.what,
@@ -450,25 +479,17 @@ TEST(CudaGpu, ConvWithUpsampledCopy) {
     std::vector<uint8_t> y(static_cast<size_t>(t.conv.n * t.conv.oh * t.conv.ow * t.out.stride) *
                                dtype_size(t.out_dtype),
                            0x5a);
-    std::vector<uint8_t> up(t.up ? upsampled_bytes(t) : 1, 0x5a);
-    rt::DeviceBuffer dx(x.size()), dw(packed.nbytes()), db(o.b.nbytes()), dy(y.size()),
-        du(up.size());
-    dx.upload(x.data());
-    dw.upload(packed.raw());
-    db.upload(o.b.raw());
-    dy.upload(y.data());
-    du.upload(up.data());
+    std::vector<uint8_t> up(t.up ? upsampled_bytes(t) : 0, 0x5a);
+    ConvLaunch l(x, packed, o.b, nullptr, y, t.up ? &up : nullptr);
     const CUfunction fn = kernel_function(module, c.kernel);
-    CUdeviceptr px = dx.ptr(), pw = dw.ptr(), pb = db.ptr(), pr = 0, py = dy.ptr(),
-                pu = t.up ? du.ptr() : 0;
-    void* args[] = {&px, &pw, &pb, &pr, &py, &pu};
+    void** args = l.args();
     rt::LaunchDims dims{c.kernel.grid, c.kernel.block, c.kernel.shared_bytes};
     rt::launch(fn, dims, args, &stream);
     stream.synchronize();
-    dy.download(y.data());
+    l.y().download(y.data());
     EXPECT_TRUE(check_output(t, y, o.want, 0x5a));
     if (t.up) {
-      du.download(up.data());
+      l.up().download(up.data());
       EXPECT_TRUE(check_output(upsampled_view(t), up,
                                upsample_nearest(o.want, t.up->sh, t.up->sw), 0x5a))
           << "upsampled copy";
