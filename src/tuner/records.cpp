@@ -6,6 +6,7 @@
 #include <ctime>
 #include <filesystem>
 #include <string_view>
+#include <utility>
 
 #include "core/error.h"
 
@@ -165,25 +166,26 @@ namespace {
 /// config string. Other keys are absent.
 std::map<std::string, std::map<std::string, double>> relative_times(
     const std::vector<Record>& records, const std::function<bool(const Record&)>& use) {
-  std::map<std::string, std::map<std::string, std::vector<double>>> defaults;  // key, run
+  std::map<std::pair<std::string, std::string>, std::vector<double>> defaults;  // (key, run)
   std::map<std::string, std::set<std::string>> runs;
   std::set<std::string> unrelatable;
   for (const Record& r : records) {
     if (!r.ok() || !use(r)) continue;
     runs[r.key].insert(r.run);
     if (r.run.empty()) unrelatable.insert(r.key);
-    if (r.is_default && !r.run.empty()) defaults[r.key][r.run].push_back(r.seconds_per_image());
+    if (r.is_default && !r.run.empty()) defaults[{r.key, r.run}].push_back(r.seconds_per_image());
   }
+  std::map<std::pair<std::string, std::string>, double> yardstick;  // (key, run): its median
+  for (const auto& [key_run, times] : defaults) yardstick[key_run] = median_of(times);
   std::map<std::string, std::map<std::string, std::vector<double>>> ratios;  // key, config
   for (const Record& r : records) {
     if (!r.ok() || !use(r) || unrelatable.count(r.key) || runs[r.key].size() < 2) continue;
-    const auto d = defaults.find(r.key);
-    const auto yard = d == defaults.end() ? nullptr : &d->second;
-    if (!yard || !yard->count(r.run)) {
+    const auto y = yardstick.find({r.key, r.run});
+    if (y == yardstick.end()) {
       unrelatable.insert(r.key);
       continue;
     }
-    ratios[r.key][r.config.str()].push_back(r.seconds_per_image() / median_of(yard->at(r.run)));
+    ratios[r.key][r.config.str()].push_back(r.seconds_per_image() / y->second);
   }
   std::map<std::string, std::map<std::string, double>> out;
   for (const auto& [key, configs] : ratios) {
@@ -210,12 +212,11 @@ std::map<std::string, Record> best_records(const std::vector<Record>& records,
     int& l = best_level.try_emplace(r.key, 0).first->second;
     l = std::max(l, level(r));
   }
-  const auto times = config_times(records, [&](const Record& r) {
+  const auto use = [&](const Record& r) {
     return r.target.same_hardware(q.target) && level(r) == best_level.at(r.key);
-  });
-  const auto relative = relative_times(records, [&](const Record& r) {
-    return r.target.same_hardware(q.target) && level(r) == best_level.at(r.key);
-  });
+  };
+  const auto times = config_times(records, use);
+  const auto relative = relative_times(records, use);
   std::map<std::string, Record> out;
   for (const auto& [key, configs] : times) {
     const ConfigTime* best = nullptr;

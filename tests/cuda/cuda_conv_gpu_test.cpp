@@ -246,8 +246,7 @@ void run_layer(const Layer& s, const Built& built) {
     const double us = time_us(stream, [&] { rt::launch(fn, dims, args, &stream); }, 50);
     std::printf("[timing] %-52s %-6s %-5s->%-4s %-44s %9.2f us %7.2f TFLOP/s\n", s.what,
                 template_tag(c.tmpl), t.in_nchw_f32 ? "image" : short_dtype_name(t.dtype),
-                short_dtype_name(t.out_dtype), c.cfg.str().c_str(), us,
-                t.conv.flops() / static_cast<double>(t.conv.groups) / us * 1e-6);
+                short_dtype_name(t.out_dtype), c.cfg.str().c_str(), us, t.conv.flops() / us * 1e-6);
   }
 }
 

@@ -43,8 +43,8 @@ struct ConvTask {
   /// Canonical workload key, e.g.
   /// "conv2d_nchw16c_f32 n1 c64 h80 w80 k64 3x3 s1x1 p1x1 d1x1 silu add avx512".
   std::string key() const;
-  /// Multiply-adds times two.
-  double flops() const { return 2.0 * n * k * oh * ow * c * kh * kw; }
+  /// Multiply-adds times two (an output of a grouped conv reads C / groups input channels).
+  double flops() const { return 2.0 * n * k * oh * ow * (c / groups) * kh * kw; }
   /// Builds the output size from the input size and window (ONNX Conv arithmetic, symmetric
   /// pads of ph/pw at both ends).
   static ConvTask make(int64_t n, int64_t c, int64_t h, int64_t w, int64_t k, int64_t kernel,

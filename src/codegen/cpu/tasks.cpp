@@ -45,7 +45,7 @@ CpuTask conv_like_task(ConvTask t, const ConvOperands& o,
   CpuTask task;
   task.template_name = name;
   task.batch = t.n;
-  task.flops = t.flops() / static_cast<double>(t.groups);
+  task.flops = t.flops();
   t.n = 1;
   task.key = t.key();
   set_schedule<T>(task, t);

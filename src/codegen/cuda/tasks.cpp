@@ -94,9 +94,7 @@ CudaTask conv_task(const CudaConvTask& t, const cpu::ConvOperands& o, const Conv
   if (resize) task.absorbed.push_back(resize->group);
   task.template_name = rule.name;
   task.key = t.key() + rule.key_suffix;
-  // ConvTask::flops counts every input channel for each output; a group reads C / groups.
-  task.flops = t.conv.flops() / static_cast<double>(t.conv.groups) +
-               (t.b2b ? t.second_stage().conv.flops() : 0.0);
+  task.flops = t.conv.flops() + (t.b2b ? t.second_stage().conv.flops() : 0.0);
   set_schedule<T>(task, t);
   const Value* up_value = resize ? resize->outputs[0] : nullptr;
   task.lower = [t, o, up_value](const ScheduleConfig& cfg, const std::string& prefix) {
