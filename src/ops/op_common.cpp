@@ -178,4 +178,53 @@ const Tensor& require_constant(const InferContext& ctx, size_t i, const char* wh
   return *t;
 }
 
+std::vector<SliceAxis> slice_axes(const Node& n, const Shape& shape, const Tensor& starts,
+                                  const Tensor& ends, const Tensor* axes_t, const Tensor* steps_t) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const std::vector<int64_t> st = starts.to_int64s(), en = ends.to_int64s();
+  std::vector<int64_t> axes, steps;
+  if (axes_t) {
+    axes = axes_t->to_int64s();
+  } else {
+    for (size_t i = 0; i < st.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (steps_t)
+    steps = steps_t->to_int64s();
+  else
+    steps.assign(st.size(), 1);
+  if (en.size() != st.size() || axes.size() != st.size() || steps.size() != st.size())
+    user_error("{}: starts, ends, axes and steps must have one length, got {}, {}, {} and {}",
+               n.label(), st.size(), en.size(), axes.size(), steps.size());
+  std::vector<SliceAxis> r;
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (size_t i = 0; i < st.size(); ++i) {
+    const int64_t a = normalize_axis(axes[i], rank, n);
+    if (seen[static_cast<size_t>(a)]) user_error("{}: axis {} is sliced twice", n.label(), a);
+    seen[static_cast<size_t>(a)] = true;
+    const int64_t step = steps[i];
+    if (step == 0) user_error("{}: steps must not be 0", n.label());
+    const int64_t dim = shape[static_cast<size_t>(a)];
+    if (dim < 0) {
+      r.push_back({a, 0, step, -1});
+      continue;
+    }
+    int64_t s = st[i], e = en[i];
+    // Adding dim >= 0 to a negative value cannot overflow (INT64_MIN ends stay negative).
+    if (s < 0) s += dim;
+    if (e < 0) e += dim;
+    int64_t count;
+    if (step > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      count = e > s ? (e - s + step - 1) / step : 0;
+    } else {
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      count = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+    }
+    r.push_back({a, s, step, count});
+  }
+  return r;
+}
+
 }  // namespace yoloc

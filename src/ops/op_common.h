@@ -26,6 +26,18 @@ Shape broadcast_shape(const std::vector<Shape>& shapes, const Node& n);
 void for_each_broadcast(const Shape& out, const std::vector<Shape>& ins,
                         const std::function<void(int64_t, const int64_t*)>& f);
 
+/// One sliced axis: the first element, the step and the element count.
+struct SliceAxis {
+  int64_t axis, start, step, count;
+};
+
+/// Normalises Slice's parameters against the input shape exactly as the ONNX spec says
+/// (negative starts/ends count from the end; then clamped to [0, dim] for positive steps and to
+/// [0, dim - 1] / [-1, dim - 1] for negative ones). `shape` entries < 0 are unknown dims: their
+/// axes get count -1.
+std::vector<SliceAxis> slice_axes(const Node& n, const Shape& shape, const Tensor& starts,
+                                  const Tensor& ends, const Tensor* axes_t, const Tensor* steps_t);
+
 /// Inference for ops whose single output has the type of input 0.
 std::vector<TensorType> infer_same_as_input0(const InferContext& ctx);
 

@@ -20,6 +20,7 @@
 #include "passes/fusion.h"
 #include "passes/layout_selection.h"
 #include "passes/quantization.h"
+#include "passes/space_to_depth_conv.h"
 #include "passes/storage_precision.h"
 #include "passes/views.h"
 
@@ -39,6 +40,7 @@ std::vector<std::unique_ptr<Pass>> make_pipeline(const PassContext& ctx) {
   p.push_back(std::make_unique<Quantization>());
   p.push_back(std::make_unique<BatchNormFolding>());
   p.push_back(std::make_unique<Canonicalize>());
+  p.push_back(std::make_unique<SpaceToDepthConv>());
   p.push_back(std::make_unique<CombineParallelConv>());
   p.push_back(std::make_unique<ConstantFolding>());
   p.push_back(std::make_unique<DeadCodeElimination>());

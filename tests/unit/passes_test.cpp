@@ -15,6 +15,7 @@
 #include "passes/layout_selection.h"
 #include "passes/pipeline.h"
 #include "passes/quantization.h"
+#include "passes/space_to_depth_conv.h"
 #include "passes/views.h"
 
 using namespace yoloc;
@@ -591,4 +592,82 @@ TEST(FloatCompute, RunsInThePipelineAtFp32) {
   optimize(h.g, ctx);
   EXPECT_EQ(count_op(h.g, "Cast"), 2u);
   EXPECT_EQ(h.g.outputs[0]->type.dtype, DType::kFloat16);
+}
+
+namespace {
+
+// The YOLOX / YOLOv5 (before v6.0) Focus stem on x [1, 3, 8, 12]: the pixel phases (dy, dx) in
+// the given order, each a Slice of the rows then one of the columns (or one Slice of both axes),
+// concatenated on channels, then a Conv of the 12 channels with `attrs`.
+Value* focus_stem(Graph& g, Value* x, const std::vector<std::pair<int64_t, int64_t>>& phases,
+                  Attrs attrs, Shape w_shape, bool one_slice = false, int64_t step = 2) {
+  const int64_t big = 1 << 30;
+  std::vector<Value*> parts;
+  for (const auto& [dy, dx] : phases) {
+    if (one_slice) {
+      parts.push_back(node(g, "Slice", {x, int_list(g, {dy, dx}), int_list(g, {big, big}),
+                                        int_list(g, {2, 3}), int_list(g, {step, step})}));
+      continue;
+    }
+    Value* rows = node(g, "Slice", {x, int_list(g, {dy}), int_list(g, {big}), int_list(g, {2}),
+                                    int_list(g, {step})});
+    parts.push_back(node(g, "Slice", {rows, int_list(g, {dx}), int_list(g, {big}),
+                                      int_list(g, {-1}), int_list(g, {step})}));
+  }
+  Value* y = node(g, "Concat", parts, int_attr("axis", 1));
+  Value* w = g.add_constant("w", random_tensor(w_shape, 7));
+  Value* b = g.add_constant("b", random_tensor({w_shape[0]}, 8));
+  return node(g, "Conv", {y, w, b}, std::move(attrs));
+}
+
+const std::vector<std::pair<int64_t, int64_t>> kYoloxPhases = {{0, 0}, {1, 0}, {0, 1}, {1, 1}};
+
+}  // namespace
+
+TEST(SpaceToDepthConv, FocusStemBecomesAStride2ConvOfTheImage) {
+  struct Case {
+    std::vector<std::pair<int64_t, int64_t>> phases;
+    Attrs attrs;
+    Shape w;
+    bool one_slice;
+  };
+  Attrs asym;  // a 2x3 window, uneven pads
+  asym.set("kernel_shape", std::vector<int64_t>{2, 3});
+  asym.set("pads", std::vector<int64_t>{1, 0, 0, 1});
+  const std::vector<Case> cases = {
+      {kYoloxPhases, conv_attrs(3, 1), {5, 12, 3, 3}, false},
+      {{{1, 1}, {0, 0}, {1, 0}, {0, 1}}, conv_attrs(3, 1), {5, 12, 3, 3}, true},
+      {kYoloxPhases, asym, {4, 12, 2, 3}, false},
+  };
+  for (const Case& c : cases) {
+    Graph g;
+    Value* x = input(g, "x", {1, 3, 8, 12});
+    if (&c == &cases[1]) x->type.dims[0] = Dim::sym("batch");  // a symbolic batch folds too
+    g.outputs.push_back(node(g, "Relu", {focus_stem(g, x, c.phases, c.attrs, c.w, c.one_slice)}));
+    auto before = g.clone();
+    EXPECT_TRUE(apply<SpaceToDepthConv>(g));
+    EXPECT_EQ(count_op(g, "Slice"), 0u);
+    EXPECT_EQ(count_op(g, "Concat"), 0u);
+    const Node* conv = g.outputs[0]->producer->input(0)->producer;
+    ASSERT_EQ(conv->op, "Conv");
+    EXPECT_EQ(conv->input(0), x);
+    EXPECT_EQ(conv->attrs.get_ints("kernel_shape"), (std::vector<int64_t>{2 * c.w[2], 2 * c.w[3]}));
+    EXPECT_EQ(conv->attrs.get_ints("strides"), (std::vector<int64_t>{2, 2}));
+    EXPECT_LE(max_rel_diff(*before, g, {{"x", random_tensor({1, 3, 8, 12}, 9)}}), 1e-6);
+  }
+}
+
+TEST(SpaceToDepthConv, LeavesOtherSlicesAlone) {
+  for (int variant = 0; variant < 3; ++variant) {
+    Graph g;
+    Value* x = input(g, "x", {1, 3, 12, 12});
+    auto phases = kYoloxPhases;
+    if (variant == 0) phases[3] = {0, 0};  // one phase twice, (1, 1) missing
+    const int64_t step = variant == 1 ? 3 : 2;
+    Attrs attrs = conv_attrs(3, 1);
+    if (variant == 2) attrs.set("strides", std::vector<int64_t>{2, 2});
+    g.outputs.push_back(focus_stem(g, x, phases, attrs, {4, 12, 3, 3}, false, step));
+    EXPECT_FALSE(apply<SpaceToDepthConv>(g)) << "variant " << variant;
+    EXPECT_EQ(count_op(g, "Concat"), 1u);
+  }
 }
