@@ -308,7 +308,7 @@ std::map<std::string, Record> nearest_batch_records(const std::vector<Record>& r
       if (nearest == 0 || farther(nearest, b) || (!farther(b, nearest) && b > nearest))
         nearest = b;
     }
-    if (nearest == 0) continue;
+    if (nearest == 0 || std::max(nearest, *n) > kMaxBatchRatio * std::min(nearest, *n)) continue;
     RecordQuery at = q;
     at.batch = nearest;
     for (auto& [k, r] : best_records(w->second.at(nearest), at)) out.emplace(key, std::move(r));

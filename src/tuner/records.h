@@ -144,7 +144,10 @@ std::optional<std::string> workload_key_at_batch(const std::string& key, int64_t
 /// workload at the nearest other batch that has valid records, the one with the smallest
 /// |log(b / n)| (ties: the larger batch). Its `key` and `batch` are the record's, not the
 /// query key's. A kernel's best config at one batch is usually good at a nearby one, and far
-/// better than the untuned default; the compiler still checks it is valid for the task.
+/// better than the untuned default; the compiler still checks it is valid for the task. Batches
+/// more than kMaxBatchRatio apart never stand in for each other: a tile sized to fill a GPU
+/// with 128 images leaves it nearly idle with one (that task keeps its heuristic default).
+inline constexpr int64_t kMaxBatchRatio = 16;
 std::map<std::string, Record> nearest_batch_records(const std::vector<Record>& records,
                                                     const RecordQuery& q,
                                                     const std::set<std::string>& keys);

@@ -298,6 +298,11 @@ TEST(TunerRecords, NearestBatchRecords) {
   const auto o = nearest_batch_records(other, q, {key(8), key(8, 128), key(4, 128)});
   ASSERT_EQ(o.size(), 1u);
   EXPECT_EQ(o.at(key(4, 128)).config, c5);
+  // Batch 128 and 8 are 16x apart, 1 and 128 farther: batch 1 keeps its default.
+  const std::vector<Record> large = {at(128, c2, 1e-3)};
+  const auto l = nearest_batch_records(large, q, {key(8), key(1)});
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l.at(key(8)).config, c2);
   // Records of other hardware never apply; keys without a batch token get nothing.
   RecordQuery elsewhere = q;
   elsewhere.target = target("Other CPU");
