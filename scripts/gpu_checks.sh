@@ -143,17 +143,18 @@ for s in "$@"; do
         done
       done
       ;;
-    tune-run)  # one tuning run of yolov8n fp16: TUNE_BATCH (1), TUNE_BUDGET (3m), TUNE_NAME (the
-      # records file under bench/), TUNE_FROM (records to resume from), DEVICE (0), TUNE_JOBS
-      # (NVRTC builds at once; default: every core, give each of two concurrent runs half)
-      b=${TUNE_BATCH:-1}; name=${TUNE_NAME:-tune-b$b}
-      model=$S/models/yolov8n.onnx
+    tune-run)  # one tuning run, fp16: TUNE_MODEL (yolov8n), TUNE_BATCH (1), TUNE_BUDGET (3m),
+      # TUNE_NAME (the records file under bench/), TUNE_FROM (records to resume from), DEVICE (0),
+      # TUNE_JOBS (NVRTC builds at once; default: every core, give each of two concurrent runs half)
+      b=${TUNE_BATCH:-1}; tm=${TUNE_MODEL:-yolov8n}; name=${TUNE_NAME:-tune-$tm-b$b}
+      model=$S/models/$tm.onnx
+      fam=(); [[ $tm == yolox* ]] && fam=(--family yolox)
       [[ $b == 1 ]] || model=$(python3 -c "import sys; sys.path.insert(0, 'bench'); from onnx_twin import dynamic_batch_twin as t; print(t('$model', '$work'))")
       recs=$out/bench/$name.jsonl
       [[ -n ${TUNE_FROM:-} ]] && cp "$TUNE_FROM" "$recs"
-      step "tune yolov8n fp16 batch $b, ${TUNE_BUDGET:-3m} on device ${DEVICE:-0} -> $name"
+      step "tune $tm fp16 batch $b, ${TUNE_BUDGET:-3m} on device ${DEVICE:-0} -> $name"
       check "$Y" tune "$model" --target cuda --precision fp16 --batch "$b" --devices "${DEVICE:-0}" \
-        --records "$recs" --time-budget "${TUNE_BUDGET:-3m}" ${TUNE_JOBS:+--build-jobs "$TUNE_JOBS"}
+        "${fam[@]}" --records "$recs" --time-budget "${TUNE_BUDGET:-3m}" ${TUNE_JOBS:+--build-jobs "$TUNE_JOBS"}
       grep -E "trials|latency|tuned" "$log" | tail -4
       ;;
     tunedev)  # the same tuning run (yolov8n fp16 batch 1, TUNE_TRIALS trials, fresh records) on
