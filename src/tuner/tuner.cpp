@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <system_error>
 #include <thread>
 
@@ -30,6 +31,9 @@ struct TaskRun {
   double best_s = 0, default_s = 0;
   bool planned = false;  // its first round of this run (the one with the default) is planned
   bool visited = false;  // measured in this run (its reference exists)
+  // The best config of the workload at the nearest tuned batch, for a task without records of
+  // its own: a candidate of its first round, next to the default.
+  std::optional<ScheduleConfig> transfer;
 };
 
 /// Candidates of one task: planned, built, then measured and recorded.
@@ -167,11 +171,26 @@ void Tuner::resume(const RecordSet& existing) {
       run.default_s = r.median;
   }
   for (size_t i = 0; i < tasks_.size(); ++i) scheduler_.seed(static_cast<int>(i), runs_[i].best_s);
+  // A task new to the file (another batch of a tuned model) starts where compile would: from its
+  // workload's best config at the nearest tuned batch. The search then breeds from it.
+  std::set<std::string> fresh;
+  for (size_t i = 0; i < tasks_.size(); ++i)
+    if (runs_[i].search.measured.empty()) fresh.insert(tasks_[i].key());
+  for (const auto& [key, r] : nearest_batch_records(existing.records, query, fresh)) {
+    const TaskInfo& task = tasks_[index.at(key)].task;
+    const ScheduleConfig cfg = task.space.complete(r.config);
+    if (!cfg.in_space(task.space) || !task.valid(cfg) || cfg == task.default_config) continue;
+    runs_[index.at(key)].transfer = cfg;
+    ++sum_.transferred;
+  }
   if (sum_.resumed > 0 || sum_.stale > 0)
     progress_.note(
         fmt::format("resuming from {}: {} records of these tasks ({} of other "
                     "versions ignored)",
                     o_.records, sum_.resumed, sum_.stale));
+  if (sum_.transferred > 0)
+    progress_.note(fmt::format("{} tasks start from their best config at the nearest tuned batch",
+                               sum_.transferred));
 }
 
 double Tuner::record(int i, const std::vector<ScheduleConfig>& configs,
@@ -240,6 +259,11 @@ std::optional<Round> Tuner::plan_search() {
       r.configs.push_back(task.task.default_config);
       run.search.tried.insert(task.task.default_config.str());
       n = std::max(n - 1, 0);
+      if (run.transfer && !run.search.tried.contains(run.transfer->str()) && n > 0) {
+        r.configs.push_back(*run.transfer);
+        run.search.tried.insert(run.transfer->str());
+        --n;
+      }
     }
     for (ScheduleConfig& c : strategy_->propose(run.search, n)) r.configs.push_back(std::move(c));
     if (r.configs.empty()) {

@@ -66,6 +66,9 @@ struct TuneSummary {
   int64_t verify_trials = 0;       ///< measurements of the final re-measurement
   int resumed = 0;                 ///< matching records read from the file
   int stale = 0;                   ///< records of other versions in the file (ignored)
+  /// Tasks without records of their own that started from their workload's best config at the
+  /// nearest tuned batch of the file (nearest_batch_records), measured in their first round.
+  int transferred = 0;
   /// Wall seconds of the run, of building (while a build was under way: builds at once count
   /// once) and of measuring.
   double seconds = 0, build_s = 0, run_s = 0;

@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "tuner/search_strategy.h"
 #include "tuner/tuner.h"
 #include "tuner_test_util.h"
 
@@ -125,6 +126,52 @@ std::vector<std::string> recorded(const std::string& file) {
   std::vector<std::string> out;
   for (const Record& r : load_records(file).records) out.push_back(r.key + "|" + r.config.str());
   return out;
+}
+
+TEST(TunerPipeline, ANewBatchStartsFromTheNearestTunedBatchsBestConfig) {
+  TempDir dir;
+  std::vector<TuneTask> tasks = one_conv_task();
+  // CPU workloads batch through strided views and carry no batch in their keys; give this one
+  // a key of the CUDA form, which does (the measurer makes its times up either way).
+  tasks[0].task.key = "cuda_conv2d_nhwc f16->f16 n1 c16 h8 w8 k16 3x3 s1x1 p1x1 d1x1 silu";
+  const TuneTask& t = tasks[0];
+  const auto batch = workload_key_batch(t.key());
+  ASSERT_TRUE(batch);
+  // A valid config other than the default, recorded for the workload at 4x the batch.
+  SearchState st;
+  st.task = &t;
+  st.tried.insert(t.task.default_config.str());
+  const std::vector<ScheduleConfig> pick = make_strategy("random", nullptr, 7)->propose(st, 1);
+  ASSERT_EQ(pick.size(), 1u);
+  TuneOptions o = options(dir, "transfer.jsonl");
+  Record r;
+  r.key = *workload_key_at_batch(t.key(), 4 * *batch);
+  r.batch = 4 * *batch;
+  r.template_name = t.task.template_name;
+  r.target = o.target;
+  r.config = pick[0];
+  r.times = {1e-3};
+  r.median = 1e-3;
+  RecordWriter(o.records).write(r);
+  o.trials = 4;  // one round
+  ProgressDisplay quiet(stderr, false);
+  LoggingMeasurer m;
+  const TuneSummary s = tune(tasks, o, m, quiet);
+  EXPECT_EQ(s.transferred, 1);
+  // The first round: the default, then the transferred config, then the search's.
+  ASSERT_GE(m.ran.size(), 2u);
+  EXPECT_EQ(m.ran[0], t.key() + "|" + t.task.default_config.str());
+  EXPECT_EQ(m.ran[1], t.key() + "|" + pick[0].str());
+  // With a record of its own batch the task searches as before.
+  TuneOptions o2 = options(dir, "own.jsonl");
+  Record own = r;
+  own.key = t.key();
+  own.batch = *batch;
+  RecordWriter(o2.records).write(own);
+  RecordWriter(o2.records).write(r);
+  o2.trials = 4;
+  LoggingMeasurer m2;
+  EXPECT_EQ(tune(tasks, o2, m2, quiet).transferred, 0);
 }
 
 TEST(TunerPipeline, BuildsTheNextRoundWhileTheCurrentOneIsMeasured) {
