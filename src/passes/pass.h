@@ -27,6 +27,10 @@ struct PassContext {
   Precision precision = Precision::kAuto;
   std::string dump_dir;  ///< when set, the IR after each pass goes to DIR/NN-<pass>.txt
   bool verify = false;   ///< run the verifier after each pass (always on in debug builds)
+  /// Optional rewrites to leave out (kOptionalPasses names; TVM's PassContext disabled_pass). When
+  /// empty, optimize() takes them from $YOLOC_DISABLE_PASSES (comma-separated), so that compile,
+  /// bench, exec and inspect can all be compared with and without one.
+  std::vector<std::string> disabled;
   std::vector<PassStat> stats;
 };
 

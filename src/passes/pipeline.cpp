@@ -2,11 +2,16 @@
 #include "passes/pipeline.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include "core/error.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "passes/algebraic_simplify.h"
@@ -26,7 +31,15 @@
 
 namespace yoloc {
 
-std::vector<std::unique_ptr<Pass>> make_pipeline(const PassContext& ctx) {
+namespace {
+
+bool optional_pass(const std::string& name) {
+  return std::find(std::begin(kOptionalPasses), std::end(kOptionalPasses), name) !=
+         std::end(kOptionalPasses);
+}
+
+// Every pass of the level, in order.
+std::vector<std::unique_ptr<Pass>> all_passes(const PassContext& ctx) {
   std::vector<std::unique_ptr<Pass>> p;
   if (ctx.opt_level <= 0) return p;
   // Numerics first: at fp32, a float16 model computes in float32 (Casts at its edges).
@@ -54,7 +67,26 @@ std::vector<std::unique_ptr<Pass>> make_pipeline(const PassContext& ctx) {
   return p;
 }
 
+}  // namespace
+
+std::vector<std::unique_ptr<Pass>> make_pipeline(const PassContext& ctx) {
+  for (const std::string& d : ctx.disabled)
+    if (!optional_pass(d))
+      user_error("cannot disable pass '{}': the passes a compile may leave out are {}", d,
+                 fmt::join(kOptionalPasses, ", "));
+  std::vector<std::unique_ptr<Pass>> p = all_passes(ctx);
+  std::erase_if(p, [&](const std::unique_ptr<Pass>& pass) {
+    return std::find(ctx.disabled.begin(), ctx.disabled.end(), pass->name()) != ctx.disabled.end();
+  });
+  return p;
+}
+
 void optimize(Graph& g, PassContext& ctx) {
+  if (const char* env = std::getenv("YOLOC_DISABLE_PASSES"); env && ctx.disabled.empty()) {
+    std::stringstream names(env);
+    for (std::string n; std::getline(names, n, ',');)
+      if (!n.empty()) ctx.disabled.push_back(n);
+  }
 #ifndef NDEBUG
   const bool verify_each = true;
 #else

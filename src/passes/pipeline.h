@@ -6,7 +6,13 @@
 
 namespace yoloc {
 
-/// The passes of ctx.opt_level, in order (empty at -O0).
+/// The passes a compile may leave out (PassContext::disabled): rewrites the kernels do not rely
+/// on, each only a speed-up.
+inline constexpr const char* kOptionalPasses[] = {"algebraic_simplify", "cse", "bn_folding",
+                                                  "space_to_depth_conv", "combine_parallel_conv"};
+
+/// The passes of ctx.opt_level, in order (empty at -O0), without ctx.disabled. Raises a UserError
+/// naming the optional passes when ctx.disabled holds another name.
 std::vector<std::unique_ptr<Pass>> make_pipeline(const PassContext& ctx);
 
 /// Runs the pipeline on g; after each pass records its time and node count in ctx.stats, dumps

@@ -671,3 +671,20 @@ TEST(SpaceToDepthConv, LeavesOtherSlicesAlone) {
     EXPECT_EQ(count_op(g, "Concat"), 1u);
   }
 }
+
+TEST(Pipeline, OptionalPassesCanBeLeftOut) {
+  PassContext ctx;
+  const size_t all = make_pipeline(ctx).size();
+  ctx.disabled = {"space_to_depth_conv", "cse"};
+  const auto p = make_pipeline(ctx);
+  EXPECT_EQ(p.size(), all - 2);
+  for (const auto& pass : p) {
+    EXPECT_NE(pass->name(), "space_to_depth_conv");
+    EXPECT_NE(pass->name(), "cse");
+  }
+  // The passes the kernels rely on cannot be left out; a misspelt name is no silent no-op.
+  for (const char* name : {"fusion", "space_to_depth"}) {
+    ctx.disabled = {name};
+    EXPECT_THROW(make_pipeline(ctx), UserError) << name;
+  }
+}
