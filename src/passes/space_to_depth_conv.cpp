@@ -30,9 +30,9 @@ std::optional<Phase> phase_of(Value* v) {
     if (shape[1] < 0 || shape[2] < 0 || shape[3] < 0) return {};
     for (size_t i = 1; i < s.inputs.size(); ++i)
       if (s.input(i) && !s.input(i)->is_constant()) return {};
-    const auto axes =
-        slice_axes(s, shape, s.input(1)->data, s.input(2)->data,
-                   s.input(3) ? &s.input(3)->data : nullptr, s.input(4) ? &s.input(4)->data : nullptr);
+    const auto axes = slice_axes(s, shape, s.input(1)->data, s.input(2)->data,
+                                 s.input(3) ? &s.input(3)->data : nullptr,
+                                 s.input(4) ? &s.input(4)->data : nullptr);
     for (const SliceAxis& a : axes) {
       const int64_t dim = shape[static_cast<size_t>(a.axis)];
       if (dim >= 0 && a.step == 1 && a.start == 0 && a.count == dim) continue;  // the whole axis
@@ -78,8 +78,8 @@ Tensor moved_weights(const Tensor& w, const std::vector<Phase>& phases, int64_t 
         for (int64_t r = 0; r < kh; ++r)
           for (int64_t q = 0; q < kw; ++q) {
             const int64_t src = ((o * 4 * c + static_cast<int64_t>(i) * c + ci) * kh + r) * kw + q;
-            const int64_t dst = ((o * c + ci) * 2 * kh + 2 * r + phases[i].dy) * 2 * kw + 2 * q +
-                                phases[i].dx;
+            const int64_t dst =
+                ((o * c + ci) * 2 * kh + 2 * r + phases[i].dy) * 2 * kw + 2 * q + phases[i].dx;
             std::memcpy(to + dst * esize, from + src * esize, esize);
           }
   return out;
@@ -115,8 +115,8 @@ bool SpaceToDepthConv::run(Graph& g, PassContext&) {
     const std::vector<Value*> inputs = conv->inputs;
     const Attrs attrs = conv->attrs;
     conv->inputs[0] = x;
-    conv->inputs[1] = g.add_constant(conv->input(1)->name + "_space_to_depth",
-                                     moved_weights(w, phases, c));
+    conv->inputs[1] =
+        g.add_constant(conv->input(1)->name + "_space_to_depth", moved_weights(w, phases, c));
     conv->attrs.set("kernel_shape", std::vector<int64_t>{2 * w.shape()[2], 2 * w.shape()[3]});
     conv->attrs.set("strides", std::vector<int64_t>{2, 2});
     conv->attrs.set("pads", pads);

@@ -605,14 +605,17 @@ Value* focus_stem(Graph& g, Value* x, const std::vector<std::pair<int64_t, int64
   std::vector<Value*> parts;
   for (const auto& [dy, dx] : phases) {
     if (one_slice) {
-      parts.push_back(node(g, "Slice", {x, int_list(g, {dy, dx}), int_list(g, {big, big}),
-                                        int_list(g, {2, 3}), int_list(g, {step, step})}));
+      parts.push_back(node(g, "Slice",
+                           {x, int_list(g, {dy, dx}), int_list(g, {big, big}), int_list(g, {2, 3}),
+                            int_list(g, {step, step})}));
       continue;
     }
-    Value* rows = node(g, "Slice", {x, int_list(g, {dy}), int_list(g, {big}), int_list(g, {2}),
-                                    int_list(g, {step})});
-    parts.push_back(node(g, "Slice", {rows, int_list(g, {dx}), int_list(g, {big}),
-                                      int_list(g, {-1}), int_list(g, {step})}));
+    Value* rows =
+        node(g, "Slice",
+             {x, int_list(g, {dy}), int_list(g, {big}), int_list(g, {2}), int_list(g, {step})});
+    parts.push_back(node(
+        g, "Slice",
+        {rows, int_list(g, {dx}), int_list(g, {big}), int_list(g, {-1}), int_list(g, {step})}));
   }
   Value* y = node(g, "Concat", parts, int_attr("axis", 1));
   Value* w = g.add_constant("w", random_tensor(w_shape, 7));
