@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/cpu/emit_util.h"
 #include "core/error.h"
 
 namespace yoloc::codegen::cuda {
@@ -374,11 +375,17 @@ YC_DEVICE void epilogue_vec(OutT* __restrict__ y, OutT* __restrict__ up,
       fmt::arg("uo", task.up ? task.up->out.offset : 0));
 }
 
-std::string conv_kernel_source(const CudaConvTask& t, const std::string& symbol,
-                               const std::string& label, const std::string& config,
-                               const std::string& body) {
-  return cuda_prelude() + "// " + t.key() + " | " + label + config + "\nnamespace " + symbol +
-         "_ns {\n" + conv_common_source(t) + body;
+CudaKernel conv_kernel(const CudaConvTask& t, const std::string& symbol, const std::string& label,
+                       const std::string& config, std::string body,
+                       std::initializer_list<std::pair<const char*, std::string>> subs) {
+  YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
+  for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
+  cpu::replace_all(body, "@SYM@", symbol);
+  CudaKernel k;
+  k.symbol = symbol;
+  k.source = cuda_prelude() + "// " + t.key() + " | " + label + config + "\nnamespace " + symbol +
+             "_ns {\n" + conv_common_source(t) + body;
+  return k;
 }
 
 }  // namespace yoloc::codegen::cuda

@@ -8,7 +8,9 @@
 /// PTX: the YC_* macros, fp16/bf16 conversions, cp.async, ldmatrix and mma.sync. The common part
 /// is plain C++ over those helpers. A host emulation of the kernels (tests) defines
 /// YOLOC_CUDA_DEVICE_PRELUDE and its own versions of the device part before the source.
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "codegen/cuda/conv_task.h"
 
@@ -40,11 +42,13 @@ std::string cuda_storage_type(DType t);
 /// (and, with UP, the same values to each of the pixel's copies in up), for m < M and n < K only.
 std::string conv_common_source(const CudaConvTask& t);
 
-/// The whole source of a conv template's kernel `symbol`: the prelude, a comment naming the task
-/// and `config` (after `label`, e.g. "direct ", when not empty), then namespace <symbol>_ns with
-/// conv_common_source(t), then `body` (which closes that namespace and defines the kernel).
-std::string conv_kernel_source(const CudaConvTask& t, const std::string& symbol,
-                               const std::string& label, const std::string& config,
-                               const std::string& body);
+/// A conv template's kernel `symbol` (a C identifier, else InternalError) with its whole
+/// source: the prelude, a comment naming the task and `config` (after `label`, e.g. "direct ",
+/// when not empty), then namespace <symbol>_ns with conv_common_source(t), then `body` (which
+/// closes that namespace and defines the kernel) with each of `subs` replaced in order and
+/// @SYM@ by the symbol. The caller sets the launch dimensions.
+CudaKernel conv_kernel(const CudaConvTask& t, const std::string& symbol, const std::string& label,
+                       const std::string& config, std::string body,
+                       std::initializer_list<std::pair<const char*, std::string>> subs);
 
 }  // namespace yoloc::codegen::cuda

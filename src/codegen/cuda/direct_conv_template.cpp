@@ -441,17 +441,15 @@ ScheduleConfig DirectConvTemplate::default_config(const CudaConvTask& task) {
 CudaKernel DirectConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig& cfg,
                                     const std::string& symbol) {
   YOLOC_CHECK(valid(t, cfg), "direct conv config {} invalid for {}", cfg.str(), t.key());
-  YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
   Geometry geo(t, cfg);
   if (geo.mma) geo.spread_mma_reads(t.conv);
-  std::string body = kDirectKernel;
   const bool bf16 = t.dtype == DType::kBFloat16;
-  const std::pair<const char*, std::string> subs[] = {
-      {"@COMPUTE@", geo.mma ? kMmaCompute : kFmaCompute},
+  CudaKernel k = conv_kernel(
+      t, symbol, "direct ", cfg.str(), kDirectKernel,
+      {{"@COMPUTE@", geo.mma ? kMmaCompute : kFmaCompute},
       {"@MMA@", std::to_string(geo.mma)},
       {"@MMA_FN@", bf16 ? "yc_mma_bf16" : "yc_mma_f16"},
       {"@CVT@", bf16 ? "yc_float_to_bf16" : "yc_float_to_half"},
-      {"@SYM@", symbol},
       {"@XT@", t.in_nchw_f32 ? "float" : cuda_storage_type(t.dtype)},
       {"@TW@", std::to_string(geo.tw)},
       {"@TH@", std::to_string(geo.th)},
@@ -461,11 +459,7 @@ CudaKernel DirectConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig&
       {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
       {"@LD@", std::to_string(geo.ld)},
       {"@CS@", std::to_string(geo.cs)},
-      {"@LW@", std::to_string(geo.lw)}};
-  for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
-  CudaKernel k;
-  k.symbol = symbol;
-  k.source = conv_kernel_source(t, symbol, "direct ", cfg.str(), body);
+      {"@LW@", std::to_string(geo.lw)}});
   const ConvTask& c = t.conv;
   k.grid = {static_cast<unsigned>(c.n * cpu::ceil_div(c.oh, geo.th) * cpu::ceil_div(c.ow, geo.tw)),
             static_cast<unsigned>(cpu::ceil_div(c.k, geo.kb)), 1};

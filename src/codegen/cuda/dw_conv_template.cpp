@@ -184,17 +184,11 @@ ScheduleConfig DwConvTemplate::default_config(const CudaConvTask& task) {
 CudaKernel DwConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig& cfg,
                                 const std::string& symbol) {
   YOLOC_CHECK(valid(t, cfg), "depthwise conv config {} invalid for {}", cfg.str(), t.key());
-  YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
   const int64_t vec = cfg.get("vec"), px = cfg.get("px"), threads = cfg.get("threads");
-  std::string body = kDwKernel;
-  const std::pair<const char*, std::string> subs[] = {{"@SYM@", symbol},
-                                                      {"@VEC@", std::to_string(vec)},
-                                                      {"@PX@", std::to_string(px)},
-                                                      {"@THREADS@", std::to_string(threads)}};
-  for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
-  CudaKernel k;
-  k.symbol = symbol;
-  k.source = conv_kernel_source(t, symbol, "dw ", cfg.str(), body);
+  CudaKernel k = conv_kernel(t, symbol, "dw ", cfg.str(), kDwKernel,
+                             {{"@VEC@", std::to_string(vec)},
+                              {"@PX@", std::to_string(px)},
+                              {"@THREADS@", std::to_string(threads)}});
   k.grid = {static_cast<unsigned>(cpu::ceil_div(dw_items(t.conv, vec, px), threads)), 1, 1};
   k.block = {static_cast<unsigned>(threads), 1, 1};
   k.shared_bytes = 0;

@@ -176,20 +176,14 @@ ScheduleConfig SimtConvTemplate::default_config(const CudaConvTask& t) {
 CudaKernel SimtConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig& cfg,
                                   const std::string& symbol) {
   YOLOC_CHECK(valid(t, cfg), "SIMT conv config {} invalid for {}", cfg.str(), t.key());
-  YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t tm = cfg.get("tm"), tn = cfg.get("tn");
-  std::string body = kSimtKernel;
-  const std::pair<const char*, std::string> subs[] = {{"@SYM@", symbol},
-                                                      {"@BM@", std::to_string(bm)},
-                                                      {"@BN@", std::to_string(bn)},
-                                                      {"@BK@", std::to_string(bk)},
-                                                      {"@TM@", std::to_string(tm)},
-                                                      {"@TN@", std::to_string(tn)}};
-  for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
-  CudaKernel k;
-  k.symbol = symbol;
-  k.source = conv_kernel_source(t, symbol, "", cfg.str(), body);
+  CudaKernel k = conv_kernel(t, symbol, "", cfg.str(), kSimtKernel,
+                             {{"@BM@", std::to_string(bm)},
+                              {"@BN@", std::to_string(bn)},
+                              {"@BK@", std::to_string(bk)},
+                              {"@TM@", std::to_string(tm)},
+                              {"@TN@", std::to_string(tn)}});
   const int64_t m = t.conv.n * t.conv.oh * t.conv.ow;
   k.grid = {static_cast<unsigned>(cpu::ceil_div(m, bm)),
             static_cast<unsigned>(cpu::ceil_div(t.conv.k, bn)), 1};

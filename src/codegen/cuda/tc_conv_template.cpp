@@ -620,18 +620,17 @@ ScheduleConfig TensorCoreConvTemplate::default_config(const CudaConvTask& t) {
 CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig& cfg,
                                         const std::string& symbol) {
   YOLOC_CHECK(valid(t, cfg), "tensor-core conv config {} invalid for {}", cfg.str(), t.key());
-  YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
   const int64_t splitk = cfg.get("splitk");
-  std::string body = kTensorCoreKernel;
   const char* act1 = t.conv.act == Activation::kRelu   ? "yc_act_relu"
                      : t.conv.act == Activation::kSilu ? "yc_act_silu"
                                                        : "yc_act_none";
   // Back-to-back: the second stage's declarations and functions, its weights loaded with the
   // first pipeline stage, and its tail in place of the epilogue.
-  const std::pair<const char*, std::string> subs[] = {
-      {"@B2B_FUNCTIONS@", t.b2b ? "namespace s2 {\n" + conv_common_source(t.second_stage()) +
+  CudaKernel k = conv_kernel(
+      t, symbol, "", cfg.str(), kTensorCoreKernel,
+      {{"@B2B_FUNCTIONS@", t.b2b ? "namespace s2 {\n" + conv_common_source(t.second_stage()) +
                                       "}  // namespace s2\n" + kB2bFunctions
                                 : ""},
       // ---- The b2b kernel parameters, after the common ones of conv_task.h (extra parameters
@@ -645,7 +644,6 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
                              "  return;"
                            : ""},
       {"@ACT1@", act1},
-      {"@SYM@", symbol},
       {"@BM@", std::to_string(bm)},
       {"@BN@", std::to_string(bn)},
       {"@BK@", std::to_string(bk)},
@@ -663,11 +661,7 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
       {"@EPI@", staged_output(t, cfg) ? "1" : "0"},
       {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},
       {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
-      {"@CVT@", t.dtype == DType::kBFloat16 ? "yc_float_to_bf16" : "yc_float_to_half"}};
-  for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
-  CudaKernel k;
-  k.symbol = symbol;
-  k.source = conv_kernel_source(t, symbol, "", cfg.str(), body);
+       {"@CVT@", t.dtype == DType::kBFloat16 ? "yc_float_to_bf16" : "yc_float_to_half"}});
   const int64_t m = t.conv.n * t.conv.oh * t.conv.ow;
   k.grid = {static_cast<unsigned>(cpu::ceil_div(m, bm)),
             static_cast<unsigned>(cpu::ceil_div(t.conv.k, bn)), static_cast<unsigned>(splitk)};
