@@ -219,4 +219,15 @@ std::optional<CudaConvTask> cuda_conv_task_from_group(const Graph& g, const Fuse
   return t;
 }
 
+Tensor tap_major_weights(const cpu::ConvTask& t, const float* oihw, int64_t row_multiple) {
+  const int64_t kp = (t.k + row_multiple - 1) / row_multiple * row_multiple;
+  const int64_t taps = t.c / t.groups * t.kh * t.kw;
+  Tensor packed(DType::kFloat32, {taps, kp});
+  float* p = packed.data<float>();
+  std::fill(p, p + packed.numel(), 0.f);
+  for (int64_t n = 0; n < t.k; ++n)
+    for (int64_t tap = 0; tap < taps; ++tap) p[tap * kp + n] = oihw[n * taps + tap];
+  return packed;
+}
+
 }  // namespace yoloc::codegen::cuda

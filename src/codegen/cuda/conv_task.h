@@ -146,4 +146,10 @@ inline constexpr int64_t kMaxSharedBytes = 99 * 1024;
 /// "f32", "f16", "bf16" (the dtypes the CUDA templates store); "?" otherwise.
 const char* short_dtype_name(DType t);
 
+/// t's OIHW float32 weights transposed to tap-major rows, as the direct and depthwise templates
+/// read them: [(C / groups) * KH * KW][KP], row = tap (c, kh, kw) in OIHW's order, KP = K
+/// rounded up to a multiple of `row_multiple` with zeros, so that a block's output channels of
+/// one tap are contiguous.
+Tensor tap_major_weights(const cpu::ConvTask& t, const float* oihw, int64_t row_multiple);
+
 }  // namespace yoloc::codegen::cuda

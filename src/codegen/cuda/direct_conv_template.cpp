@@ -469,16 +469,7 @@ CudaKernel DirectConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig&
 }
 
 Tensor DirectConvTemplate::pack_weights(const CudaConvTask& task, const float* oihw) {
-  const ConvTask& t = task.conv;
-  const int64_t kp = cpu::ceil_div(t.k, kWeightRow) * kWeightRow;
-  const int64_t taps = t.c * t.kh * t.kw;
-  Tensor packed(DType::kFloat32, {taps, kp});
-  float* p = packed.data<float>();
-  std::fill(p, p + packed.numel(), 0.f);
-  // OIHW's (c, kh, kw) order is the tap order.
-  for (int64_t n = 0; n < t.k; ++n)
-    for (int64_t tap = 0; tap < taps; ++tap) p[tap * kp + n] = oihw[n * taps + tap];
-  return packed;
+  return tap_major_weights(task.conv, oihw, kWeightRow);
 }
 
 }  // namespace yoloc::codegen::cuda

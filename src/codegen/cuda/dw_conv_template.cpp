@@ -196,15 +196,7 @@ CudaKernel DwConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig& cfg
 }
 
 Tensor DwConvTemplate::pack_weights(const CudaConvTask& task, const float* oihw) {
-  const ConvTask& t = task.conv;
-  const int64_t cp = cpu::ceil_div(t.c, kDwWeightRow) * kDwWeightRow;
-  const int64_t taps = t.kh * t.kw;
-  Tensor packed(DType::kFloat32, {taps, cp});
-  float* p = packed.data<float>();
-  std::fill(p, p + packed.numel(), 0.f);
-  for (int64_t c = 0; c < t.c; ++c)
-    for (int64_t tap = 0; tap < taps; ++tap) p[tap * cp + c] = oihw[c * taps + tap];
-  return packed;
+  return tap_major_weights(task.conv, oihw, kDwWeightRow);
 }
 
 }  // namespace yoloc::codegen::cuda
