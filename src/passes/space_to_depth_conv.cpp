@@ -4,6 +4,7 @@
 #include <cstring>
 #include <optional>
 
+#include "core/error.h"
 #include "ir/shape_inference.h"
 #include "ops/op_common.h"
 
@@ -112,8 +113,6 @@ bool SpaceToDepthConv::run(Graph& g, PassContext&) {
     for (int64_t& p : pads) p *= 2;
     // Output row o read rows o - pt .. o - pt + KH - 1 of the phase images, which are rows
     // 2(o - pt) + dy .. of x: a window of 2KH rows at stride 2 from 2o - 2pt.
-    const std::vector<Value*> inputs = conv->inputs;
-    const Attrs attrs = conv->attrs;
     conv->inputs[0] = x;
     conv->inputs[1] =
         g.add_constant(conv->input(1)->name + "_space_to_depth", moved_weights(w, phases, c));
@@ -122,12 +121,8 @@ bool SpaceToDepthConv::run(Graph& g, PassContext&) {
     conv->attrs.set("pads", pads);
     const TensorType type = conv->outputs[0]->type;
     infer_node(*conv);
-    if (!(conv->outputs[0]->type == type)) {  // not expected: the geometry above is exact
-      conv->inputs = inputs;
-      conv->attrs = attrs;
-      conv->outputs[0]->type = type;
-      continue;
-    }
+    YOLOC_CHECK(conv->outputs[0]->type == type, "space_to_depth_conv changed {}'s output type",
+                conv->label());
     changed = true;
   }
   if (changed) g.remove_dead();

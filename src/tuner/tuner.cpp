@@ -177,10 +177,11 @@ void Tuner::resume(const RecordSet& existing) {
   for (size_t i = 0; i < tasks_.size(); ++i)
     if (runs_[i].search.measured.empty()) fresh.insert(tasks_[i].key());
   for (const auto& [key, r] : nearest_batch_records(existing.records, query, fresh)) {
-    const TaskInfo& task = tasks_[index.at(key)].task;
+    const size_t i = index.at(key);
+    const TaskInfo& task = tasks_[i].task;
     const ScheduleConfig cfg = task.space.complete(r.config);
     if (!cfg.in_space(task.space) || !task.valid(cfg) || cfg == task.default_config) continue;
-    runs_[index.at(key)].transfer = cfg;
+    runs_[i].transfer = cfg;
     ++sum_.transferred;
   }
   if (sum_.resumed > 0 || sum_.stale > 0)
