@@ -9,6 +9,7 @@
 #                                     profile (per-kernel times), eval (mAP fp32 vs fp16),
 #                                     pdl (yolov8n with programmatic dependent launch on / off),
 #                                     streams (yolov8n with its kernels over 1..4 streams),
+#                                     branches (the memory plan's reuse, sequential / ordered),
 #                                     tune-run (one tuning run, see the step's comment),
 #                                     tunecmp (benches of untuned vs tuned records),
 #                                     tunedev (one tuning run on one GPU and on several),
@@ -104,6 +105,29 @@ for s in "$@"; do
           YOLOC_CUDA_STREAMS=$n check "$Y" bench "$work/st-b$b.ycm" --iters $((b > 8 ? 60 : 400)) \
             --warmup 30 --image "$S/data/images/bus.jpg" --json "$out/bench/streams$n-b$b.json"
           tail -7 "$log" | grep -E "network alone|pinned"
+        done
+      done
+      ;;
+    branches)  # the memory plan's reuse (compile --memory-reuse), network alone, fp16; ROUNDS
+      # alternations of the two, to see the spread between runs
+      for m in ${BRANCH_MODELS:-yolov8n yolox-nano-facemask}; do
+        for b in ${BATCHES:-1}; do
+          fam=(); [[ $m == yolox* ]] && fam=(--family yolox)
+          model=$S/models/$m.onnx
+          [[ $b == 1 ]] || model=$(python3 -c "import sys; sys.path.insert(0, 'bench'); from onnx_twin import dynamic_batch_twin as t; print(t('$model', '$work'))")
+          for reuse in sequential ordered; do
+            check "$Y" compile "$model" --target cuda --precision fp16 --batch "$b" "${fam[@]}" \
+              --memory-reuse "$reuse" -o "$work/br-$m-b$b-$reuse.ycm" --force
+          done
+          for r in $(seq 1 "${ROUNDS:-2}"); do
+            for reuse in sequential ordered; do
+              step "bench $m fp16 batch $b, memory reuse $reuse, round $r"
+              check "$Y" bench "$work/br-$m-b$b-$reuse.ycm" --network-only \
+                --iters $((b > 8 ? 60 : 400)) --warmup 30 \
+                --json "$out/bench/branches-$m-b$b-$reuse-r$r.json"
+              tail -4 "$log" | grep -E "network alone \(one"
+            done
+          done
         done
       done
       ;;

@@ -191,11 +191,56 @@ int enclosing_kernel(const Graph& g, const Value* v, const std::set<int>& kernel
   return kernel_of(p->group);
 }
 
-/// First-fit: the lowest aligned offset where `a` overlaps no placed allocation alive with it.
-uint64_t first_fit(const Allocation& a, const std::vector<const Allocation*>& placed) {
+/// The nodes that touch an allocation's bytes (by index in the graph's node order).
+struct Access {
+  std::set<int> writers;  ///< nodes storing a value into it (view nodes write nothing)
+  std::set<int> touch;    ///< the writers and every node reading a value of it
+};
+
+/// Ancestors of each node through the data (bit j of row i: node j's outputs reach node i).
+class Ancestry {
+ public:
+  explicit Ancestry(const std::vector<Node*>& nodes) : words_((nodes.size() + 63) / 64) {
+    std::map<const Node*, size_t> index;
+    for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i]] = i;
+    bits_.assign(nodes.size() * words_, 0);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      for (const Value* v : nodes[i]->inputs) {
+        if (!v || !v->producer) continue;
+        const size_t j = index.at(v->producer);
+        for (size_t w = 0; w < words_; ++w) bits_[i * words_ + w] |= bits_[j * words_ + w];
+        bits_[i * words_ + j / 64] |= uint64_t{1} << (j % 64);
+      }
+    }
+  }
+  bool reaches(int from, int to) const {
+    const auto f = static_cast<size_t>(from), t = static_cast<size_t>(to);
+    return (bits_[t * words_ + f / 64] >> (f % 64)) & 1;
+  }
+
+ private:
+  size_t words_;
+  std::vector<uint64_t> bits_;
+};
+
+/// Whether `later` (alive only after `earlier` died) may take earlier's bytes under kOrdered:
+/// every node touching `earlier` reaches every node writing `later`.
+bool ordered(const Access& earlier, const Access& later, const Ancestry& anc) {
+  for (int w : later.writers)
+    for (int t : earlier.touch)
+      if (!anc.reaches(t, w)) return false;
+  return true;
+}
+
+/// First-fit: the lowest aligned offset where allocation `a` overlaps no placed allocation it
+/// conflicts with (`conflict(a, p)`).
+template <typename Conflict>
+uint64_t first_fit(int a_index, const std::vector<Allocation>& all, const std::vector<int>& placed,
+                   Conflict conflict) {
+  const Allocation& a = all[static_cast<size_t>(a_index)];
   std::vector<const Allocation*> live;
-  for (const Allocation* p : placed)
-    if (p->first <= a.last && a.first <= p->last) live.push_back(p);
+  for (int p : placed)
+    if (conflict(a_index, p)) live.push_back(&all[static_cast<size_t>(p)]);
   std::sort(live.begin(), live.end(),
             [](const Allocation* x, const Allocation* y) { return x->offset < y->offset; });
   uint64_t offset = 0;
@@ -212,9 +257,11 @@ uint64_t stored_bytes(const Value& v) {
   return static_cast<uint64_t>(shape_numel(stored_shape(v))) * dtype_size(v.type.dtype);
 }
 
-MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged) {
+MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged, Reuse reuse) {
   MemoryPlan plan;
   const std::vector<Node*> nodes = g.nodes();
+  std::map<const Node*, int> node_index;
+  for (size_t i = 0; i < nodes.size(); ++i) node_index[nodes[i]] = static_cast<int>(i);
   // The kernel of each merged group: the set's first group; `unit` only of the sets whose
   // inner values are never stored.
   std::map<int, int> kernel, unit;
@@ -266,6 +313,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged) 
   }
   std::map<const Value*, int> alloc_of;  // root -> allocation index
   std::vector<const Value*> stored;      // the values in the arena
+  std::vector<Access> access;            // per allocation
   for (const Node* n : nodes) {
     for (const Value* v : n->outputs) {
       if (!v || v->is_constant()) continue;
@@ -292,13 +340,22 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged) 
           a.first = span.at(r.root->producer).first;
           a.last = span.at(r.root->producer).second;
           plan.allocations.push_back(a);
+          access.emplace_back();
         }
         Allocation& a = plan.allocations[it->second];
+        Access& acc = access[static_cast<size_t>(it->second)];
         // A view node writes nothing: inside a fused group its span would start the buffer's
         // life at the group's first node, before the kernel that writes the buffer.
-        if (!n->is_view()) a.first = std::min(a.first, span.at(n).first);
+        if (!n->is_view()) {
+          a.first = std::min(a.first, span.at(n).first);
+          acc.writers.insert(node_index.at(n));
+        }
+        acc.touch.insert(node_index.at(n));
         a.last = std::max(a.last, span.at(n).second);
-        for (const Node* u : g.users(v)) a.last = std::max(a.last, span.at(u).second);
+        for (const Node* u : g.users(v)) {
+          a.last = std::max(a.last, span.at(u).second);
+          acc.touch.insert(node_index.at(u));
+        }
         if (g.is_output(v)) a.last = end;
         slot.allocation = it->second;
         slot.offset = static_cast<uint64_t>(r.offset) * dtype_size(r.root->type.dtype);
@@ -308,17 +365,32 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged) 
     }
   }
 
-  std::vector<Allocation*> by_size;
-  for (Allocation& a : plan.allocations) {
-    plan.unshared_bytes += align(a.bytes);
-    by_size.push_back(&a);
+  std::vector<int> by_size;
+  for (size_t i = 0; i < plan.allocations.size(); ++i) {
+    plan.unshared_bytes += align(plan.allocations[i].bytes);
+    by_size.push_back(static_cast<int>(i));
   }
-  std::stable_sort(by_size.begin(), by_size.end(),
-                   [](const Allocation* x, const Allocation* y) { return x->bytes > y->bytes; });
-  std::vector<const Allocation*> placed;
-  for (Allocation* a : by_size) {
-    a->offset = first_fit(*a, placed);
-    plan.arena_bytes = std::max(plan.arena_bytes, align(a->offset + a->bytes));
+  std::stable_sort(by_size.begin(), by_size.end(), [&](int x, int y) {
+    return plan.allocations[static_cast<size_t>(x)].bytes >
+           plan.allocations[static_cast<size_t>(y)].bytes;
+  });
+  std::optional<Ancestry> ancestry;
+  if (reuse == Reuse::kOrdered) ancestry.emplace(nodes);
+  const auto conflict = [&](int x, int y) {
+    const Allocation &a = plan.allocations[static_cast<size_t>(x)],
+                     &b = plan.allocations[static_cast<size_t>(y)];
+    if (a.first <= b.last && b.first <= a.last) return true;
+    if (!ancestry) return false;
+    const bool a_first = a.last < b.first;
+    const Access& earlier = access[static_cast<size_t>(a_first ? x : y)];
+    const Access& later = access[static_cast<size_t>(a_first ? y : x)];
+    return !ordered(earlier, later, *ancestry);
+  };
+  std::vector<int> placed;
+  for (int a : by_size) {
+    Allocation& alloc = plan.allocations[static_cast<size_t>(a)];
+    alloc.offset = first_fit(a, plan.allocations, placed, conflict);
+    plan.arena_bytes = std::max(plan.arena_bytes, align(alloc.offset + alloc.bytes));
     placed.push_back(a);
   }
   for (const Value* v : stored) {

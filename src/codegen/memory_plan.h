@@ -73,13 +73,26 @@ struct MergedGroups {
   bool internal = true;
 };
 
+/// When an allocation may take the bytes of one that died before it.
+enum class Reuse {
+  /// Dead in the nodes' sequential order: for an executor that runs one kernel after another.
+  kSequential,
+  /// Also ordered by the data: every node that touches the dead allocation is an ancestor of
+  /// every node writing the new one. For kernels on concurrent streams (the CUDA runtime's
+  /// stream plan orders launches by the bytes they touch): a reuse then never makes a kernel wait
+  /// for one of an independent branch, as the P4 detect head's last convs would hold back the
+  /// P5 path of yolov8n at batch 1.
+  kOrdered,
+};
+
 /// Plans the arena of `g` (after optimize(): views and fused groups are honoured). Allocations
 /// are placed largest first, each at the lowest 64-byte aligned offset that does not overlap any
-/// placed allocation alive at the same time. Raises a UserError when a value to store has a
-/// shape that is not static.
+/// placed allocation it may not reuse (`reuse`; always one alive at the same time). Raises a
+/// UserError when a value to store has a shape that is not static.
 ///
 /// `merged`: groups that one kernel runs (see MergedGroups).
-MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged = {});
+MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged = {},
+                       Reuse reuse = Reuse::kSequential);
 
 /// Checks that no two allocations alive at the same time overlap, that offsets are aligned,
 /// that everything lies inside the arena and that every arena value lies inside its allocation;

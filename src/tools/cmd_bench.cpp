@@ -246,6 +246,7 @@ void run_bench(const BenchOptions& o) {
     j["kernels"] = cuda->program().launches.size();
     j["programmatic_launch"] = cuda->programmatic_launch();
     j["graph_streams"] = cuda->network_streams();
+    j["arena_bytes"] = cuda->program().arena_bytes;
     fmt::print("  network alone (one CUDA graph over {} stream{}{}, device memory): median {:.3f} ms"
                "  p99 {:.3f} ms  {:.1f} images/s\n",
                cuda->network_streams(), cuda->network_streams() > 1 ? "s" : "",

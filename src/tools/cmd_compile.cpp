@@ -1,6 +1,7 @@
 // yoloc compile MODEL.onnx [--target cpu|cuda] [--arch sm_90] [--precision fp32|fp16|bf16]
 //               [--batch N] [--imgsz N] [--family F] [--cc CXX] [--isa ISA] [--sign KEY]
-//               [--records FILE | --no-records] [--no-cache] [--b2b] [--force] -o OUT.ycm
+//               [--records FILE | --no-records] [--no-cache] [--b2b]
+//               [--memory-reuse ordered|sequential] [--force] -o OUT.ycm
 #include <fmt/format.h>
 
 #include <map>
@@ -101,6 +102,12 @@ void add_compile(CLI::App& app) {
   c->add_flag("--b2b", o->b2b,
               "cuda, batch <= 2: run a conv and the 1x1 conv alone reading it as one kernel "
               "(back-to-back pairs; not yet faster on an H200, so off by default)");
+  c->add_option("--memory-reuse", o->memory_reuse,
+                "cuda: how activations reuse dead bytes of the arena: 'ordered' (default: only "
+                "after every kernel that touched them, by the data; independent branches run at "
+                "once on the runtime's streams) or 'sequential' (the smallest arena, about 60 % "
+                "of it; branches then wait for each other)")
+      ->check(CLI::IsMember({"ordered", "sequential"}));
   c->add_flag("--force", o->force, "overwrite the output file if it exists");
   c->callback([o] {
     const CompileReport r = compile_model(*o);

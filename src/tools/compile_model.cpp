@@ -92,6 +92,7 @@ CompileReport compile_for_cuda(const CompileOptions& o,
   cuda.configs = o.configs;
   cuda.cache = o.no_cache ? nullptr : &codegen::BuildCache::user();
   cuda.b2b = o.b2b;
+  cuda.reuse = o.memory_reuse == "sequential" ? Reuse::kSequential : Reuse::kOrdered;
   CompileReport report;
   const std::string records = o.no_records      ? std::string()
                               : o.records.empty() ? default_cuda_records(cuda.arch)

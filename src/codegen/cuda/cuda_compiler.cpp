@@ -93,7 +93,9 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
       extract_cuda_tasks(g, sm, options.b2b, options.b2b_min_pixels);
   // A b2b pair's kernel reads the first group's inputs while it writes the second's outputs,
   // and its intermediate is never stored; a conv writes the outputs of the Resizes it absorbs.
-  out.plan = plan_memory(g, merged_groups(tasks));
+  // The runtime runs independent branches on concurrent streams, ordered by the bytes each
+  // launch touches: a reuse of bytes should not order two branches (Reuse::kOrdered).
+  out.plan = plan_memory(g, merged_groups(tasks), options.reuse);
   verify_memory_plan(out.plan);
   const ArenaMap arena(g, out.plan);
   Availability avail(g);

@@ -42,6 +42,11 @@ struct CudaCompileOptions {
   bool b2b = false;
   /// The smallest pair fused (extract_cuda_tasks): kB2bMinPixels, or less for tests of small maps.
   int64_t b2b_min_pixels = kB2bMinPixels;
+  /// How the memory plan reuses dead bytes (plan_memory, --memory-reuse): kOrdered, so that the
+  /// runtime's streams run independent branches without waiting for each other's bytes (on an
+  /// H200 at batch 1, fp16: yolov8n 0.263 -> 0.255 ms, yolox-nano 0.225 -> 0.204 ms), at about
+  /// 1.7x the sequential plan's arena (yolov8n at batch 128: 1377 MB against 826 MB).
+  Reuse reuse = Reuse::kOrdered;
 };
 
 struct CudaBuild {

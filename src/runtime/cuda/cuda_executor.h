@@ -85,7 +85,7 @@ class CudaExecutor {
   /// The streams the network's kernels are spread over (1: one after the other; see
   /// stream_plan.h; YOLOC_CUDA_STREAMS caps it, default kNetworkStreams).
   int network_streams() const { return plan_.streams; }
-  static constexpr int kNetworkStreams = 4;
+  static constexpr int kNetworkStreams = 8;
   /// Bytes of device memory this executor allocated (arena, weights, detection buffers).
   uint64_t device_bytes() const;
 
