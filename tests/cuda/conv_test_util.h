@@ -177,7 +177,7 @@ inline ScheduleConfig with_l1_epi(ScheduleConfig c, int64_t l1, int64_t epi) {
 
 /// For a K that is not a multiple of 64, configs whose channel tile divides K and is not a power
 /// of two (space(t) offers those: 80, 48, 144, ...): each in 16-wide warp tiles, staged and not,
-/// and in 48-wide ones where the tile holds them; 64 pixels per block in warp tiles of 32 pixels,
+/// and in 48- or 80-wide ones where the tile holds them; 64 pixels per block in warp tiles of 32 pixels,
 /// or of 64 where that would make more than 8 warps (80 channels in 16-wide warp tiles).
 inline std::vector<ScheduleConfig> exact_tile_configs(const CudaConvTask& t) {
   const ScheduleSpace space = TensorCoreConvTemplate::space(t);
@@ -185,7 +185,8 @@ inline std::vector<ScheduleConfig> exact_tile_configs(const CudaConvTask& t) {
   for (int64_t bn : space.knobs[1].domain) {
     if ((bn & (bn - 1)) == 0) continue;
     std::vector<int64_t> wns = {16};
-    if (bn % 48 == 0) wns.push_back(48);
+    for (int64_t w : {48, 80})
+      if (bn % w == 0) wns.push_back(w);
     for (int64_t wn : wns)
       for (int64_t epi : {0, 1}) {
         const int64_t wm = 2 * (bn / wn) > 8 ? 64 : 32;

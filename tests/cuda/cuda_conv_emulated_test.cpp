@@ -222,8 +222,8 @@ TEST(CudaConvEmulated, TensorCoreSplitKRules) {
 }
 
 // Channel tiles that divide K where K is not a multiple of 64 (the 80 class and 144 head
-// channels of YOLOv8): the space offers them, and 16- and 48-wide warp tiles, staged and fragment
-// epilogues, split-K and NCHW outputs compute them right.
+// channels of YOLOv8): the space offers them, and 16-, 48- and 80-wide warp tiles, staged and
+// fragment epilogues, split-K and NCHW outputs compute them right.
 TEST(CudaConvEmulated, TensorCoreExactChannelTiles) {
   const DType f16 = DType::kFloat16;
   const auto bn_domain = [](int64_t k) {
@@ -237,6 +237,15 @@ TEST(CudaConvEmulated, TensorCoreExactChannelTiles) {
   EXPECT_EQ(bn_domain(144), (V{16, 32, 48, 64, 128, 144, 256}));
   EXPECT_EQ(bn_domain(128), (V{16, 32, 64, 128, 256}));
   EXPECT_EQ(bn_domain(24), (V{16, 32, 64, 128, 256}));
+  const auto wn_domain = [](int64_t k) {
+    const CudaConvTask t =
+        CudaConvTask::dense(ConvTask::make(1, 16, 4, 4, k, 1, 1, 0, Activation::kNone),
+                            DType::kFloat16, DType::kFloat16);
+    return TensorCoreConvTemplate::space(t).knobs[4].domain;
+  };
+  EXPECT_EQ(wn_domain(80), (V{16, 32, 64, 80}));
+  EXPECT_EQ(wn_domain(144), (V{16, 32, 48, 64}));
+  EXPECT_EQ(wn_domain(128), (V{16, 32, 64}));
   std::vector<CudaConvTask> tasks = {
       sliced(ConvTask::make(1, 16, 6, 7, 80, 3, 1, 1, Activation::kSilu, true), f16, f16, {16, 0},
              {144, 64}, {80, 0}),
@@ -252,12 +261,16 @@ TEST(CudaConvEmulated, TensorCoreExactChannelTiles) {
       if (TensorCoreConvTemplate::valid(t, c)) todo.emplace_back(t, c);
     }
   }
-  // 80: 3 (epi 0 and 1, split); 144: tiles 48 and 144 in 16- and 48-wide warps, less 144 x 16
-  // (9 warps), and splits; 48 (NCHW): 4.
-  size_t bn80 = 0;
-  for (const auto& [t, c] : todo) bn80 += c.get("bn") == 80;
-  EXPECT_GE(bn80, 3u);
-  EXPECT_GE(todo.size(), 17u);
+  // 80: in 16- and 80-wide warps, epi 0 and 1, split; 144: tiles 48 and 144 in 16- and 48-wide
+  // warps, less 144 x 16 (9 warps), and splits; 48 (NCHW): 4.
+  size_t bn80 = 0, wn80 = 0;
+  for (const auto& [t, c] : todo) {
+    bn80 += c.get("bn") == 80;
+    wn80 += c.get("wn") == 80;
+  }
+  EXPECT_GE(bn80, 6u);
+  EXPECT_GE(wn80, 3u);
+  EXPECT_GE(todo.size(), 20u);
   run_configs(Template::kTensorCore, todo);
 }
 

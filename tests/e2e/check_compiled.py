@@ -2,7 +2,8 @@
 """Compiles a shared model for the CPU (`yoloc compile`; `--target cuda` on a GPU machine, at
 `--precision fp32|fp16|bf16`) and checks the artifact's outputs
 (`yoloc exec MODEL.ycm`) on a random input, at batch 1 and (for models with a dynamic batch)
-batch 2:
+batch 2 (`CHECK_BATCHES=1,4` takes other batches: at 4 the CUDA target's nearest Resizes have
+kernels of their own instead of the convs' upsampled copies):
 - against ONNX Runtime within 1e-4 relative, for float models;
 - for dynamically quantized models, which the CPU target compiles to fp32 (weights dequantized,
   activations kept in float), against the reference executor running the same rewrite
@@ -84,7 +85,8 @@ def main():
     inp = session.get_inputs()[0]
     dynamic_batch = not isinstance(inp.shape[0], int)
     failed = False
-    for batch in [1, 2] if dynamic_batch else [1]:
+    batches = [int(b) for b in os.environ.get("CHECK_BATCHES", "1,2").split(",")]
+    for batch in batches if dynamic_batch else [1]:
         artifact = os.path.join(args.work, f"model-b{batch}.ycm")
         t0 = time.time()
         p = common.run([args.yoloc, "compile", args.model, "-o", artifact, "--force",

@@ -32,34 +32,43 @@ bool alone_in_kernel(const Graph& g, const Node* r) {
 
 }  // namespace
 
+std::optional<std::pair<int64_t, int64_t>> nearest_factors(const Node& r) {
+  if (r.op != "Resize" || r.inputs.empty() || !r.input(0) || r.outputs.size() != 1 ||
+      r.attrs.get_string("mode", "nearest") != "nearest")
+    return std::nullopt;
+  const Value* y = r.input(0);
+  const Value* z = r.outputs[0];
+  if (!y->type.is_static() || y->layout.layout != Layout::kNHWC || !z->type.is_static() ||
+      z->layout != y->layout || z->type.dtype != y->type.dtype)
+    return std::nullopt;
+  const Shape xs = y->type.static_shape(), zs = z->type.static_shape();
+  if (xs.size() != 4 || zs.size() != 4 || zs[0] != xs[0] || zs[1] != xs[1]) return std::nullopt;
+  // Scales from the constant input when given (they may differ from the size ratio), else the
+  // size ratio (ONNX's rule for `sizes`).
+  double sh = static_cast<double>(zs[2]) / static_cast<double>(xs[2]);
+  double sw = static_cast<double>(zs[3]) / static_cast<double>(xs[3]);
+  const Value* sv = r.input(2);
+  if (sv && sv->known() && sv->known()->numel() == 4) {
+    const std::vector<double> s = sv->known()->to_doubles();
+    sh = s[2];
+    sw = s[3];
+  }
+  const auto fh = integer_factor(r, xs[2], zs[2], sh);
+  const auto fw = integer_factor(r, xs[3], zs[3], sw);
+  if (!fh || !fw) return std::nullopt;
+  return std::pair(*fh, *fw);
+}
+
 std::optional<UpsampleConsumer> upsample_consumer(const Graph& g, const Value* y) {
   if (!y || !y->type.is_static() || y->layout.layout != Layout::kNHWC) return std::nullopt;
   const Shape xs = y->type.static_shape();
   if (xs.size() != 4 || xs[0] > kUpsampleMaxBatch) return std::nullopt;
   for (const Node* r : g.users(y)) {
-    if (r->op != "Resize" || r->input(0) != y || r->outputs.size() != 1 ||
-        r->attrs.get_string("mode", "nearest") != "nearest" || !alone_in_kernel(g, r))
-      continue;
-    const Value* z = r->outputs[0];
-    if (!z->type.is_static() || z->layout != y->layout || z->type.dtype != y->type.dtype)
-      continue;
-    const Shape zs = z->type.static_shape();
-    if (zs.size() != 4 || zs[0] != xs[0] || zs[1] != xs[1]) continue;
-    // Scales from the constant input when given (they may differ from the size ratio), else
-    // the size ratio (ONNX's rule for `sizes`).
-    double sh = static_cast<double>(zs[2]) / static_cast<double>(xs[2]);
-    double sw = static_cast<double>(zs[3]) / static_cast<double>(xs[3]);
-    const Value* sv = r->input(2);
-    if (sv && sv->known() && sv->known()->numel() == 4) {
-      const std::vector<double> s = sv->known()->to_doubles();
-      sh = s[2];
-      sw = s[3];
-    }
-    const auto fh = integer_factor(*r, xs[2], zs[2], sh);
-    const auto fw = integer_factor(*r, xs[3], zs[3], sw);
-    const auto slice = channel_slice_of(g, z);
-    if (!fh || !fw || !slice) continue;
-    return UpsampleConsumer{r, {*fh, *fw, *slice}};
+    if (r->input(0) != y || !alone_in_kernel(g, r)) continue;
+    const auto f = nearest_factors(*r);
+    const auto slice = f ? channel_slice_of(g, r->outputs[0]) : std::nullopt;
+    if (!slice) continue;
+    return UpsampleConsumer{r, {f->first, f->second, *slice}};
   }
   return std::nullopt;
 }

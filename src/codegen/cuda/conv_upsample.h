@@ -3,6 +3,7 @@
 /// that the Resize needs no kernel of its own (the 2x upsamplings of YOLO necks read a conv's
 /// output).
 #include <optional>
+#include <utility>
 
 #include "codegen/cuda/conv_task.h"
 #include "ir/graph.h"
@@ -16,17 +17,20 @@ namespace yoloc::codegen::cuda {
 /// own.
 inline constexpr int64_t kUpsampleMaxBatch = 2;
 
+/// The integer factors (sh, sw) of a nearest Resize r of a static 4-D NHWC value into one of the
+/// same dtype and layout that keeps N and C, where output row o reads row o / sh and column o
+/// reads o / sw exactly as its mode, scales and coordinate transformation give them
+/// (cpu::nearest_indices); nullopt for any other node.
+std::optional<std::pair<int64_t, int64_t>> nearest_factors(const Node& r);
+
 struct UpsampleConsumer {
   const Node* resize = nullptr;  ///< its output is the copy
   CudaConvUp up;
 };
 
-/// The first user of the conv output y that the conv can write as its upsampled copy: a Resize
-/// alone in its kernel group, reading y (static 4-D, NHWC) into a value of the same dtype and
-/// layout that keeps N and C and scales H and W by integers sh, sw, where output row o reads row
-/// o / sh and column o reads o / sw exactly as the Resize's mode, scales and coordinate
-/// transformation give them (cpu::nearest_indices), and whose output lies in a channel slice
-/// (channel_slice_of). nullopt when no user is such a Resize.
+/// The first user of the conv output y (at batch <= kUpsampleMaxBatch) that the conv can write as
+/// its upsampled copy: a Resize alone in its kernel group reading y, with nearest_factors, whose
+/// output lies in a channel slice (channel_slice_of). nullopt when no user is such a Resize.
 std::optional<UpsampleConsumer> upsample_consumer(const Graph& g, const Value* y);
 
 }  // namespace yoloc::codegen::cuda

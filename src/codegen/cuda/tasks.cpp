@@ -15,6 +15,7 @@
 #include "codegen/cuda/simt_conv_template.h"
 #include "codegen/cuda/sppf_template.h"
 #include "codegen/cuda/tc_conv_template.h"
+#include "codegen/cuda/upsample_template.h"
 
 namespace yoloc::codegen::cuda {
 namespace {
@@ -266,6 +267,26 @@ std::optional<CudaTask> sppf_task(const Graph& g, const FusedGroup& grp) {
   return task;
 }
 
+std::optional<CudaTask> upsample_task(const Graph& g, const FusedGroup& grp) {
+  const auto t = upsample_task_from_group(g, grp);
+  if (!t) return std::nullopt;
+  CudaTask task;
+  task.template_name = "upsample";
+  task.key = t->key();
+  task.flops = static_cast<double>(t->n * t->c * t->h * t->w * t->sh * t->sw);  // elements stored
+  set_schedule<UpsampleTemplate>(task, *t);
+  task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& prefix) {
+    CudaLowered l;
+    CudaKernel k = UpsampleTemplate::emit(t, cfg, prefix);
+    l.source = std::move(k.source);
+    l.launches.push_back(std::move(k));
+    l.args.push_back(activation(t.x, t.in.offset, false));
+    l.args.push_back(activation(t.y, t.out.offset, true));
+    return l;
+  };
+  return task;
+}
+
 std::optional<CudaTask> detect_tail_task(const Graph& g, const FusedGroup& grp) {
   if (grp.kind != GroupKind::kDetectTail) return std::nullopt;
   const auto t = detect_tail_task_from_group(
@@ -303,6 +324,7 @@ std::optional<CudaTask> task_of_group(const Graph& g, const FusedGroup& grp, int
   if (auto t = conv_task<DwConvTemplate>(g, grp, kDwRule, sm)) return t;
   if (auto t = sppf_task(g, grp)) return t;
   if (auto t = detect_tail_task(g, grp)) return t;
+  if (auto t = upsample_task(g, grp)) return t;
   return generic_task(g, grp);
 }
 

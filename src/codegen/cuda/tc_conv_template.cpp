@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "codegen/cpu/emit_util.h"
 #include "codegen/cuda/cuda_emit.h"
@@ -39,12 +40,17 @@ std::vector<int64_t> channel_tiles(int64_t k) {
   return out;
 }
 
-// The warp tiles of output channels: 16, 32 and 64, and 48 where a block tile is a multiple of
-// 48 and not of 32 (144 = 3 x 48 with at most 8 warps).
+// The warp tiles of output channels: 16, 32 and 64, and 48 or 80 where a block tile is a
+// multiple of it and not of 32 (144 = 3 x 48 with at most 8 warps; the heads' 80 class channels
+// in one warp tile, 10 n8-tiles, so that a block of them need not be 16 channels wide, 5 warps
+// across, and at most 64 pixels tall).
 std::vector<int64_t> warp_channel_tiles(int64_t k) {
-  for (int64_t v : channel_tiles(k))
-    if (v % 48 == 0 && v % 32 != 0) return {16, 32, 48, 64};
-  return {16, 32, 64};
+  std::set<int64_t> out = {16, 32, 64};
+  for (int64_t v : channel_tiles(k)) {
+    for (int64_t w : {48, 80})
+      if (v % w == 0 && v % 32 != 0) out.insert(w);
+  }
+  return {out.begin(), out.end()};
 }
 
 // The pipeline's ring; with split-K at least the fp32 tile of partial sums that reuses it.
