@@ -177,8 +177,8 @@ inline ScheduleConfig with_l1_epi(ScheduleConfig c, int64_t l1, int64_t epi) {
 
 /// For a K that is not a multiple of 64, configs whose channel tile divides K and is not a power
 /// of two (space(t) offers those: 80, 48, 144, ...): each in 16-wide warp tiles, staged and not,
-/// and in 48- or 80-wide ones where the tile holds them; 64 pixels per block in warp tiles of 32 pixels,
-/// or of 64 where that would make more than 8 warps (80 channels in 16-wide warp tiles).
+/// and in 48- or 80-wide ones where the tile holds them; 64 pixels per block in warp tiles of 32
+/// pixels, or of 64 where that would make more than 8 warps (80 channels in 16-wide warp tiles).
 inline std::vector<ScheduleConfig> exact_tile_configs(const CudaConvTask& t) {
   const ScheduleSpace space = TensorCoreConvTemplate::space(t);
   std::vector<ScheduleConfig> out;

@@ -47,7 +47,8 @@ std::unique_ptr<Graph> resize_graph(int64_t n, int64_t c, int64_t h, int64_t w, 
 // Values that every storage dtype holds exactly: multiples of 1/8 in [-4, 4).
 Tensor exact_values(Shape s, uint32_t seed) {
   Tensor t = random_tensor(std::move(s), seed, -4.f, 4.f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = std::floor(t.data<float>()[i] * 8) / 8;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.data<float>()[i] = std::floor(t.data<float>()[i] * 8) / 8;
   return t;
 }
 
@@ -61,7 +62,8 @@ std::vector<uint8_t> to_nhwc(const Tensor& v, DType dtype, const ChannelSlice& s
       for (int64_t h = 0; h < d[2]; ++h)
         for (int64_t w = 0; w < d[3]; ++w) {
           const float f = v.data<float>()[((n * d[1] + c) * d[2] + h) * d[3] + w];
-          const size_t at = static_cast<size_t>(((n * d[2] + h) * d[3] + w) * s.stride + s.offset + c);
+          const size_t at =
+              static_cast<size_t>(((n * d[2] + h) * d[3] + w) * s.stride + s.offset + c);
           if (dtype == DType::kFloat32) std::memcpy(&buf[at * 4], &f, 4);
           if (dtype == DType::kFloat16) {
             const uint16_t b = Half(f).bits;
@@ -97,9 +99,9 @@ void check(const UpsampleTask& t, const CudaKernel& k, const EmulatedKernels& em
   const Tensor x = exact_values({t.n, t.c, t.h, t.w}, 3);
   const Tensor want = run_reference(g, {{"x", x}}).at(0).tensor;
   const std::vector<uint8_t> xin = to_nhwc(x, t.dtype, t.in);
-  std::vector<uint8_t> y(static_cast<size_t>(t.n * t.h * t.sh * t.w * t.sw * t.out.stride) *
-                             dtype_size(t.dtype),
-                         0xEE);
+  std::vector<uint8_t> y(
+      static_cast<size_t>(t.n * t.h * t.sh * t.w * t.sw * t.out.stride) * dtype_size(t.dtype),
+      0xEE);
   ASSERT_EQ(emu.launch(k, {{xin.data(), xin.size()}, {y.data(), y.size()}}), "");
   const int64_t oh = t.h * t.sh, ow = t.w * t.sw;
   int bad = 0;
@@ -114,8 +116,7 @@ void check(const UpsampleTask& t, const CudaKernel& k, const EmulatedKernels& em
               bad += y[at * dtype_size(t.dtype) + b] != 0xEE;
             continue;
           }
-          const float exp =
-              want.data<float>()[((n * t.c + c - t.out.offset) * oh + h) * ow + w];
+          const float exp = want.data<float>()[((n * t.c + c - t.out.offset) * oh + h) * ow + w];
           bad += stored(y, t.dtype, at) != exp;
         }
   EXPECT_EQ(bad, 0);
@@ -140,8 +141,8 @@ UpsampleTask task_of(const Graph& g, DType dtype, ChannelSlice in, ChannelSlice 
 // them) take the upsample template, reading and writing concat slices.
 TEST(UpsampleTask, Yolov5nNeckResizesAtBatch4) {
   const char* env = std::getenv("YOLOC_SHARED_DIR");
-  const auto path = std::filesystem::path(env ? env : YOLOC_SHARED_DIR) / "models" /
-                    "yolov5n-fp16-dynbatch.onnx";
+  const auto path =
+      std::filesystem::path(env ? env : YOLOC_SHARED_DIR) / "models" / "yolov5n-fp16-dynbatch.onnx";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
   onnx_frontend::ImportOptions io;
   io.fix_dims = {{"batch", 4}, {"height", 640}, {"width", 640}};
@@ -155,9 +156,9 @@ TEST(UpsampleTask, Yolov5nNeckResizesAtBatch4) {
     if (t.template_name == "upsample") keys.push_back(t.key);
     EXPECT_EQ(t.key.find("Resize"), std::string::npos) << "left to " << t.template_name;
   }
-  EXPECT_EQ(keys, (std::vector<std::string>{
-                      "cuda_upsample f16 n4 c128 h20 w20 x2x2 in256+128 out256+0",
-                      "cuda_upsample f16 n4 c64 h40 w40 x2x2 in128+64 out128+0"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"cuda_upsample f16 n4 c128 h20 w20 x2x2 in256+128 out256+0",
+                                      "cuda_upsample f16 n4 c64 h40 w40 x2x2 in128+64 out128+0"}));
 }
 
 // A bilinear Resize and slices that break the 16-byte pieces stay with other templates.
@@ -212,10 +213,12 @@ TEST(UpsampleEmulated, DtypesFactorsSlicesAndConfigs) {
   }
   EXPECT_EQ(kernels.size(), 36u);
   const EmulatedKernels emu(kernels);
-  for (size_t i = 0; i < kernels.size(); ++i) check(runs[i].second, kernels[i], emu, *runs[i].first);
+  for (size_t i = 0; i < kernels.size(); ++i)
+    check(runs[i].second, kernels[i], emu, *runs[i].first);
 }
 
-// --- NVRTC ----------------------------------------------------------------------------------------
+// --- NVRTC
+// ----------------------------------------------------------------------------------------
 
 TEST(UpsampleNvrtc, KernelsBuild) {
   const auto g = resize_graph(4, 256, 20, 20, 2.f, 2.f);
@@ -226,7 +229,8 @@ TEST(UpsampleNvrtc, KernelsBuild) {
     const ScheduleSpace space = UpsampleTemplate::space(t);
     for (int64_t px : space.find("px")->domain) {
       const std::string sym = fmt::format("up_{}", symbols.size());
-      source += UpsampleTemplate::emit(t, ScheduleConfig({{"threads", 256}, {"px", px}}), sym).source;
+      source +=
+          UpsampleTemplate::emit(t, ScheduleConfig({{"threads", 256}, {"px", px}}), sym).source;
       symbols.push_back(sym);
     }
   }
@@ -235,7 +239,10 @@ TEST(UpsampleNvrtc, KernelsBuild) {
     NvrtcOptions opts;
     opts.arch = arch;
     const CompiledModule out = nvrtc_compile(source, symbols.front(), opts);
-    EXPECT_EQ(out.cubin.compare(0, 4, "\x7f" "ELF"), 0);
+    EXPECT_EQ(out.cubin.compare(0, 4,
+                                "\x7f"
+                                "ELF"),
+              0);
   }
 }
 

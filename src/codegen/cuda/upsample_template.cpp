@@ -61,8 +61,8 @@ int64_t UpsampleTask::vec() const { return 16 / static_cast<int64_t>(dtype_size(
 
 std::string UpsampleTask::key() const {
   return fmt::format("cuda_upsample {} n{} c{} h{} w{} x{}x{} in{}+{} out{}+{}",
-                     short_dtype_name(dtype), n, c, h, w, sh, sw, in.stride, in.offset,
-                     out.stride, out.offset);
+                     short_dtype_name(dtype), n, c, h, w, sh, sw, in.stride, in.offset, out.stride,
+                     out.offset);
 }
 
 std::optional<UpsampleTask> upsample_task_from_group(const Graph& g, const FusedGroup& grp,
@@ -98,8 +98,8 @@ bool UpsampleTemplate::matches(const UpsampleTask& t) {
   const auto fits = [&](const ChannelSlice& s) {
     return s.offset >= 0 && s.offset + t.c <= s.stride && s.stride % v == 0 && s.offset % v == 0;
   };
-  return t.sh >= 1 && t.sh <= kMaxUpsampleFactor && t.sw >= 1 && t.sw <= kMaxUpsampleFactor && t.c % v == 0 &&
-         fits(t.in) && fits(t.out) && upsample_pieces(t) < (int64_t{1} << 31);
+  return t.sh >= 1 && t.sh <= kMaxUpsampleFactor && t.sw >= 1 && t.sw <= kMaxUpsampleFactor &&
+         t.c % v == 0 && fits(t.in) && fits(t.out) && upsample_pieces(t) < (int64_t{1} << 31);
 }
 
 ScheduleSpace UpsampleTemplate::space(const UpsampleTask&) {
@@ -126,21 +126,20 @@ CudaKernel UpsampleTemplate::emit(const UpsampleTask& t, const ScheduleConfig& c
               t.key());
   const int64_t threads = cfg.get("threads"), px = cfg.get("px");
   std::string body = kUpsampleBody;
-  const std::pair<const char*, std::string> subs[] = {
-      {"@SYM@", symbol},
-      {"@N@", std::to_string(t.n)},
-      {"@C@", std::to_string(t.c)},
-      {"@H@", std::to_string(t.h)},
-      {"@W@", std::to_string(t.w)},
-      {"@SH@", std::to_string(t.sh)},
-      {"@SW@", std::to_string(t.sw)},
-      {"@VEC@", std::to_string(t.vec())},
-      {"@THREADS@", std::to_string(threads)},
-      {"@PX@", std::to_string(px)},
-      {"@IS@", std::to_string(t.in.stride)},
-      {"@IO@", std::to_string(t.in.offset)},
-      {"@OS@", std::to_string(t.out.stride)},
-      {"@OO@", std::to_string(t.out.offset)}};
+  const std::pair<const char*, std::string> subs[] = {{"@SYM@", symbol},
+                                                      {"@N@", std::to_string(t.n)},
+                                                      {"@C@", std::to_string(t.c)},
+                                                      {"@H@", std::to_string(t.h)},
+                                                      {"@W@", std::to_string(t.w)},
+                                                      {"@SH@", std::to_string(t.sh)},
+                                                      {"@SW@", std::to_string(t.sw)},
+                                                      {"@VEC@", std::to_string(t.vec())},
+                                                      {"@THREADS@", std::to_string(threads)},
+                                                      {"@PX@", std::to_string(px)},
+                                                      {"@IS@", std::to_string(t.in.stride)},
+                                                      {"@IO@", std::to_string(t.in.offset)},
+                                                      {"@OS@", std::to_string(t.out.stride)},
+                                                      {"@OO@", std::to_string(t.out.offset)}};
   for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
   CudaKernel k;
   k.symbol = symbol;

@@ -24,10 +24,10 @@ namespace yoloc::codegen::cuda {
 
 /// The workload of one upsample group.
 struct UpsampleTask {
-  DType dtype = DType::kFloat16;  ///< storage of x and y
+  DType dtype = DType::kFloat16;       ///< storage of x and y
   int64_t n = 0, c = 0, h = 0, w = 0;  ///< x's shape
   int64_t sh = 1, sw = 1;              ///< y is n x c x (h * sh) x (w * sw)
-  const Value* x = nullptr;  ///< may be null in tests, as y
+  const Value* x = nullptr;            ///< may be null in tests, as y
   const Value* y = nullptr;
   ChannelSlice in, out;  ///< x and y in their buffers
 
