@@ -36,6 +36,19 @@ const Allocation& alloc_of(const MemoryPlan& p, const std::string& value) {
   return p.allocations.at(p.values.at(value).allocation);
 }
 
+// The shared yolov8n optimized for `target`; null when the model is not there.
+std::unique_ptr<Graph> optimized_yolov8n(const char* target) {
+  const char* env = std::getenv("YOLOC_SHARED_DIR");
+  const std::filesystem::path model =
+      std::filesystem::path(env ? env : YOLOC_SHARED_DIR) / "models" / "yolov8n.onnx";
+  if (!std::filesystem::exists(model)) return nullptr;
+  auto g = onnx_frontend::import_onnx(model.string());
+  PassContext ctx;
+  ctx.target = target;
+  optimize(*g, ctx);
+  return g;
+}
+
 }  // namespace
 
 // Three 128-byte values in a chain: a and c never live together, so c reuses a's bytes.
@@ -332,14 +345,8 @@ TEST(MemoryPlan, VerifierCatchesBrokenPlans) {
 }
 
 TEST(MemoryPlan, Yolov8nArenaIsAtMostHalfTheNaiveSum) {
-  const char* env = std::getenv("YOLOC_SHARED_DIR");
-  const std::filesystem::path model =
-      std::filesystem::path(env ? env : YOLOC_SHARED_DIR) / "models" / "yolov8n.onnx";
-  if (!std::filesystem::exists(model)) GTEST_SKIP() << "no " << model;
-  auto g = onnx_frontend::import_onnx(model.string());
-  PassContext ctx;
-  ctx.target = "cpu";
-  optimize(*g, ctx);
+  const auto g = optimized_yolov8n("cpu");
+  if (!g) GTEST_SKIP() << "no yolov8n.onnx";
   const MemoryPlan p = plan_memory(*g);
   verify_memory_plan(p);
   std::printf("yolov8n: arena %.2f MB, naive %.2f MB (%.1f %%), unshared %.2f MB, %zu buffers\n",
@@ -356,14 +363,8 @@ TEST(MemoryPlan, Yolov8nArenaIsAtMostHalfTheNaiveSum) {
 // this (the P5 path takes bytes the P4 detect head used, so on the runtime's streams it would wait
 // for the head); the ordered plan keeps it, at less than twice the arena.
 TEST(MemoryPlan, Yolov8nOrderedReuseFollowsTheData) {
-  const char* env = std::getenv("YOLOC_SHARED_DIR");
-  const std::filesystem::path model =
-      std::filesystem::path(env ? env : YOLOC_SHARED_DIR) / "models" / "yolov8n.onnx";
-  if (!std::filesystem::exists(model)) GTEST_SKIP() << "no " << model;
-  auto g = onnx_frontend::import_onnx(model.string());
-  PassContext ctx;
-  ctx.target = "cuda";
-  optimize(*g, ctx);
+  const auto g = optimized_yolov8n("cuda");
+  if (!g) GTEST_SKIP() << "no yolov8n.onnx";
   const std::vector<Node*> nodes = g->nodes();
   std::map<const Node*, std::set<const Node*>> reach;  // nodes downstream of each node
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {

@@ -36,6 +36,14 @@ CudaArg constant(const Tensor& t) {
   return a;
 }
 
+// A task of one kernel: its source, and the launch (whose own source is then empty).
+CudaLowered one_kernel(CudaKernel k) {
+  CudaLowered l;
+  l.source = std::move(k.source);
+  l.launches.push_back(std::move(k));
+  return l;
+}
+
 bool nhwc(const Value* v) { return !v || v->layout.layout == Layout::kNHWC; }
 
 /// How a conv template takes part in the task extraction.
@@ -99,10 +107,7 @@ CudaTask conv_task(const CudaConvTask& t, const cpu::ConvOperands& o, const Conv
   set_schedule<T>(task, t);
   const Value* up_value = resize ? resize->outputs[0] : nullptr;
   task.lower = [t, o, up_value](const ScheduleConfig& cfg, const std::string& prefix) {
-    CudaLowered l;
-    CudaKernel k = T::emit(t, cfg, prefix);
-    l.source = std::move(k.source);
-    l.launches.push_back(std::move(k));
+    CudaLowered l = one_kernel(T::emit(t, cfg, prefix));
     l.args.push_back(activation(o.x, t.in.offset, false));
     const Tensor w = o.w->data.cast(DType::kFloat32);
     l.args.push_back(constant(T::pack_weights(t, w.data<float>())));
@@ -254,10 +259,7 @@ std::optional<CudaTask> sppf_task(const Graph& g, const FusedGroup& grp) {
   }
   set_schedule<SppfTemplate>(task, *t);
   task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& prefix) {
-    CudaLowered l;
-    CudaKernel k = SppfTemplate::emit(t, cfg, prefix);
-    l.source = std::move(k.source);
-    l.launches.push_back(std::move(k));
+    CudaLowered l = one_kernel(SppfTemplate::emit(t, cfg, prefix));
     l.args.push_back(activation(t.x, t.in.offset, false));
     for (size_t i = 0; i < t.outputs.size(); ++i) {
       l.args.push_back(activation(t.outputs[i], t.out_slices[i].offset, true));
@@ -276,10 +278,7 @@ std::optional<CudaTask> upsample_task(const Graph& g, const FusedGroup& grp) {
   task.flops = static_cast<double>(t->n * t->c * t->h * t->w * t->sh * t->sw);  // elements stored
   set_schedule<UpsampleTemplate>(task, *t);
   task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& prefix) {
-    CudaLowered l;
-    CudaKernel k = UpsampleTemplate::emit(t, cfg, prefix);
-    l.source = std::move(k.source);
-    l.launches.push_back(std::move(k));
+    CudaLowered l = one_kernel(UpsampleTemplate::emit(t, cfg, prefix));
     l.args.push_back(activation(t.x, t.in.offset, false));
     l.args.push_back(activation(t.y, t.out.offset, true));
     return l;
@@ -300,10 +299,7 @@ std::optional<CudaTask> detect_tail_task(const Graph& g, const FusedGroup& grp) 
                static_cast<double>(4 * t->sides * t->bins + 4 * t->classes);
   set_schedule<DetectTailTemplate>(task, *t);
   task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& prefix) {
-    CudaLowered l;
-    CudaKernel k = DetectTailTemplate::emit(t, cfg, prefix);
-    l.source = std::move(k.source);
-    l.launches.push_back(std::move(k));
+    CudaLowered l = one_kernel(DetectTailTemplate::emit(t, cfg, prefix));
     for (const CudaOperand& o : t.inputs) l.args.push_back(activation(o.value, 0, false));
     Tensor table(DType::kFloat32, {static_cast<int64_t>(std::max<size_t>(t.table.size(), 1))});
     std::fill_n(table.data<float>(), table.numel(), 0.f);
