@@ -217,6 +217,18 @@ TEST(UpsampleEmulated, DtypesFactorsSlicesAndConfigs) {
     check(runs[i].second, kernels[i], emu, *runs[i].first);
 }
 
+// yolov8n's first neck upsampling (out of and into 384-channel concat buffers) at batch 4 with
+// 4 pieces a thread and 512 threads: the config a batch-128 tuning run once saw write a wrong
+// value on the H200 (the GPU test CudaGpuUpsample runs it there).
+TEST(UpsampleEmulated, Yolov8nSlicesAtFourPiecesA512ThreadBlock) {
+  const auto g = resize_graph(4, 256, 20, 20, 2.f, 2.f);
+  const UpsampleTask t = task_of(*g, DType::kFloat16, {384, 128}, {384, 0});
+  const CudaKernel k =
+      UpsampleTemplate::emit(t, ScheduleConfig({{"threads", 512}, {"px", 4}}), "yc_v8");
+  const EmulatedKernels emu({k});
+  check(t, k, emu, *g);
+}
+
 // --- NVRTC
 // ----------------------------------------------------------------------------------------
 
