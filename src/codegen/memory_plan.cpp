@@ -200,14 +200,14 @@ struct Access {
 /// Ancestors of each node through the data (bit j of row i: node j's outputs reach node i).
 class Ancestry {
  public:
-  explicit Ancestry(const std::vector<Node*>& nodes) : words_((nodes.size() + 63) / 64) {
-    std::map<const Node*, size_t> index;
-    for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i]] = i;
+  /// `index`: each node's position in `nodes`.
+  Ancestry(const std::vector<Node*>& nodes, const std::map<const Node*, int>& index)
+      : words_((nodes.size() + 63) / 64) {
     bits_.assign(nodes.size() * words_, 0);
     for (size_t i = 0; i < nodes.size(); ++i) {
       for (const Value* v : nodes[i]->inputs) {
         if (!v || !v->producer) continue;
-        const size_t j = index.at(v->producer);
+        const auto j = static_cast<size_t>(index.at(v->producer));
         for (size_t w = 0; w < words_; ++w) bits_[i * words_ + w] |= bits_[j * words_ + w];
         bits_[i * words_ + j / 64] |= uint64_t{1} << (j % 64);
       }
@@ -375,7 +375,7 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged, 
            plan.allocations[static_cast<size_t>(y)].bytes;
   });
   std::optional<Ancestry> ancestry;
-  if (reuse == Reuse::kOrdered) ancestry.emplace(nodes);
+  if (reuse == Reuse::kOrdered) ancestry.emplace(nodes, node_index);
   const auto conflict = [&](int x, int y) {
     const Allocation &a = plan.allocations[static_cast<size_t>(x)],
                      &b = plan.allocations[static_cast<size_t>(y)];

@@ -115,6 +115,10 @@ std::optional<ChannelSlice> channel_slice_of(const Graph& g, const Value* v) {
   return placement(g, v, 0);
 }
 
+bool is_storage_dtype(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
+}
+
 const char* short_dtype_name(DType t) {
   switch (t) {
     case DType::kFloat32: return "f32";

@@ -145,6 +145,8 @@ inline constexpr int64_t kMaxSharedBytes = 99 * 1024;
 
 /// "f32", "f16", "bf16" (the dtypes the CUDA templates store); "?" otherwise.
 const char* short_dtype_name(DType t);
+/// True for the dtypes the CUDA templates store activations in: fp32, fp16, bf16.
+bool is_storage_dtype(DType t);
 
 /// t's OIHW float32 weights transposed to tap-major rows, as the direct and depthwise templates
 /// read them: [(C / groups) * KH * KW][KP], row = tap (c, kh, kw) in OIHW's order, KP = K

@@ -19,9 +19,6 @@ namespace {
 
 using Operand = DetectTailOperand;
 
-bool is_storage(DType t) {
-  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
-}
 
 // Channels `channel` .. + `channels` of head output `input`.
 struct Segment {
@@ -183,7 +180,7 @@ class Matcher {
     if (v->is_constant() || (v->producer && v->producer->group == grp_.id) || !s || s->size() != 4)
       return std::nullopt;
     CudaOperand o = operand_of_(v);
-    if (!is_storage(o.dtype) || o.strides.size() != 4) return std::nullopt;
+    if (!is_storage_dtype(o.dtype) || o.strides.size() != 4) return std::nullopt;
     task_.inputs.push_back(std::move(o));
     return static_cast<int>(task_.inputs.size() - 1);
   }
@@ -493,7 +490,7 @@ class Matcher {
     }
     task_.classes = cls_->channels;
     task_.output = operand_of_(y);
-    if (!is_storage(task_.output.dtype) || task_.output.strides.size() != 3)
+    if (!is_storage_dtype(task_.output.dtype) || task_.output.strides.size() != 3)
       return fail("output not fp32 / fp16 / bf16 of rank 3");
     tracked_[y] = Final{};
     final_ = true;
@@ -607,11 +604,11 @@ bool DetectTailTemplate::matches(const DetectTailTask& t) {
             t.sides * t.bins <= 256 && t.classes > 0 && !t.inputs.empty() && !t.levels.empty() &&
             static_cast<int64_t>(t.dfl_weights.size()) == t.bins && !t.box_out.empty() &&
             (t.class_offset == 0 || t.class_offset == static_cast<int64_t>(t.box_out.size())) &&
-            is_storage(t.output.dtype) && t.output.strides.size() == 3 &&
+            is_storage_dtype(t.output.dtype) && t.output.strides.size() == 3 &&
             static_cast<int64_t>(t.table.size()) % t.anchors == 0 &&
             t.n * t.anchors < (int64_t{1} << 31);
   if (!ok) return false;
-  for (const CudaOperand& o : t.inputs) ok = ok && is_storage(o.dtype) && o.strides.size() == 4;
+  for (const CudaOperand& o : t.inputs) ok = ok && is_storage_dtype(o.dtype) && o.strides.size() == 4;
   int64_t first = 0;
   const auto in_range = [&t](int i) { return i >= 0 && static_cast<size_t>(i) < t.inputs.size(); };
   for (const DetectTailLevel& l : t.levels) {

@@ -78,9 +78,6 @@ bool reads_int64(const Node& n) {
   return is_alias(n.op) || kOps.count(n.op) || (n.def && n.def->has(kTraitElementwise));
 }
 
-bool is_storage_dtype(DType t) {
-  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
-}
 
 int64_t norm_axis(int64_t axis, size_t rank) {
   return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;

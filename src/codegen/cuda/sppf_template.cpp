@@ -50,9 +50,6 @@ std::optional<Win> same_size_window(const Node& n) {
   return Win{k[0], k[1], p[0], p[1]};
 }
 
-bool is_storage(DType t) {
-  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
-}
 
 bool nhwc(const Value* v) { return v->layout.layout == Layout::kNHWC; }
 
@@ -365,7 +362,7 @@ std::optional<SppfTask> sppf_task_from_group(const Graph& g, const FusedGroup& g
         Win{base.kh + win->kh - 1, base.kw + win->kw - 1, base.pt + win->pt, base.pl + win->pl};
   }
   if (!x) return refuse("no MaxPool");
-  if (!nhwc(x) || !is_storage(x->type.dtype)) return refuse("input not NHWC fp32/fp16/bf16");
+  if (!nhwc(x) || !is_storage_dtype(x->type.dtype)) return refuse("input not NHWC fp32/fp16/bf16");
 
   SppfTask t;
   t.dtype = x->type.dtype;
@@ -429,7 +426,7 @@ bool SppfTemplate::matches(const SppfTask& t) {
   const auto holds = [&t](const ChannelSlice& s) {
     return s.offset >= 0 && s.offset + t.c <= s.stride;
   };
-  bool ok = is_storage(t.dtype) && t.n > 0 && t.c > 0 && t.h > 0 && t.w > 0 &&
+  bool ok = is_storage_dtype(t.dtype) && t.n > 0 && t.c > 0 && t.h > 0 && t.w > 0 &&
             t.n * t.h * t.w < (int64_t{1} << 31) && holds(t.in) && !t.stages.empty() &&
             t.outputs.size() == t.out_slices.size();
   for (const SppfStage& s : t.stages) {

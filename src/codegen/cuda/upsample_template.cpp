@@ -12,10 +12,6 @@ namespace {
 
 constexpr int64_t kMaxUpsampleFactor = 8;
 
-bool upsample_dtype(DType t) {
-  return t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
-}
-
 int64_t upsample_pieces(const UpsampleTask& t) { return t.n * t.h * t.w * (t.c / t.vec()); }
 
 const char* const kUpsampleBody = R"(namespace @SYM@_ns {
@@ -93,7 +89,7 @@ std::optional<UpsampleTask> upsample_task_from_group(const Graph& g, const Fused
 }
 
 bool UpsampleTemplate::matches(const UpsampleTask& t) {
-  if (!upsample_dtype(t.dtype) || t.n <= 0 || t.c <= 0 || t.h <= 0 || t.w <= 0) return false;
+  if (!is_storage_dtype(t.dtype) || t.n <= 0 || t.c <= 0 || t.h <= 0 || t.w <= 0) return false;
   const int64_t v = t.vec();
   const auto fits = [&](const ChannelSlice& s) {
     return s.offset >= 0 && s.offset + t.c <= s.stride && s.stride % v == 0 && s.offset % v == 0;
