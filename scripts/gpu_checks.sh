@@ -6,7 +6,8 @@
 #                                     model compiled for cuda vs ONNX Runtime, fp32 and fp16),
 #                                     detect (detections fp32 / fp16 vs ONNX Runtime),
 #                                     bench (yoloc bench of yolov8n and yolox-nano, batch 1),
-#                                     profile (per-kernel times), eval (mAP fp32 vs fp16),
+#                                     profile (per-kernel times; at batch 1 also inside the graph,
+#                                     profile --in-graph), eval (mAP fp32 vs fp16),
 #                                     pdl (yolov8n with programmatic dependent launch on / off),
 #                                     streams (yolov8n with its kernels over 1..4 streams),
 #                                     branches (the memory plan's reuse, sequential / ordered),
@@ -140,8 +141,10 @@ for s in "$@"; do
           step "profile $m fp16 batch $b"
           check "$Y" compile "$model" --target cuda --precision fp16 --batch "$b" "${fam[@]}" \
             -o "$work/$m-b$b-prof.ycm" --force
-          check "$Y" profile "$work/$m-b$b-prof.ycm" --iters 20 --top 40 \
+          ig=(); [[ $b == 1 ]] && ig=(--in-graph)
+          check "$Y" profile "$work/$m-b$b-prof.ycm" --iters 20 --top 40 "${ig[@]}" \
             --json "$out/bench/profile-$m-b$b.json"
+          [[ $b == 1 ]] && check python3 tests/e2e/check_in_graph_profile.py "$out/bench/profile-$m-b$b.json"
         done
       done
       ;;

@@ -1,5 +1,7 @@
-// yoloc profile MODEL [--iters N] [--threads N] [--batch N] [--json FILE]: the time of every
-// kernel of a compiled model, slowest first, with its template, workload and GFLOP/s.
+// yoloc profile MODEL [--iters N] [--threads N] [--batch N] [--in-graph] [--json FILE]: the time
+// of every kernel of a compiled model, slowest first, with its template, workload and GFLOP/s;
+// with --in-graph (CUDA) also what each kernel adds to the network's latency inside its CUDA
+// graph, ordered by that.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@ struct ProfileOptions {
   int threads = 0;
   int device = 0;
   int top = 25;
+  bool in_graph = false;
   std::string json;
 };
 
@@ -43,6 +46,8 @@ void run_profile(const ProfileOptions& o) {
   const PreparedArtifact prepared = prepare_artifact(o.model, o.batch);
   auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(prepared.path));
   std::unique_ptr<runtime::Engine> engine = runtime::Engine::open(art, {o.threads, o.device});
+  if (o.in_graph && engine->cpu())
+    user_error("--in-graph times kernels inside a CUDA graph; '{}' is a CPU artifact", o.model);
   std::vector<Tensor> inputs;
   std::mt19937 rng(0);
   std::uniform_real_distribution<float> dist(0.f, 1.f);
@@ -57,6 +62,9 @@ void run_profile(const ProfileOptions& o) {
   std::vector<std::string> symbols;
   std::vector<nlohmann::json> tasks;
   std::vector<std::vector<double>> samples;
+  // --in-graph: the latency each kernel adds inside the CUDA graph (profile_prefixes).
+  std::vector<double> added;
+  nlohmann::json graph_totals;
   engine->run(inputs);  // warm-up
   if (runtime::Executor* exec = engine->cpu()) {
     for (const runtime::KernelCall& c : exec->program().calls) {
@@ -81,6 +89,20 @@ void run_profile(const ProfileOptions& o) {
       const std::vector<double> ms = cuda->profile_launches();
       for (size_t i = 0; i < samples.size(); ++i) samples[i].push_back(ms[i]);
     }
+    if (o.in_graph) {
+      const int replays = 20;
+      const std::vector<double> prefix = cuda->profile_prefixes(o.iters, replays);
+      for (size_t i = 0; i < prefix.size(); ++i)
+        added.push_back(prefix[i] - (i > 0 ? prefix[i - 1] : 0.0));
+      const std::vector<double> idle = cuda->time_network(10, o.iters * 5);
+      graph_totals = {{"network_queued_ms", cuda->time_network_queued(o.iters, replays)},
+                      {"network_from_idle_ms", median(idle)},
+                      {"last_prefix_ms", prefix.empty() ? 0.0 : prefix.back()}};
+      fmt::print("network graph: {:.4f} ms per replay back to back, {:.4f} ms each from an idle "
+                 "stream (the host's launch included)\n",
+                 graph_totals["network_queued_ms"].get<double>(),
+                 graph_totals["network_from_idle_ms"].get<double>());
+    }
   }
 #endif
   const size_t n = symbols.size();
@@ -94,11 +116,13 @@ void run_profile(const ProfileOptions& o) {
     rows.push_back({i, median(samples[i])});
     total += rows.back().ms;
   }
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ms > b.ms; });
+  auto key = [&](const Row& r) { return added.empty() ? r.ms : added[r.call]; };
+  std::sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) { return key(a) > key(b); });
   nlohmann::json out = nlohmann::json::array();
   fmt::print("{}: {} kernels, {}, sum of kernel medians {:.3f} ms\n", o.model, n, engine->device(),
              total);
-  fmt::print("{:>5} {:>9} {:>6} {:>8}  {:<12} {}\n", "call", "ms", "%", "GFLOP/s", "template",
+  fmt::print("{:>5} {:>9} {:>6} {:>8}{}  {:<12} {}\n", "call", "ms", "%", "GFLOP/s",
+             added.empty() ? "" : fmt::format(" {:>9}", "+graph ms"), "template",
              "workload | config");
   for (size_t r = 0; r < rows.size(); ++r) {
     const nlohmann::json& task = tasks[rows[r].call];
@@ -109,14 +133,20 @@ void run_profile(const ProfileOptions& o) {
                    {"median_ms", rows[r].ms},
                    {"gflops", gflops},
                    {"task", task}});
+    if (!added.empty()) out.back()["in_graph_added_ms"] = added[rows[r].call];
     if (static_cast<int>(r) < o.top)
-      fmt::print("{:>5} {:>9.3f} {:>6.1f} {:>8.1f}  {:<12} {} | {}\n", rows[r].call, rows[r].ms,
-                 100.0 * rows[r].ms / std::max(total, 1e-9), gflops, task_str(task, "template"),
-                 task_str(task, "key"), task_str(task, "config"));
+      fmt::print("{:>5} {:>9.3f} {:>6.1f} {:>8.1f}{}  {:<12} {} | {}\n", rows[r].call, rows[r].ms,
+                 100.0 * rows[r].ms / std::max(total, 1e-9), gflops,
+                 added.empty() ? "" : fmt::format(" {:>9.4f}", added[rows[r].call]),
+                 task_str(task, "template"), task_str(task, "key"), task_str(task, "config"));
   }
   if (!o.json.empty())
-    write_json_file(o.json, {{"model", o.model}, {"device", engine->device()}, {"total_ms", total},
-                             {"kernels", out}},
+    write_json_file(o.json,
+                    {{"model", o.model},
+                     {"device", engine->device()},
+                     {"total_ms", total},
+                     {"in_graph", graph_totals},
+                     {"kernels", out}},
                     "--json");
 }
 
@@ -132,6 +162,9 @@ void add_profile(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   c->add_option("--device", o->device, "GPU of a CUDA artifact")->check(CLI::NonNegativeNumber);
   c->add_option("--top", o->top, "rows to print")->capture_default_str();
+  c->add_flag("--in-graph", o->in_graph,
+              "CUDA: also time the network's graph cut after each kernel, to show what each "
+              "kernel adds to the latency (sorts by that)");
   c->add_option("--json", o->json, "write every kernel's figures to FILE");
   c->callback([o] { run_profile(*o); });
 }

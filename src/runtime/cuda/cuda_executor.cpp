@@ -176,12 +176,12 @@ void CudaExecutor::prepare_lane() {
 
 CudaExecutor::~CudaExecutor() = default;
 
-void CudaExecutor::enqueue_network(const Stream& s) const {
+void CudaExecutor::enqueue_network(const Stream& s, size_t count) const {
   if (fork_) {
     fork_->record(s);
     for (const auto& aux : aux_streams_) aux->wait(*fork_);
   }
-  for (size_t j = 0; j < launches_.size(); ++j) {
+  for (size_t j = 0; j < std::min(count, launches_.size()); ++j) {
     const StreamStep& step = plan_.steps[j];
     const Stream& on = step.stream == 0 ? s : *aux_streams_[static_cast<size_t>(step.stream - 1)];
     for (int w : step.waits) on.wait(*events_[static_cast<size_t>(w)]);
@@ -245,6 +245,39 @@ std::vector<double> CudaExecutor::profile_launches() {
     stop.record(*stream_);
     stop.synchronize();
     ms.push_back(stop.elapsed_ms_since(start));
+  }
+  return ms;
+}
+
+double CudaExecutor::time_queued(const Graph& graph, int samples, int replays) {
+  for (int i = 0; i < 3; ++i) graph.launch(*stream_);
+  std::vector<double> per_replay;
+  Event start, stop;
+  for (int k = 0; k < samples; ++k) {
+    start.record(*stream_);
+    for (int i = 0; i < replays; ++i) graph.launch(*stream_);
+    stop.record(*stream_);
+    stop.synchronize();
+    per_replay.push_back(stop.elapsed_ms_since(start) / replays);
+  }
+  std::nth_element(per_replay.begin(), per_replay.begin() + per_replay.size() / 2,
+                   per_replay.end());
+  return per_replay[per_replay.size() / 2];
+}
+
+double CudaExecutor::time_network_queued(int samples, int replays) {
+  context_->make_current();
+  return time_queued(*network_graph_, samples, replays);
+}
+
+std::vector<double> CudaExecutor::profile_prefixes(int samples, int replays) {
+  context_->make_current();
+  std::vector<double> ms;
+  for (size_t n = 1; n <= launches_.size(); ++n) {
+    stream_->begin_capture();
+    enqueue_network(*stream_, n);
+    const Graph prefix = stream_->end_capture();
+    ms.push_back(time_queued(prefix, samples, replays));
   }
   return ms;
 }
