@@ -1,6 +1,6 @@
 // yoloc compile MODEL.onnx [--target cpu|cuda] [--arch sm_90] [--precision fp32|fp16|bf16]
 //               [--batch N] [--imgsz N] [--family F] [--cc CXX] [--isa ISA] [--sign KEY]
-//               [--records FILE | --no-records] [--no-cache] [--b2b]
+//               [--records FILE | --no-records] [--no-cache] [--b2b] [--stem-pair]
 //               [--memory-reuse ordered|sequential] [--force] -o OUT.ycm
 #include <fmt/format.h>
 
@@ -102,6 +102,9 @@ void add_compile(CLI::App& app) {
   c->add_flag("--b2b", o->b2b,
               "cuda, batch <= 2: run a conv and the 1x1 conv alone reading it as one kernel "
               "(back-to-back pairs; not yet faster on an H200, so off by default)");
+  c->add_flag("--stem-pair", o->stem_pair,
+              "cuda: run the first two convs (the stem) as one kernel that keeps the first's "
+              "output on chip (not yet faster on an H200, so off by default)");
   c->add_option("--memory-reuse", o->memory_reuse,
                 "cuda: how activations reuse dead bytes of the arena: 'ordered' (default: only "
                 "after every kernel that touched them, by the data; independent branches run at "

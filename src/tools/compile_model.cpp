@@ -92,6 +92,7 @@ CompileReport compile_for_cuda(const CompileOptions& o,
   cuda.configs = o.configs;
   cuda.cache = o.no_cache ? nullptr : &codegen::BuildCache::user();
   cuda.b2b = o.b2b;
+  cuda.stem_pairs = o.stem_pair;
   cuda.reuse = o.memory_reuse == "sequential" ? Reuse::kSequential : Reuse::kOrdered;
   CompileReport report;
   const std::string records = o.no_records      ? std::string()
@@ -119,7 +120,8 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     // Conv tasks with no records of this batch take their workload's best config at the
     // nearest batch that has records (compile_cuda keeps it only where it is valid).
     std::set<std::string> keys;
-    for (const codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(g, 80, cuda.b2b)) {
+    for (const codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(
+             g, 80, cuda.b2b, codegen::cuda::kB2bMinPixels, cuda.stem_pairs)) {
       keys.insert(t.key);
       if (const auto twin = codegen::cuda::nhwc_output_twin(t.key)) keys.insert(*twin);
     }

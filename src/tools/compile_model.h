@@ -41,6 +41,8 @@ struct CompileOptions {
   bool no_cache = false;
   /// --b2b (cuda): back-to-back conv pairs in one kernel each (CudaCompileOptions::b2b).
   bool b2b = false;
+  /// --stem-pair (cuda): the first two convs as one kernel (CudaCompileOptions::stem_pairs).
+  bool stem_pair = false;
   /// --memory-reuse (cuda): "ordered" (default) or "sequential" (CudaCompileOptions::reuse).
   std::string memory_reuse = "ordered";
 };

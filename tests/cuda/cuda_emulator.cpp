@@ -159,6 +159,8 @@ inline yc_u16 yc_float_to_bf16(float f) {
   return static_cast<yc_u16>(u >> 16);
 }
 inline float yc_exp(float x) { return std::exp(x); }
+inline float yc_exp_fast(float x) { return std::exp(x); }
+inline float yc_div_fast(float x, float y) { return x / y; }
 
 // The cache level (L1: .ca, else .cg) changes no result.
 template <int L1 = 0>

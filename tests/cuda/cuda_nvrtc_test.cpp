@@ -1,5 +1,6 @@
-// NVRTC: every CUDA conv template (tensor-core, SIMT, direct, depthwise) x several configs (the
-// default among them; NHWC and NCHW outputs; the tensor-core template's back-to-back pairs)
+// NVRTC: every CUDA conv template (tensor-core, SIMT, direct, depthwise, stem pair) x several
+// configs (the default among them; NHWC and NCHW outputs; the tensor-core template's
+// back-to-back pairs)
 // builds for sm_90, its default configs
 // for sm_80, with the instructions the template is about in its PTX and no register spills in
 // the default configs;
@@ -12,6 +13,7 @@
 #include "codegen/cuda/cuda_emit.h"
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "conv_test_util.h"
+#include "stem_pair_test_util.h"
 #include "core/error.h"
 
 namespace yoloc::codegen::cuda::testing {
@@ -290,6 +292,39 @@ TEST(CudaNvrtc, TensorCoreB2bPairsBuild) {
   build_all(m, {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
                 "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
                 "ldmatrix.sync.aligned.m8n8.x4.shared.b16", "cp.async.cg.shared.global"});
+}
+
+// The stem pair (stem_pair_template.h): YOLOv8's and YOLOv5's stems at 640 x 640, batch 1, with
+// stem_configs for YOLOv8's in fp16 and the defaults otherwise; fp32 FMAs for the first conv, tensor-core
+// tiles for the second.
+TEST(CudaNvrtc, StemPairBuilds) {
+  Module m;
+  for (DType d : {DType::kFloat16, DType::kBFloat16}) {
+    for (int64_t k0 : {3, 6}) {
+      const StemPairTask t =
+          stem_task(ConvTask::make(1, 3, 640, 640, 16, k0, 2, k0 / 3, Activation::kSilu), 32, 3,
+                    2, 1, Activation::kSilu, d, d, {32, 0});
+      const ScheduleConfig def = StemPairTemplate::default_config(t);
+      const std::vector<ScheduleConfig> cfgs =
+          d == DType::kFloat16 && k0 == 3 ? stem_configs(t) : std::vector<ScheduleConfig>{def};
+      for (const ScheduleConfig& cfg : cfgs) {
+        const std::string sym = fmt::format("stem_{}", m.symbols.size());
+        m.add(StemPairTemplate::emit(t, cfg, sym).source, sym, cfg == def);
+      }
+    }
+  }
+  build_all(m, {"fma.rn.f32", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+                "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "griddepcontrol.wait"});
+  // Registers: a default config's blocks fit at least two to a multiprocessor (65536 registers).
+  NvrtcOptions opts;
+  opts.arch = "sm_90";
+  opts.extra_options = {"--ptxas-options=--verbose"};
+  const CompiledModule out = nvrtc_compile(m.default_source, m.default_symbols.front(), opts);
+  for (const std::string& sym : m.default_symbols) {
+    const auto [spill, regs] = ptxas_report(out.log, sym);
+    std::printf("%s: %d registers\n", sym.c_str(), regs);
+    EXPECT_LE(regs * 256 * 2, 65536) << sym;
+  }
 }
 
 TEST(CudaNvrtc, SimtTemplateBuilds) { build_all(simt_module(), {"fma.rn.f32"}); }

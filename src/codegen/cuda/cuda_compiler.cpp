@@ -90,7 +90,7 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
   const int sm = parse_cuda_arch(options.arch);
   CudaBuild out;
   const std::vector<CudaTask> tasks =
-      extract_cuda_tasks(g, sm, options.b2b, options.b2b_min_pixels);
+      extract_cuda_tasks(g, sm, options.b2b, options.b2b_min_pixels, options.stem_pairs);
   // A b2b pair's kernel reads the first group's inputs while it writes the second's outputs,
   // and its intermediate is never stored; a conv writes the outputs of the Resizes it absorbs.
   // The runtime runs independent branches on concurrent streams, ordered by the bytes each

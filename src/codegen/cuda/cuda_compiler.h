@@ -42,6 +42,11 @@ struct CudaCompileOptions {
   bool b2b = false;
   /// The smallest pair fused (extract_cuda_tasks): kB2bMinPixels, or less for tests of small maps.
   int64_t b2b_min_pixels = kB2bMinPixels;
+  /// The network's first two convs in one kernel where the stem-pair template takes them
+  /// (extract_cuda_tasks). Off unless asked (--stem-pair): on an H200, yolov8n fp16 at batch 1
+  /// ran 0.258 ms with the pair against 0.255 ms without, at batch 128 9.39 ms against 9.10 ms
+  /// (stem_pair_template.h says why).
+  bool stem_pairs = false;
   /// How the memory plan reuses dead bytes (plan_memory, --memory-reuse): kOrdered, so that the
   /// runtime's streams run independent branches without waiting for each other's bytes (on an
   /// H200 at batch 1, fp16: yolov8n 0.263 -> 0.255 ms, yolox-nano 0.225 -> 0.204 ms), at about

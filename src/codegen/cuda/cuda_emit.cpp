@@ -52,6 +52,10 @@ YC_DEVICE yc_u16 yc_float_to_bf16(float f) {
   return h;
 }
 YC_DEVICE float yc_exp(float x) { return expf(x); }
+// exp and x / y to about 2 ulp of float32 (ex2.approx, rcp.approx): for values rounded to 16 bits
+// next, where the accurate forms' instructions cost more than their digits are worth.
+YC_DEVICE float yc_exp_fast(float x) { return __expf(x); }
+YC_DEVICE float yc_div_fast(float x, float y) { return __fdividef(x, y); }
 YC_DEVICE yc_u32 yc_smem_address(const void* p) {
   return static_cast<yc_u32>(__cvta_generic_to_shared(p));
 }
@@ -182,6 +186,7 @@ struct alignas(sizeof(T) * N) yc_vec {
 YC_DEVICE float yc_act_none(float x) { return x; }
 YC_DEVICE float yc_act_relu(float x) { return x > 0.f ? x : 0.f; }
 YC_DEVICE float yc_act_silu(float x) { return x / (1.f + yc_exp(-x)); }
+YC_DEVICE float yc_act_silu_fast(float x) { return yc_div_fast(x, 1.f + yc_exp_fast(-x)); }
 #endif  // YOLOC_CUDA_COMMON_PRELUDE
 )";
 

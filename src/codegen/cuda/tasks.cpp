@@ -14,6 +14,7 @@
 #include "codegen/cuda/dw_conv_template.h"
 #include "codegen/cuda/simt_conv_template.h"
 #include "codegen/cuda/sppf_template.h"
+#include "codegen/cuda/stem_pair_template.h"
 #include "codegen/cuda/tc_conv_template.h"
 #include "codegen/cuda/upsample_template.h"
 
@@ -45,6 +46,14 @@ CudaLowered one_kernel(CudaKernel k) {
 }
 
 bool nhwc(const Value* v) { return !v || v->layout.layout == Layout::kNHWC; }
+
+// A conv's bias as K float32 values: zeros for a conv without one.
+Tensor bias_of(const Value* bias, int64_t k) {
+  if (bias) return bias->data.cast(DType::kFloat32);
+  Tensor zeros(DType::kFloat32, {k});
+  std::fill_n(zeros.data<float>(), k, 0.f);
+  return zeros;
+}
 
 /// How a conv template takes part in the task extraction.
 struct ConvRule {
@@ -111,13 +120,7 @@ CudaTask conv_task(const CudaConvTask& t, const cpu::ConvOperands& o, const Conv
     l.args.push_back(activation(o.x, t.in.offset, false));
     const Tensor w = o.w->data.cast(DType::kFloat32);
     l.args.push_back(constant(T::pack_weights(t, w.data<float>())));
-    Tensor bias(DType::kFloat32, {t.conv.k});
-    if (o.bias) {
-      bias = o.bias->data.cast(DType::kFloat32);
-    } else {
-      std::fill_n(bias.data<float>(), t.conv.k, 0.f);
-    }
-    l.args.push_back(constant(bias));
+    l.args.push_back(constant(bias_of(o.bias, t.conv.k)));
     // A kernel addresses the buffer a slice lies in; the slice begins `offset` channels in: that
     // many elements in NHWC, channel planes in NCHW. A b2b pair writes its second stage's output.
     const CudaConvTask last = t.b2b ? t.second_stage() : t;
@@ -171,6 +174,16 @@ std::optional<std::pair<CudaConvTask, cpu::ConvOperands>> tensor_core_workload(
   return conv_workload<TensorCoreConvTemplate>(g, grp, kTensorCoreRule, sm);
 }
 
+/// The kernel group of the one node reading value v of group `first`, if v has one reader, in
+/// another group; else nullptr.
+const FusedGroup* sole_consumer(const Graph& g, const FusedGroup& first, const Value* v) {
+  const std::vector<Node*> users = g.users(v);
+  if (users.size() != 1 || users[0]->group < 0 || users[0]->group == first.id) return nullptr;
+  for (const FusedGroup& grp : g.groups)
+    if (grp.id == users[0]->group && grp.is_kernel()) return &grp;
+  return nullptr;
+}
+
 /// The pair `first` begins (see kB2bMaxBatch for the rule), or nullopt.
 std::optional<B2bPair> b2b_pair(const Graph& g, const FusedGroup& first, int sm,
                                 int64_t min_pixels) {
@@ -183,12 +196,7 @@ std::optional<B2bPair> b2b_pair(const Graph& g, const FusedGroup& first, int sm,
       c1.n * c1.oh * c1.ow < min_pixels || c1.n * c1.oh * c1.ow > kB2bMaxPixels ||
       g.is_output(o1.y))
     return std::nullopt;
-  const std::vector<Node*> users = g.users(o1.y);
-  if (users.size() != 1 || users[0]->group < 0 || users[0]->group == first.id)
-    return std::nullopt;
-  const FusedGroup* second = nullptr;
-  for (const FusedGroup& grp : g.groups)
-    if (grp.id == users[0]->group && grp.is_kernel()) second = &grp;
+  const FusedGroup* second = sole_consumer(g, first, o1.y);
   if (!second) return std::nullopt;
   const auto b = tensor_core_workload(g, *second, sm);
   if (!b) return std::nullopt;
@@ -206,15 +214,53 @@ std::optional<B2bPair> b2b_pair(const Graph& g, const FusedGroup& first, int sm,
   s.out = t2.out;
   s.out_nchw = t2.out_nchw;
   s.w = o2.w->data.cast(DType::kFloat32);
-  if (o2.bias) {
-    s.bias = o2.bias->data.cast(DType::kFloat32);
-  } else {
-    s.bias = Tensor(DType::kFloat32, {c2.k});
-    std::fill_n(s.bias.data<float>(), c2.k, 0.f);
-  }
+  s.bias = bias_of(o2.bias, c2.k);
   t.b2b = std::move(s);
   if (!TensorCoreConvTemplate::matches(t)) return std::nullopt;
   return B2bPair{&first, second, std::move(t), {o1.x, o1.w, o1.bias, nullptr, o2.y}};
+}
+
+/// A stem pair: `first`'s conv of the image, then `second`'s conv of its output, as one task.
+struct StemPair {
+  const FusedGroup* first = nullptr;
+  const FusedGroup* second = nullptr;
+  StemPairTask task;
+  cpu::ConvOperands o1, o2;
+};
+
+/// The stem pair `first` begins (StemPairTemplate::matches), or nullopt.
+std::optional<StemPair> stem_pair(const Graph& g, const FusedGroup& first, int sm) {
+  const auto a = conv_workload<DirectConvTemplate>(g, first, kDirectRule, sm);
+  if (!a || !a->first.in_nchw_f32 || g.is_output(a->second.y)) return std::nullopt;
+  const FusedGroup* second = sole_consumer(g, first, a->second.y);
+  if (!second) return std::nullopt;
+  const auto b = tensor_core_workload(g, *second, sm);
+  if (!b || b->second.x != a->second.y) return std::nullopt;
+  StemPair p{&first, second, {a->first, b->first}, a->second, b->second};
+  if (!StemPairTemplate::matches(p.task)) return std::nullopt;
+  return p;
+}
+
+CudaTask stem_pair_task(const StemPair& p) {
+  CudaTask task;
+  task.template_name = "stem_pair";
+  task.key = p.task.key();
+  task.flops = p.task.first.conv.flops() + p.task.second.conv.flops();
+  set_schedule<StemPairTemplate>(task, p.task);
+  task.lower = [t = p.task, o1 = p.o1, o2 = p.o2](const ScheduleConfig& cfg,
+                                                   const std::string& prefix) {
+    CudaLowered l = one_kernel(StemPairTemplate::emit(t, cfg, prefix));
+    l.args.push_back(activation(o1.x, 0, false));
+    const Tensor w0 = o1.w->data.cast(DType::kFloat32);
+    l.args.push_back(constant(StemPairTemplate::pack_first_weights(t, w0.data<float>())));
+    l.args.push_back(constant(bias_of(o1.bias, t.first.conv.k)));
+    const Tensor w1 = o2.w->data.cast(DType::kFloat32);
+    l.args.push_back(constant(StemPairTemplate::pack_second_weights(t, w1.data<float>())));
+    l.args.push_back(constant(bias_of(o2.bias, t.second.conv.k)));
+    l.args.push_back(activation(o2.y, t.second.out.offset, true));
+    return l;
+  };
+  return task;
 }
 
 std::optional<CudaTask> generic_task(const Graph& g, const FusedGroup& grp) {
@@ -353,30 +399,47 @@ CudaOperand cuda_operand_of(const Graph& g, const Value* v) {
   return op;
 }
 
-std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, bool b2b, int64_t b2b_min_pixels) {
+std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, bool b2b, int64_t b2b_min_pixels,
+                                         bool stem_pairs) {
   const std::vector<const FusedGroup*> groups = g.kernel_groups_in_run_order();
   // The pairs, in run order, each group in one at most; a pair runs in its second's place.
+  std::map<int, StemPair> stem_of_second;
   std::map<int, B2bPair> pair_of_second;
   std::set<int> paired;
+  const auto pair_up = [&paired](const FusedGroup* first, const FusedGroup* second) {
+    if (paired.count(first->id) || paired.count(second->id)) return false;
+    paired.insert(first->id);
+    paired.insert(second->id);
+    return true;
+  };
+  for (const FusedGroup* grp : groups) {
+    if (!stem_pairs) break;
+    std::optional<StemPair> p = stem_pair(g, *grp, sm);
+    if (p && pair_up(grp, p->second)) stem_of_second.emplace(p->second->id, std::move(*p));
+  }
   for (const FusedGroup* grp : groups) {
     if (!b2b || paired.count(grp->id)) continue;
     std::optional<B2bPair> p = b2b_pair(g, *grp, sm, b2b_min_pixels);
-    if (!p || paired.count(p->second->id)) continue;
-    paired.insert(grp->id);
-    paired.insert(p->second->id);
-    pair_of_second.emplace(p->second->id, std::move(*p));
+    if (p && pair_up(grp, p->second)) pair_of_second.emplace(p->second->id, std::move(*p));
   }
   std::vector<CudaTask> tasks;
   std::set<int> absorbed;  // groups an earlier task computes
+  const auto add_pair = [&tasks](CudaTask t, const FusedGroup& first, const FusedGroup& second) {
+    t.group = first.id;
+    t.second_group = second.id;
+    t.group_name = first.name + "+" + second.name;
+    tasks.push_back(std::move(t));
+  };
   for (const FusedGroup* grp : groups) {
     if (absorbed.count(grp->id)) continue;
+    if (auto it = stem_of_second.find(grp->id); it != stem_of_second.end()) {
+      add_pair(stem_pair_task(it->second), *it->second.first, *grp);
+      continue;
+    }
     if (auto it = pair_of_second.find(grp->id); it != pair_of_second.end()) {
       const B2bPair& p = it->second;
-      CudaTask t = conv_task<TensorCoreConvTemplate>(p.task, p.operands, kTensorCoreRule);
-      t.group = p.first->id;
-      t.b2b_group = grp->id;
-      t.group_name = p.first->name + "+" + grp->name;
-      tasks.push_back(std::move(t));
+      add_pair(conv_task<TensorCoreConvTemplate>(p.task, p.operands, kTensorCoreRule), *p.first,
+               *grp);
       continue;
     }
     if (paired.count(grp->id)) continue;  // the first of a pair
@@ -398,7 +461,7 @@ std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, bool b2b, int64
 std::vector<MergedGroups> merged_groups(const std::vector<CudaTask>& tasks) {
   std::vector<MergedGroups> out;
   for (const CudaTask& t : tasks) {
-    if (t.b2b_group >= 0) out.push_back({{t.group, t.b2b_group}, true});
+    if (t.second_group >= 0) out.push_back({{t.group, t.second_group}, true});
     if (!t.absorbed.empty()) {
       MergedGroups m{{t.group}, false};
       m.groups.insert(m.groups.end(), t.absorbed.begin(), t.absorbed.end());

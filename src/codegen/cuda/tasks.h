@@ -59,13 +59,14 @@ struct CudaLowered {
 
 struct CudaTask {
   int group = -1;
-  /// A back-to-back pair (tc_conv, CudaConvTask::b2b): the second group, whose conv alone
-  /// consumes `group`'s output; the task runs in its place, and the intermediate (`group`'s
-  /// output) is never stored. -1 otherwise.
-  int b2b_group = -1;
-  std::string group_name;     ///< FusedGroup::name ("first+second" for a b2b pair)
-  std::string template_name;  ///< "direct_conv", "tc_conv", "simt_conv", "dw_conv", "sppf",
-                              ///< "detect_tail", "generic"
+  /// A fused pair of convs (a back-to-back pair of tc_conv, CudaConvTask::b2b, or a stem pair,
+  /// stem_pair_template.h): the second group, whose conv alone consumes `group`'s output; the
+  /// task runs in its place, and the intermediate (`group`'s output) is never stored. -1
+  /// otherwise.
+  int second_group = -1;
+  std::string group_name;     ///< FusedGroup::name ("first+second" for a pair)
+  std::string template_name;  ///< "direct_conv", "tc_conv", "simt_conv", "dw_conv", "stem_pair",
+                              ///< "sppf", "detect_tail", "generic"
   std::string key;            ///< workload key
   double flops = 0;
   ScheduleSpace space;
@@ -99,15 +100,17 @@ inline constexpr int64_t kB2bMaxPixels = 2 * 80 * 80;
 /// The tasks of every kernel group of `g` but those another task absorbs (CudaTask::absorbed)
 /// (optimize()d for target "cuda", static shapes) in the
 /// order they run, for a target of compute capability `sm` (as in sm_XX: the features the
-/// templates may use; the default, 80, is every target's); with `b2b`, the pairs back-to-back
-/// fusion takes as one task each (CudaTask::b2b_group), in the second group's place, those of at
-/// least `b2b_min_pixels` output pixels. Raises a UserError naming the group and its ops when no
-/// template takes it.
+/// templates may use; the default, 80, is every target's); with `stem_pairs`, a conv of the image
+/// and the conv that alone reads its output as one stem-pair task (CudaTask::second_group) where
+/// StemPairTemplate takes them; with `b2b`, the pairs back-to-back fusion takes as one task each,
+/// those of at least `b2b_min_pixels` output pixels; a pair runs in its second group's place.
+/// Raises a UserError naming the group and its ops when no template takes it.
 std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm = 80, bool b2b = false,
-                                         int64_t b2b_min_pixels = kB2bMinPixels);
+                                         int64_t b2b_min_pixels = kB2bMinPixels,
+                                         bool stem_pairs = false);
 
-/// The groups each task of `tasks` runs besides its own, for plan_memory: a b2b pair's two
-/// (its intermediate never stored), a conv's and the Resizes it writes the output of.
+/// The groups each task of `tasks` runs besides its own, for plan_memory: a pair's two (its
+/// intermediate never stored), a conv's and the Resizes it writes the output of.
 std::vector<MergedGroups> merged_groups(const std::vector<CudaTask>& tasks);
 
 }  // namespace yoloc::codegen::cuda
