@@ -201,11 +201,15 @@ std::string cuda_storage_type(DType t) {
   }
 }
 
+const char* cuda_act_function(Activation a, DType out) {
+  if (a == Activation::kRelu) return "yc_act_relu";
+  if (a != Activation::kSilu) return "yc_act_none";
+  return out == DType::kFloat32 ? "yc_act_silu" : "yc_act_silu_fast";
+}
+
 std::string conv_common_source(const CudaConvTask& task) {
   const ConvTask& t = task.conv;
-  const char* act = t.act == Activation::kRelu   ? "yc_act_relu"
-                    : t.act == Activation::kSilu ? "yc_act_silu"
-                                                 : "yc_act_none";
+  const char* act = cuda_act_function(t.act, task.out_dtype);
   return fmt::format(
       R"(typedef {in_t} InT;
 typedef {out_t} OutT;

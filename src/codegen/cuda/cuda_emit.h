@@ -29,6 +29,12 @@ std::string cuda_prelude();
 /// "float", "yc_half", "yc_bf16": the prelude's storage type of t.
 std::string cuda_storage_type(DType t);
 
+/// The prelude's function of activation `a` for values stored as `out` next: yc_act_none,
+/// yc_act_relu, or for SiLU yc_act_silu (fp32: expf and an IEEE division) or, before a 16-bit
+/// store, yc_act_silu_fast (ex2.approx and rcp.approx, about 2 ulp of float32: invisible after
+/// rounding to 11 or 8 bits, and a fraction of the instructions in every epilogue).
+const char* cuda_act_function(Activation a, DType out);
+
 /// The declarations a conv kernel's namespace starts with: the task's sizes as constexprs (N, C,
 /// H, W, K, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW; M = N*OH*OW output pixels; KG = KH*KW*C the
 /// GEMM depth; IS/IO, OS/OO, RS/RO the strides and offsets of the input, output and residual

@@ -342,11 +342,6 @@ bool plain(const ConvTask& t) {
          t.groups == 1 && !t.residual;
 }
 
-const char* act_fn(Activation a) {
-  return a == Activation::kRelu   ? "yc_act_relu"
-         : a == Activation::kSilu ? "yc_act_silu"
-                                  : "yc_act_none";
-}
 
 }  // namespace
 
@@ -436,7 +431,7 @@ CudaKernel StemPairTemplate::emit(const StemPairTask& t, const ScheduleConfig& c
                               {"@XSW@", n(a.sw)},
                               {"@XPH@", n(a.ph)},
                               {"@XPW@", n(a.pw)},
-                              {"@ACT0@", act_fn(a.act)},
+                              {"@ACT0@", cuda_act_function(a.act, t.first.out_dtype)},
                               {"@MMA_FN@", bf16 ? "yc_mma_bf16" : "yc_mma_f16"}});
   const ConvTask& b = t.second.conv;
   k.grid = {static_cast<unsigned>(b.n * cpu::ceil_div(b.oh, geo.th) * cpu::ceil_div(b.ow, geo.tw)),

@@ -629,9 +629,7 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
   const int64_t splitk = cfg.get("splitk");
-  const char* act1 = t.conv.act == Activation::kRelu   ? "yc_act_relu"
-                     : t.conv.act == Activation::kSilu ? "yc_act_silu"
-                                                       : "yc_act_none";
+  const char* act1 = cuda_act_function(t.conv.act, t.out_dtype);
   // Back-to-back: the second stage's declarations and functions, its weights loaded with the
   // first pipeline stage, and its tail in place of the epilogue.
   CudaKernel k = conv_kernel(
