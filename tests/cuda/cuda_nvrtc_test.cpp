@@ -438,6 +438,32 @@ TEST(CudaNvrtc, ArchitectureErrors) {
   EXPECT_FALSE(nvrtc_version().empty());
 }
 
+// SiLU before a 16-bit store takes the fast form (ex2.approx, rcp.approx), an fp32 output the
+// accurate one (expf, IEEE division: no rcp.approx of the quotient in its PTX).
+TEST(CudaNvrtc, FastSiluBeforeSixteenBitStores) {
+  const ConvTask c = ConvTask::make(1, 32, 20, 20, 32, 3, 1, 1, Activation::kSilu);
+  const CudaConvTask half = CudaConvTask::dense(c, DType::kFloat16, DType::kFloat16);
+  const CudaConvTask f32 = CudaConvTask::dense(c, DType::kFloat16, DType::kFloat32);
+  EXPECT_STREQ(cuda_act_function(Activation::kSilu, DType::kFloat16), "yc_act_silu_fast");
+  EXPECT_STREQ(cuda_act_function(Activation::kSilu, DType::kBFloat16), "yc_act_silu_fast");
+  EXPECT_STREQ(cuda_act_function(Activation::kSilu, DType::kFloat32), "yc_act_silu");
+  EXPECT_STREQ(cuda_act_function(Activation::kRelu, DType::kFloat16), "yc_act_relu");
+  NvrtcOptions opts;
+  opts.arch = "sm_90";
+  for (const CudaConvTask* t : {&half, &f32}) {
+    const CudaKernel k =
+        TensorCoreConvTemplate::emit(*t, TensorCoreConvTemplate::default_config(*t), "k");
+    const bool fast = t->out_dtype != DType::kFloat32;
+    EXPECT_EQ(k.source.find("v = yc_act_silu_fast(") != std::string::npos ||
+                  k.source.find("yc_act_silu_fast(v") != std::string::npos,
+              fast)
+        << t->key();
+    const CompiledModule out = nvrtc_compile(k.source, "k", opts);
+    EXPECT_NE(out.ptx.find("ex2.approx"), std::string::npos) << t->key();
+    EXPECT_EQ(out.ptx.find("div.rn.f32") == std::string::npos, fast) << t->key();
+  }
+}
+
 TEST(CudaNvrtc, PreludeAloneBuilds) {
   // The prelude twice (two kernels in one program) with the toolkit's headers after it.
   NvrtcOptions opts;

@@ -240,6 +240,11 @@ class Case:
         return [[self.yoloc, "tune", path, "--records", os.path.join(self.work, "r.jsonl"),
                  "--trials", "1"]], ["compiled.ycm", "ONNX"]
 
+    def profile_in_graph_cpu(self):
+        path = self.write("cpu.ycm", self._artifact())
+        return [[self.yoloc, "profile", path, "--in-graph", "--iters", "1"]], [
+            "--in-graph", "CPU artifact", "cpu.ycm"]
+
     def compile_unknown_target(self):
         out = os.path.join(self.work, "x.ycm")
         return [[self.yoloc, "compile", self.shared_model(), "-o", out, "--target", "tpu"]], [
