@@ -98,10 +98,11 @@ void run_profile(const ProfileOptions& o) {
       graph_totals = {{"network_queued_ms", cuda->time_network_queued(o.iters, replays)},
                       {"network_from_idle_ms", median(idle)},
                       {"last_prefix_ms", prefix.empty() ? 0.0 : prefix.back()}};
-      fmt::print("network graph: {:.4f} ms per replay back to back, {:.4f} ms each from an idle "
-                 "stream (the host's launch included)\n",
-                 graph_totals["network_queued_ms"].get<double>(),
-                 graph_totals["network_from_idle_ms"].get<double>());
+      fmt::print(
+          "network graph: {:.4f} ms per replay back to back, {:.4f} ms each from an idle "
+          "stream (the host's launch included)\n",
+          graph_totals["network_queued_ms"].get<double>(),
+          graph_totals["network_from_idle_ms"].get<double>());
     }
   }
 #endif

@@ -13,8 +13,8 @@
 #include "codegen/cuda/cuda_emit.h"
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "conv_test_util.h"
-#include "stem_pair_test_util.h"
 #include "core/error.h"
+#include "stem_pair_test_util.h"
 
 namespace yoloc::codegen::cuda::testing {
 namespace {
@@ -295,15 +295,15 @@ TEST(CudaNvrtc, TensorCoreB2bPairsBuild) {
 }
 
 // The stem pair (stem_pair_template.h): YOLOv8's and YOLOv5's stems at 640 x 640, batch 1, with
-// stem_configs for YOLOv8's in fp16 and the defaults otherwise; fp32 FMAs for the first conv, tensor-core
-// tiles for the second.
+// stem_configs for YOLOv8's in fp16 and the defaults otherwise; fp32 FMAs for the first conv,
+// tensor-core tiles for the second.
 TEST(CudaNvrtc, StemPairBuilds) {
   Module m;
   for (DType d : {DType::kFloat16, DType::kBFloat16}) {
     for (int64_t k0 : {3, 6}) {
       const StemPairTask t =
-          stem_task(ConvTask::make(1, 3, 640, 640, 16, k0, 2, k0 / 3, Activation::kSilu), 32, 3,
-                    2, 1, Activation::kSilu, d, d, {32, 0});
+          stem_task(ConvTask::make(1, 3, 640, 640, 16, k0, 2, k0 / 3, Activation::kSilu), 32, 3, 2,
+                    1, Activation::kSilu, d, d, {32, 0});
       const ScheduleConfig def = StemPairTemplate::default_config(t);
       const std::vector<ScheduleConfig> cfgs =
           d == DType::kFloat16 && k0 == 3 ? stem_configs(t) : std::vector<ScheduleConfig>{def};

@@ -342,7 +342,6 @@ bool plain(const ConvTask& t) {
          t.groups == 1 && !t.residual;
 }
 
-
 }  // namespace
 
 std::string StemPairTask::key() const {

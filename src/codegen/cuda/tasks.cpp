@@ -248,7 +248,7 @@ CudaTask stem_pair_task(const StemPair& p) {
   task.flops = p.task.first.conv.flops() + p.task.second.conv.flops();
   set_schedule<StemPairTemplate>(task, p.task);
   task.lower = [t = p.task, o1 = p.o1, o2 = p.o2](const ScheduleConfig& cfg,
-                                                   const std::string& prefix) {
+                                                  const std::string& prefix) {
     CudaLowered l = one_kernel(StemPairTemplate::emit(t, cfg, prefix));
     l.args.push_back(activation(o1.x, 0, false));
     const Tensor w0 = o1.w->data.cast(DType::kFloat32);
