@@ -91,12 +91,13 @@ void run_profile(const ProfileOptions& o) {
     }
     if (o.in_graph) {
       const int replays = 20;
-      const std::vector<double> prefix = cuda->profile_prefixes(o.iters, replays);
+      std::vector<double> prefix;
+      for (const std::vector<double>& s : cuda->profile_prefixes(o.iters, replays))
+        prefix.push_back(median(s));
       for (size_t i = 0; i < prefix.size(); ++i)
         added.push_back(prefix[i] - (i > 0 ? prefix[i - 1] : 0.0));
-      const std::vector<double> idle = cuda->time_network(10, o.iters * 5);
-      graph_totals = {{"network_queued_ms", cuda->time_network_queued(o.iters, replays)},
-                      {"network_from_idle_ms", median(idle)},
+      graph_totals = {{"network_queued_ms", median(cuda->time_network_queued(o.iters, replays))},
+                      {"network_from_idle_ms", median(cuda->time_network(10, o.iters * 5))},
                       {"last_prefix_ms", prefix.empty() ? 0.0 : prefix.back()}};
       fmt::print(
           "network graph: {:.4f} ms per replay back to back, {:.4f} ms each from an idle "

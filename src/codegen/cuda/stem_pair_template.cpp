@@ -1,14 +1,10 @@
 #include "codegen/cuda/stem_pair_template.h"
 
-#include <fmt/format.h>
-
-#include <algorithm>
 #include <tuple>
 
 #include "codegen/cpu/emit_util.h"
 #include "codegen/cuda/cuda_emit.h"
 #include "core/error.h"
-#include "core/half.h"
 
 namespace yoloc::codegen::cuda {
 namespace {
@@ -447,9 +443,8 @@ Tensor StemPairTemplate::pack_first_weights(const StemPairTask& t, const float* 
 Tensor StemPairTemplate::pack_second_weights(const StemPairTask& t, const float* oihw) {
   const ConvTask& b = t.second.conv;
   const int64_t cc = b.c / 16, nt = b.k / 8, steps = b.kh * b.kw * cc;
-  const bool bf16 = t.second.dtype == DType::kBFloat16;
-  Tensor out(t.second.dtype, {steps, nt, 32, 4});
-  auto* bits = static_cast<uint16_t*>(out.raw());
+  Tensor packed(DType::kFloat32, {steps, nt, 32, 4});
+  float* p = packed.data<float>();
   for (int64_t ky = 0; ky < b.kh; ++ky)
     for (int64_t kx = 0; kx < b.kw; ++kx)
       for (int64_t c16 = 0; c16 < cc; ++c16)
@@ -458,14 +453,12 @@ Tensor StemPairTemplate::pack_second_weights(const StemPairTask& t, const float*
             const int64_t step = (ky * b.kw + kx) * cc + c16;
             const int64_t col = j * 8 + lane / 4;
             for (int64_t e = 0; e < 4; ++e) {
-              const int64_t row = 2 * (lane % 4) + (e & 1) + (e >> 1) * 8;
-              const int64_t c = c16 * 16 + row;
-              const float v = oihw[((col * b.c + c) * b.kh + ky) * b.kw + kx];
-              bits[((step * nt + j) * 32 + lane) * 4 + e] =
-                  bf16 ? BFloat16(v).bits : float_to_half_bits(v);
+              const int64_t c = c16 * 16 + 2 * (lane % 4) + (e & 1) + (e >> 1) * 8;
+              p[((step * nt + j) * 32 + lane) * 4 + e] =
+                  oihw[((col * b.c + c) * b.kh + ky) * b.kw + kx];
             }
           }
-  return out;
+  return packed.cast(t.second.dtype);
 }
 
 }  // namespace yoloc::codegen::cuda

@@ -249,7 +249,7 @@ std::vector<double> CudaExecutor::profile_launches() {
   return ms;
 }
 
-double CudaExecutor::time_queued(const Graph& graph, int samples, int replays) {
+std::vector<double> CudaExecutor::time_queued(const Graph& graph, int samples, int replays) {
   for (int i = 0; i < 3; ++i) graph.launch(*stream_);
   std::vector<double> per_replay;
   Event start, stop;
@@ -260,19 +260,17 @@ double CudaExecutor::time_queued(const Graph& graph, int samples, int replays) {
     stop.synchronize();
     per_replay.push_back(stop.elapsed_ms_since(start) / replays);
   }
-  std::nth_element(per_replay.begin(), per_replay.begin() + per_replay.size() / 2,
-                   per_replay.end());
-  return per_replay[per_replay.size() / 2];
+  return per_replay;
 }
 
-double CudaExecutor::time_network_queued(int samples, int replays) {
+std::vector<double> CudaExecutor::time_network_queued(int samples, int replays) {
   context_->make_current();
   return time_queued(*network_graph_, samples, replays);
 }
 
-std::vector<double> CudaExecutor::profile_prefixes(int samples, int replays) {
+std::vector<std::vector<double>> CudaExecutor::profile_prefixes(int samples, int replays) {
   context_->make_current();
-  std::vector<double> ms;
+  std::vector<std::vector<double>> ms;
   for (size_t n = 1; n <= launches_.size(); ++n) {
     stream_->begin_capture();
     enqueue_network(*stream_, n);

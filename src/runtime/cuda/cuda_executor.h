@@ -76,16 +76,16 @@ class CudaExecutor {
   /// Times each launch alone (events around it, not in a graph) over one run of the network:
   /// milliseconds per launch, program order.
   std::vector<double> profile_launches();
-  /// The network's time inside its CUDA graph, launch by launch: entry i is the median GPU
-  /// time per replay of a graph holding launches 0..i only (same streams, dependencies and
-  /// programmatic launches as the network graph), replayed back to back `replays` times per
-  /// sample so that the host's launch cost overlaps the GPU's work, over `samples` samples.
-  /// Entry i minus entry i - 1 is what launch i adds to the network's latency (about zero for a
-  /// kernel off the critical path). Milliseconds, program order.
-  std::vector<double> profile_prefixes(int samples, int replays);
-  /// The network graph replayed back to back `replays` times per sample: median GPU time per
-  /// replay, without the host's launch cost that time_network() includes.
-  double time_network_queued(int samples, int replays);
+  /// The network's time inside its CUDA graph, launch by launch: entry i holds the GPU times
+  /// per replay (`samples` of them) of a graph holding launches 0..i only (same streams,
+  /// dependencies and programmatic launches as the network graph), each sample replaying it
+  /// back to back `replays` times so that the host's launch cost overlaps the GPU's work. The
+  /// median of entry i minus that of entry i - 1 is what launch i adds to the network's latency
+  /// (about zero for a kernel off the critical path). Milliseconds, program order.
+  std::vector<std::vector<double>> profile_prefixes(int samples, int replays);
+  /// The network graph replayed back to back `replays` times per sample: the GPU time per replay
+  /// of each sample, without the host's launch cost that time_network() includes.
+  std::vector<double> time_network_queued(int samples, int replays);
 
   const artifact::Manifest& manifest() const { return artifact_->manifest(); }
   const CudaProgram& program() const { return program_; }
@@ -115,8 +115,8 @@ class CudaExecutor {
   };
   /// Issues the network's first `count` launches (all by default) on `s` and its aux streams.
   void enqueue_network(const Stream& s, size_t count = SIZE_MAX) const;
-  /// Median GPU time per replay of `graph` replayed back to back (profile_prefixes).
-  double time_queued(const Graph& graph, int samples, int replays);
+  /// GPU time per replay of `graph` replayed back to back, per sample (profile_prefixes).
+  std::vector<double> time_queued(const Graph& graph, int samples, int replays);
   void prepare_detect(int width, int height);
   int detect_batch() const;
 
