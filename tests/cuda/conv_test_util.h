@@ -168,9 +168,20 @@ inline ::testing::AssertionResult check_output(const CudaConvTask& task,
   return ::testing::AssertionSuccess() << "max relative error " << worst;
 }
 
-/// A tensor-core config with the knobs l1 and epi set.
+/// A tensor-core config with the knobs l1 and epi set, and halo=0 (im2col rows) where c has no
+/// halo.
 inline ScheduleConfig with_l1_epi(ScheduleConfig c, int64_t l1, int64_t epi) {
   c.set("l1", l1);
+  c.set("epi", epi);
+  if (!c.values().contains("halo")) c.set("halo", 0);
+  return c;
+}
+
+/// c as a halo-tile config of tiles `halo` pixels wide (one block a tile, no L1 copies).
+inline ScheduleConfig with_halo(ScheduleConfig c, int64_t halo, int64_t epi = 0) {
+  c.set("halo", halo);
+  c.set("splitk", 1);
+  c.set("l1", 0);
   c.set("epi", epi);
   return c;
 }
@@ -231,6 +242,10 @@ inline std::vector<ScheduleConfig> tc_configs(const CudaConvTask& t) {
   add(with_l1_epi(space.complete(ScheduleConfig(tries[1])), 1, 1));
   add(with_l1_epi(space.complete(ScheduleConfig(tries[3])), 0, 1));
   for (const ScheduleConfig& c : exact_tile_configs(t)) add(c);
+  // Halo tiles (where the depth steps stay within a tap: bk | C), 8 to 32 pixels wide.
+  add(with_halo(space.complete(ScheduleConfig(tries[0])), 8));
+  add(with_halo(space.complete(ScheduleConfig(tries[1])), 16, 1));
+  add(with_halo(space.complete(ScheduleConfig(tries[4])), 32));
   return out;
 }
 

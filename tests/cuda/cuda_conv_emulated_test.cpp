@@ -300,6 +300,88 @@ TEST(CudaConvEmulated, TensorCoreL1AndStagedEpilogue) {
   run(Template::kTensorCore, all);
 }
 
+// Halo tiles: strides 1 and 2, dilation 2, 1x1, 16 to 48 channels, edge tiles past the image
+// (widths and heights that are no multiple of the tile), batch 2, input / residual / output
+// slices, staged and fragment epilogues, fp16 and bf16 (in and out), fp32 output.
+TEST(CudaConvEmulated, TensorCoreHaloTiles) {
+  const DType f16 = DType::kFloat16, bf16 = DType::kBFloat16, f32 = DType::kFloat32;
+  const std::vector<CudaConvTask> all = {
+      CudaConvTask::dense(ConvTask::make(2, 16, 11, 13, 32, 3, 1, 1, Activation::kSilu), f16, f16),
+      CudaConvTask::dense(ConvTask::make(1, 32, 13, 18, 24, 3, 2, 1, Activation::kSilu), bf16,
+                          bf16),
+      CudaConvTask::dense(dilated(1, 48, 9, 10, 16, 3, 2, 2, Activation::kRelu), f16, f32),
+      sliced(ConvTask::make(1, 16, 7, 9, 20, 3, 1, 1, Activation::kSilu, true), f16, f16,
+             {24, 8}, {40, 8}, {40, 16}),
+      CudaConvTask::dense(ConvTask::make(1, 32, 5, 6, 16, 1, 1, 0), f16, f16),
+  };
+  std::vector<std::pair<CudaConvTask, ScheduleConfig>> todo;
+  for (const CudaConvTask& t : all) {
+    const ScheduleSpace space = TensorCoreConvTemplate::space(t);
+    int64_t n = 0;
+    for (const auto& v : std::vector<std::map<std::string, int64_t>>{
+             {{"bm", 32}, {"bn", 16}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 2}},
+             {{"bm", 64}, {"bn", 32}, {"bk", 16}, {"wm", 32}, {"wn", 16}, {"stages", 3}},
+             {{"bm", 128}, {"bn", 32}, {"bk", 16}, {"wm", 64}, {"wn", 32}, {"stages", 4}}}) {
+      for (int64_t halo : {8, 16, 32}) {
+        for (int64_t epi : {0, 1}) {
+          const ScheduleConfig c = with_halo(space.complete(ScheduleConfig(v)), halo, epi);
+          if (!TensorCoreConvTemplate::valid(t, c)) continue;
+          todo.emplace_back(t, c);
+          ++n;
+        }
+      }
+    }
+    EXPECT_GE(n, 6) << t.key();
+  }
+  run_configs(Template::kTensorCore, todo);
+}
+
+// What halo tiles need: 16-byte copies (channels, slice stride and offset multiples of 8), depth
+// steps within one tap (bk | C), one block a tile, no L1 knob; the tile and the ring within the
+// shared memory.
+TEST(CudaConvEmulated, TensorCoreHaloRules) {
+  const DType f16 = DType::kFloat16;
+  const CudaConvTask t =
+      CudaConvTask::dense(ConvTask::make(1, 32, 20, 20, 64, 3, 1, 1, Activation::kSilu), f16, f16);
+  const ScheduleConfig base = with_halo(
+      TensorCoreConvTemplate::space(t).complete(ScheduleConfig(
+          {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"wm", 32}, {"wn", 32}, {"stages", 2}})),
+      16);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, base));
+  const auto with = [&](const char* knob, int64_t v) {
+    ScheduleConfig c = base;
+    c.set(knob, v);
+    return TensorCoreConvTemplate::valid(t, c);
+  };
+  EXPECT_FALSE(with("bk", 64));     // a step would span two taps
+  EXPECT_FALSE(with("splitk", 2));  // one block a tile
+  EXPECT_FALSE(with("l1", 1));      // the halo copies are not the im2col rows l1 is about
+  EXPECT_TRUE(with("bm", 32));       // two rows of 16
+  EXPECT_TRUE(with("halo", 8));
+  // 12 channels: element-wise loads, no halo.
+  const CudaConvTask narrow =
+      CudaConvTask::dense(ConvTask::make(1, 12, 20, 20, 16, 3, 1, 1, Activation::kSilu), f16, f16);
+  ScheduleConfig c = with_halo(TensorCoreConvTemplate::space(narrow).complete(ScheduleConfig(
+                                   {{"bm", 64}, {"bn", 16}, {"bk", 16}, {"wm", 32}, {"wn", 16},
+                                    {"stages", 2}})),
+                               16);
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(narrow, c));
+  c.set("halo", 0);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(narrow, c));
+  // 256 channels of a 256-pixel tile: the halo tile alone (18 x 18 pixels x 264 halves) exceeds
+  // the shared memory.
+  const CudaConvTask wide =
+      CudaConvTask::dense(ConvTask::make(1, 256, 40, 40, 64, 3, 1, 1, Activation::kSilu), f16, f16);
+  ScheduleConfig w = with_halo(TensorCoreConvTemplate::space(wide).complete(ScheduleConfig(
+                                   {{"bm", 256}, {"bn", 64}, {"bk", 32}, {"wm", 64}, {"wn", 32},
+                                    {"stages", 2}})),
+                               16);
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(wide, w));
+  w.set("bm", 64);
+  w.set("wm", 32);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(wide, w));
+}
+
 // epi=1 needs the staged fp32 tile to fit the pipeline ring and 16-byte aligned output and
 // residual slices of an NHWC output; with an NCHW output it changes nothing (the fragment
 // stores), so that an NHWC twin's config still applies.
@@ -315,7 +397,8 @@ TEST(CudaConvEmulated, TensorCoreStagedEpilogueValidity) {
                            {"stages", stages},
                            {"splitk", 1},
                            {"l1", 0},
-                           {"epi", epi}});
+                           {"epi", epi},
+                           {"halo", 0}});
   };
   const CudaConvTask dense = CudaConvTask::dense(conv, f16, f16);
   // 64 x (32 + 8) floats = 10240 bytes over a ring of 2 x (64 + 32) x (16 + 8) halves = 9216.
@@ -406,6 +489,7 @@ TEST(CudaConvEmulated, TensorCoreRecordsWithoutTheNewKnobs) {
     EXPECT_EQ(a.shared_bytes, b.shared_bytes);
     EXPECT_NE(a.source.find("L1 = 0,"), std::string::npos);
     EXPECT_NE(a.source.find("EPI = 0,"), std::string::npos);
+    EXPECT_NE(a.source.find("HALO = 0,"), std::string::npos);
     // The default stays at l1=0, epi=0 until the knobs are measured.
     EXPECT_EQ(TensorCoreConvTemplate::default_config(t).get("l1"), 0);
     EXPECT_EQ(TensorCoreConvTemplate::default_config(t).get("epi"), 0);

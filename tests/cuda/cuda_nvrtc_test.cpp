@@ -241,7 +241,8 @@ TEST(CudaNvrtc, TensorCoreSplitKBuildsForSm90) {
                         {"stages", 3},
                         {"splitk", 2},
                         {"l1", 0},
-                        {"epi", 0}});
+                        {"epi", 0},
+                        {"halo", 0}});
     if (TensorCoreConvTemplate::valid(t, big)) cfgs.push_back(big);
     for (const ScheduleConfig& cfg : cfgs) {
       const std::string sym = fmt::format("tc_{}", m.symbols.size());

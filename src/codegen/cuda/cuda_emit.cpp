@@ -178,6 +178,15 @@ YC_DEVICE void yc_store2(yc_bf16* p, float a, float b) {
   *reinterpret_cast<yc_u32*>(p) =
       static_cast<yc_u32>(yc_float_to_bf16(a)) | (static_cast<yc_u32>(yc_float_to_bf16(b)) << 16);
 }
+// T if B, else F (NVRTC compiles without the standard library's <type_traits>).
+template <bool B, class T, class F>
+struct yc_if {
+  typedef T type;
+};
+template <class T, class F>
+struct yc_if<false, T, F> {
+  typedef F type;
+};
 // N elements of T accessed as one unit (N * sizeof(T) bytes: 4, 8 or 16 for one vector access).
 template <class T, int N>
 struct alignas(sizeof(T) * N) yc_vec {

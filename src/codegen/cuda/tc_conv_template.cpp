@@ -53,9 +53,21 @@ std::vector<int64_t> warp_channel_tiles(int64_t k) {
   return {out.begin(), out.end()};
 }
 
-// The pipeline's ring; with split-K at least the fp32 tile of partial sums that reuses it.
-int64_t shared_bytes(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int64_t splitk) {
-  const int64_t ring = stages * (bm + bn) * (bk + kPad) * 2;
+// The halves of a halo tile of bm pixels in rows of tw (the kernel's HALO_ELEMS); 0 for tw = 0.
+int64_t halo_elems(const CudaConvTask& task, int64_t bm, int64_t tw) {
+  if (tw == 0) return 0;
+  const ConvTask& t = task.conv;
+  const int64_t th = bm / tw, hh = (th - 1) * t.sh + (t.kh - 1) * t.dh + 1;
+  const int64_t hwd = (tw - 1) * t.sw + (t.kw - 1) * t.dw + 1;
+  return hh * cpu::ceil_div(hwd, t.sw) * t.sw * (t.c + 8);
+}
+
+// The pipeline's ring (of B tiles only after a halo tile of `halo` halves); with split-K at least
+// the fp32 tile of partial sums that reuses it.
+int64_t shared_bytes(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int64_t splitk,
+                     int64_t halo = 0) {
+  const int64_t ring =
+      halo > 0 ? halo * 2 + stages * bn * (bk + kPad) * 2 : stages * (bm + bn) * (bk + kPad) * 2;
   return splitk > 1 ? std::max(ring, bm * bn * 4) : ring;
 }
 
@@ -90,24 +102,50 @@ constexpr const char* kTensorCoreKernel = R"(enum : int {
   // 16-byte copies need 8 channels of one pixel at a 16-byte aligned address.
   NCHW_IN = @NCHW_IN@,  // x: dense NCHW float32, converted while gathering
   VEC = !NCHW_IN && C % 8 == 0 && IS % 8 == 0 && IO % 8 == 0,
-  OUTSIDE = -(1 << 28)  // input row of a pixel past M: every tap is out of bounds
+  OUTSIDE = -(1 << 28),  // input row of a pixel past M: every tap is out of bounds
+  // Halo tiles (HALO = TW > 0): a block's BM pixels are TH x TW of one image, and its input
+  // window (HH x HWD pixels, all C channels) is copied to shared memory once; each depth step's A
+  // operand is then that tile read at the step's tap, and only the weights stream through the
+  // ring. Columns are stored by phase (column % SW), so that consecutive output columns read
+  // consecutive stored pixels at every tap; a pixel's CP halves are an odd number of 16-byte
+  // chunks (C is a multiple of BK >= 16), so that the 8 rows an ldmatrix reads fall on distinct
+  // banks.
+  HALO = @HALO@,
+  TW = HALO ? HALO : 1, TH = BM / TW,
+  TILES_X = (OW + TW - 1) / TW, TILES = TILES_X * ((OH + TH - 1) / TH),
+  HH = (TH - 1) * SH + (KH - 1) * DH + 1, HWD = (TW - 1) * SW + (KW - 1) * DW + 1,
+  HWS = (HWD + SW - 1) / SW, HWP = HWS * SW,
+  CP = C + 8,
+  HALO_ELEMS = HALO ? HH * HWP * CP : 0,
+  HALO_CHUNKS = HH * HWD * (C / 8),
+  B_AT = HALO ? HALO_ELEMS : STAGES * A_STAGE  // halves before the ring of B tiles
 };
+static_assert(!HALO || (VEC && C % BK == 0 && BM % TW == 0), "halo tiles: 16-byte copies, steps within a tap");
+
+// Output pixel (GEMM row) of row `row` of this block's tile; M for a halo tile's pixels past the
+// image's edge, which the epilogue skips.
+YC_DEVICE int out_pixel(int row) {
+  if constexpr (!HALO) {
+    return static_cast<int>(blockIdx.x) * BM + row;
+  } else {
+    const int tile = static_cast<int>(blockIdx.x), img = tile / TILES, t = tile % TILES;
+    const int oh = t / TILES_X * TH + row / TW, ow = t % TILES_X * TW + row % TW;
+    return oh < OH && ow < OW ? (img * OH + oh) * OW + ow : M;
+  }
+}
 
 YC_DEVICE void mma(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b)[2]) {
   @MMA@(d, a, b);
 }
 
-// One 16-deep step k0 of the warp tile: A from `a` (row-major, lda halves a row, at the warp's
-// first row), B from `b` (n-major, ldb halves a row, at the warp's first channel).
-YC_DEVICE void warp_step(float (&acc)[MI][NI][4], const yc_u16* a, int lda, const yc_u16* b,
-                         int ldb, int k0, int lane) {
+// One 16-deep step k0 of the warp tile, B from `b` (n-major, ldb halves a row, at the warp's first
+// channel). A fragments: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), lane l addressing row l % 16
+// of k half l / 16; `a[mi]` is the address of that row of m-tile mi at depth 0, k half included.
+YC_DEVICE void warp_step_rows(float (&acc)[MI][NI][4], const yc_u16* const (&a)[MI],
+                              const yc_u16* b, int ldb, int k0, int lane) {
   yc_u32 af[MI][4], bf[NI][2];
-  // A fragments: matrices (rows 0-7 | 8-15) x (k 0-7 | 8-15), lane l addressing row l % 16 of k
-  // half l / 16.
 #pragma unroll
-  for (int mi = 0; mi < MI; ++mi) {
-    yc_ldmatrix_x4(af[mi], a + (mi * 16 + (lane & 15)) * lda + k0 + (lane >> 4) * 8);
-  }
+  for (int mi = 0; mi < MI; ++mi) yc_ldmatrix_x4(af[mi], a[mi] + k0);
   // B fragments of two n8 tiles per ldmatrix: matrices (n 0-7, k 0-7), (n 0-7, k 8-15),
   // (n 8-15, k 0-7), (n 8-15, k 8-15); B is stored n-major, so no transpose.
 #pragma unroll
@@ -125,65 +163,168 @@ YC_DEVICE void warp_step(float (&acc)[MI][NI][4], const yc_u16* a, int lda, cons
 #pragma unroll
     for (int ni = 0; ni < NI; ++ni) mma(acc[mi][ni], af[mi], bf[ni]);
 }
+// The same with A from `a` (row-major, lda halves a row, at the warp's first row).
+YC_DEVICE void warp_step(float (&acc)[MI][NI][4], const yc_u16* a, int lda, const yc_u16* b,
+                         int ldb, int k0, int lane) {
+  const yc_u16* rows[MI];
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi) rows[mi] = a + (mi * 16 + (lane & 15)) * lda + (lane >> 4) * 8;
+  warp_step_rows(acc, rows, b, ldb, k0, lane);
+}
 
-// Depth step kt of the im2col rows of this thread's pixels into one stage of A.
-YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const yc_i64 (&base)[A_ITERS],
-                      const int (&ih0)[A_ITERS], const int (&iw0)[A_ITERS], int kt, int tid) {
+// The rows and the 16-byte chunk column a thread copies: THREADS is a multiple of CPR (32 | THREADS,
+// CPR <= 8), so chunk tid + j * THREADS of a tile is row tid / CPR + j * ROW_STEP, column tid % CPR
+// for every j, and each depth step's (tap, channel) arithmetic is done once per thread, not per
+// chunk.
+enum : int {
+  ROW_STEP = THREADS / CPR,
+  // VEC: the window's taps inside the image as the bits of one word per row.
+  TAP_BITS = VEC && KH * KW <= 32,
+  // Element offsets of x (its whole buffer, a tap's reach below it included) fit an int.
+  X_INT = static_cast<yc_i64>(N) * H * W * IS + IO < (1ll << 30)
+};
+static_assert(THREADS % CPR == 0, "a thread copies one chunk column");
+typedef typename yc_if<X_INT, int, yc_i64>::type XIdx;
+
+// Per A row this thread copies, what every depth step needs: with TAP_BITS the element offset of
+// the pixel of tap (0, 0) (outside the image near its borders: only taps inside are read) and the
+// taps inside the image as bits; else the image's offset and the window's corner.
+struct ARows {
+  XIdx pix[A_ITERS];
+  yc_u32 taps[A_ITERS];
+  yc_i64 base[A_ITERS];
+  int ih0[A_ITERS], iw0[A_ITERS];
+};
+
+YC_DEVICE void a_rows(ARows& rows, int m0, int tid) {
 #pragma unroll
   for (int j = 0; j < A_ITERS; ++j) {
-    const int chunk = tid + j * THREADS;
-    if (A_CHUNKS % THREADS != 0 && chunk >= A_CHUNKS) break;
-    const int row = chunk / CPR, kc = chunk % CPR;
-    const int kk = kt * BK + kc * 8;
-    yc_u16* dst = sa + row * LDS + kc * 8;
-    if constexpr (VEC) {
-      const int c = kk % C, rs = kk / C, s = rs % KW, r = rs / KW;
-      const int ih = ih0[j] + r * DH, iw = iw0[j] + s * DW;
-      const bool ok = kk < KG && static_cast<unsigned>(ih) < static_cast<unsigned>(H) &&
-                      static_cast<unsigned>(iw) < static_cast<unsigned>(W);
-      const yc_u16* src = ok ? x + base[j] + (static_cast<yc_i64>(ih) * W + iw) * IS + c : x;
-      yc_cp_async16<L1>(dst, src, ok ? 16 : 0);
-    } else {
-      yc_u32 packed[4];
+    const int row = tid / CPR + j * ROW_STEP, m = m0 + row;
+    rows.pix[j] = 0;
+    rows.taps[j] = 0u;
+    rows.base[j] = 0;
+    rows.ih0[j] = rows.iw0[j] = OUTSIDE;
+    if (row < BM && m < M) {
+      const int img = m / (OH * OW), p = m % (OH * OW), oh = p / OW, ow = p % OW;
+      const int ih = oh * SH - PH, iw = ow * SW - PW;
+      rows.base[j] = NCHW_IN ? static_cast<yc_i64>(img) * C * H * W
+                             : static_cast<yc_i64>(img) * H * W * IS + IO;
+      rows.ih0[j] = ih;
+      rows.iw0[j] = iw;
+      if constexpr (TAP_BITS) {
+        rows.pix[j] = static_cast<XIdx>(rows.base[j] + (static_cast<yc_i64>(ih) * W + iw) * IS);
 #pragma unroll
-      for (int e = 0; e < 8; e += 2) {
-        yc_u32 pair = 0;
+        for (int r = 0; r < KH; ++r)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int k = kk + e + h;
-          const int c = k % C, rs = k / C, s = rs % KW, r = rs / KW;
-          const int ih = ih0[j] + r * DH, iw = iw0[j] + s * DW;
-          const bool ok = k < KG && static_cast<unsigned>(ih) < static_cast<unsigned>(H) &&
-                          static_cast<unsigned>(iw) < static_cast<unsigned>(W);
-          yc_u32 v = 0u;
-          if constexpr (NCHW_IN) {
-            const float* xf = reinterpret_cast<const float*>(x);
-            if (ok) v = @CVT@(xf[base[j] + (static_cast<yc_i64>(c) * H + ih) * W + iw]);
-          } else if (ok) {
-            v = x[base[j] + (static_cast<yc_i64>(ih) * W + iw) * IS + c];
+          for (int s = 0; s < KW; ++s) {
+            const bool in = static_cast<unsigned>(ih + r * DH) < static_cast<unsigned>(H) &&
+                            static_cast<unsigned>(iw + s * DW) < static_cast<unsigned>(W);
+            rows.taps[j] |= static_cast<yc_u32>(in) << (r * KW + s);
           }
-          pair |= v << (16 * h);
-        }
-        packed[e / 2] = pair;
       }
-      yc_u32* d32 = reinterpret_cast<yc_u32*>(dst);
-#pragma unroll
-      for (int e = 0; e < 4; ++e) d32[e] = packed[e];
     }
   }
 }
 
+// Depth step kt of the im2col rows of this thread's pixels into one stage of A.
+YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const ARows& rows, int kt,
+                      int tid) {
+  const int kc = tid % CPR, row0 = tid / CPR;
+  if constexpr (TAP_BITS) {
+    // This thread's 8 channels of the step: one tap, one offset from that tap's pixel.
+    const int kk = kt * BK + kc * 8;
+    const int tap = kk / C, c = kk - tap * C, r = tap / KW, s = tap - r * KW;
+    const XIdx at = static_cast<XIdx>((r * DH * W + s * DW) * IS + c);
+    const bool in_depth = KG % BK == 0 || kk < KG;
+#pragma unroll
+    for (int j = 0; j < A_ITERS; ++j) {
+      const int row = row0 + j * ROW_STEP;
+      if (BM % ROW_STEP != 0 && row >= BM) break;
+      const bool ok = in_depth && ((rows.taps[j] >> (tap & 31)) & 1u);
+      // A pixel inside the image is at offset >= 0: unsigned, the address is one wide multiply-add.
+      const XIdx off = ok ? rows.pix[j] + at : 0;
+      const yc_u16* src = X_INT ? x + static_cast<unsigned>(off) : x + off;
+      yc_cp_async16<L1>(sa + row * LDS + kc * 8, src, ok ? 16 : 0);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < A_ITERS; ++j) {
+      const int row = row0 + j * ROW_STEP;
+      if (BM % ROW_STEP != 0 && row >= BM) break;
+      const int kk = kt * BK + kc * 8;
+      yc_u16* dst = sa + row * LDS + kc * 8;
+      if constexpr (VEC) {
+        const int c = kk % C, rs = kk / C, s = rs % KW, r = rs / KW;
+        const int ih = rows.ih0[j] + r * DH, iw = rows.iw0[j] + s * DW;
+        const bool ok = kk < KG && static_cast<unsigned>(ih) < static_cast<unsigned>(H) &&
+                        static_cast<unsigned>(iw) < static_cast<unsigned>(W);
+        const yc_u16* src =
+            ok ? x + rows.base[j] + (static_cast<yc_i64>(ih) * W + iw) * IS + c : x;
+        yc_cp_async16<L1>(dst, src, ok ? 16 : 0);
+      } else {
+        yc_u32 packed[4];
+#pragma unroll
+        for (int e = 0; e < 8; e += 2) {
+          yc_u32 pair = 0;
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int k = kk + e + h;
+            const int c = k % C, rs = k / C, s = rs % KW, r = rs / KW;
+            const int ih = rows.ih0[j] + r * DH, iw = rows.iw0[j] + s * DW;
+            const bool ok = k < KG && static_cast<unsigned>(ih) < static_cast<unsigned>(H) &&
+                            static_cast<unsigned>(iw) < static_cast<unsigned>(W);
+            yc_u32 v = 0u;
+            if constexpr (NCHW_IN) {
+              const float* xf = reinterpret_cast<const float*>(x);
+              if (ok) v = @CVT@(xf[rows.base[j] + (static_cast<yc_i64>(c) * H + ih) * W + iw]);
+            } else if (ok) {
+              v = x[rows.base[j] + (static_cast<yc_i64>(ih) * W + iw) * IS + c];
+            }
+            pair |= v << (16 * h);
+          }
+          packed[e / 2] = pair;
+        }
+        yc_u32* d32 = reinterpret_cast<yc_u32*>(dst);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) d32[e] = packed[e];
+      }
+    }
+  }
+}
+
+// HALO: the input window of this block's tile, all C channels, zeros outside the image.
+YC_DEVICE void load_halo(yc_u16* sx, const yc_u16* __restrict__ x, int tid) {
+  const int tile = static_cast<int>(blockIdx.x), img = tile / TILES, t = tile % TILES;
+  const int ih0 = t / TILES_X * TH * SH - PH, iw0 = t % TILES_X * TW * SW - PW;
+  for (int chunk = tid; chunk < HALO_CHUNKS; chunk += THREADS) {
+    const int cc = chunk % (C / 8), px = chunk / (C / 8), hx = px % HWD, hy = px / HWD;
+    const int ih = ih0 + hy, iw = iw0 + hx;
+    const bool ok = static_cast<unsigned>(ih) < static_cast<unsigned>(H) &&
+                    static_cast<unsigned>(iw) < static_cast<unsigned>(W);
+    const yc_i64 at = (static_cast<yc_i64>(img) * H * W + static_cast<yc_i64>(ih) * W + iw) * IS +
+                      IO + cc * 8;
+    yc_cp_async16(sx + (hy * HWP + hx % SW * HWS + hx / SW) * CP + cc * 8, x + (ok ? at : 0),
+                  ok ? 16 : 0);
+  }
+}
+
+// HALO: the offset in the halo tile of tap (r, s), channel c from that of tap (0, 0), channel 0.
+YC_DEVICE int halo_tap(int kt) {
+  const int kk = kt * BK, tap = kk / C, c = kk - tap * C, r = tap / KW, s = tap - r * KW;
+  return (r * DH * HWP + s * DW % SW * HWS + s * DW / SW) * CP + c;
+}
+
 // Depth step kt of output channels [n0, n0 + BN) of the packed weights into one stage of B.
 YC_DEVICE void load_b(yc_u16* sb, const yc_u16* __restrict__ w, int n0, int kt, int tid) {
+  const int kc = tid % CPR, kk = kt * BK + kc * 8;
 #pragma unroll
   for (int j = 0; j < B_ITERS; ++j) {
-    const int chunk = tid + j * THREADS;
-    if (B_CHUNKS % THREADS != 0 && chunk >= B_CHUNKS) break;
-    const int row = chunk / CPR, kc = chunk % CPR;
-    const int n = n0 + row, kk = kt * BK + kc * 8;
-    const bool ok = n < K && kk < KG8;
-    const yc_u16* src = ok ? w + static_cast<yc_i64>(n) * KG8 + kk : w;
-    yc_cp_async16(sb + row * LDS + kc * 8, src, ok ? 16 : 0);
+    const int row = tid / CPR + j * ROW_STEP;
+    if (BN % ROW_STEP != 0 && row >= BN) break;
+    const int n = n0 + row;
+    const bool ok = (K % BN == 0 || n < K) && (KG8 % BK == 0 || kk < KG8);
+    yc_cp_async16(sb + row * LDS + kc * 8, w + static_cast<unsigned>(ok ? n * KG8 + kk : 0),
+                  ok ? 16 : 0);
   }
 }
 
@@ -237,8 +378,8 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
   const OutT* res = static_cast<const OutT*>(res_);
   OutT* y = static_cast<OutT*>(y_);
   OutT* up = static_cast<OutT*>(up_);
-  yc_u16* sa = yc_smem;
-  yc_u16* sb = yc_smem + STAGES * A_STAGE;
+  yc_u16* sa = yc_smem;  // the ring of A tiles, or HALO's tile
+  yc_u16* sb = yc_smem + B_AT;
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
   const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
   const int m0 = static_cast<int>(blockIdx.x) * BM, n0 = static_cast<int>(blockIdx.y) * BN;
@@ -246,21 +387,15 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
   const int split = SPLITK > 1 ? static_cast<int>(blockIdx.z) : 0;
   const int kt0 = KT * split / SPLITK, kt1 = KT * (split + 1) / SPLITK;
 
-  // The pixel of each A row this thread copies is the same at every depth step.
-  yc_i64 base[A_ITERS];
-  int ih0[A_ITERS], iw0[A_ITERS];
+  // The pixels of the A rows this thread copies are the same at every depth step.
+  ARows rows;
+  if constexpr (!HALO) a_rows(rows, m0, tid);
+  // HALO: this lane's A rows in the halo tile at tap (0, 0), channel 0.
+  const yc_u16* hrow[MI];
 #pragma unroll
-  for (int j = 0; j < A_ITERS; ++j) {
-    const int chunk = tid + j * THREADS, m = m0 + chunk / CPR;
-    base[j] = 0;
-    ih0[j] = iw0[j] = OUTSIDE;
-    if (chunk < A_CHUNKS && m < M) {
-      const int img = m / (OH * OW), p = m % (OH * OW), oh = p / OW, ow = p % OW;
-      base[j] = NCHW_IN ? static_cast<yc_i64>(img) * C * H * W
-                        : static_cast<yc_i64>(img) * H * W * IS + IO;
-      ih0[j] = oh * SH - PH;
-      iw0[j] = ow * SW - PW;
-    }
+  for (int mi = 0; mi < MI; ++mi) {
+    const int row = warp_m * WM + mi * 16 + (lane & 15);
+    hrow[mi] = sa + (row / TW * SH * HWP + row % TW) * CP + (lane >> 4) * 8;
   }
 
   float acc[MI][NI][4];
@@ -273,12 +408,14 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
 
 @B2B_LOAD@
   // Steps kt0 .. kt0+STAGES-2 in flight before the first use; one commit group per step, empty
-  // past the last, so that wait<STAGES - 2> below always means "step kt has landed".
+  // past the last, so that wait<STAGES - 2> below always means "step kt has landed" (HALO's tile
+  // joins the first group).
+  if constexpr (HALO) load_halo(sa, x, tid);
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     const int st = kt0 + s;
     if (st < kt1) {
-      load_a(sa + (st % STAGES) * A_STAGE, x, base, ih0, iw0, st, tid);
+      if constexpr (!HALO) load_a(sa + (st % STAGES) * A_STAGE, x, rows, st, tid);
       load_b(sb + (st % STAGES) * B_STAGE, w, n0, st, tid);
     }
     yc_cp_async_commit();
@@ -290,15 +427,22 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
     YC_SYNC();
     const int next = kt + STAGES - 1;
     if (next < kt1) {
-      load_a(sa + (next % STAGES) * A_STAGE, x, base, ih0, iw0, next, tid);
+      if constexpr (!HALO) load_a(sa + (next % STAGES) * A_STAGE, x, rows, next, tid);
       load_b(sb + (next % STAGES) * B_STAGE, w, n0, next, tid);
     }
     yc_cp_async_commit();
-    const yc_u16* ca = sa + (kt % STAGES) * A_STAGE;
-    const yc_u16* cb = sb + (kt % STAGES) * B_STAGE;
+    const yc_u16* cb = sb + (kt % STAGES) * B_STAGE + warp_n * WN * LDS;
+    if constexpr (HALO) {
+      const int tap = halo_tap(kt);
+      const yc_u16* at[MI];
 #pragma unroll
-    for (int ks = 0; ks < BK / 16; ++ks) {
-      warp_step(acc, ca + warp_m * WM * LDS, LDS, cb + warp_n * WN * LDS, LDS, ks * 16, lane);
+      for (int mi = 0; mi < MI; ++mi) at[mi] = hrow[mi] + tap;
+#pragma unroll
+      for (int ks = 0; ks < BK / 16; ++ks) warp_step_rows(acc, at, cb, LDS, ks * 16, lane);
+    } else {
+      const yc_u16* ca = sa + (kt % STAGES) * A_STAGE + warp_m * WM * LDS;
+#pragma unroll
+      for (int ks = 0; ks < BK / 16; ++ks) warp_step(acc, ca, LDS, cb, LDS, ks * 16, lane);
     }
   }
   yc_cp_async_wait<0>();
@@ -332,7 +476,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
       const auto* from = reinterpret_cast<const yc_vec<float, 4>*>(so + row * LDO + col);
       const yc_vec<float, 4> lo = from[0], hi = from[1];
       const float v[8] = {lo.e[0], lo.e[1], lo.e[2], lo.e[3], hi.e[0], hi.e[1], hi.e[2], hi.e[3]};
-      epilogue_vec<8>(y, up, res, bias, m0 + row, n0 + col, v);
+      epilogue_vec<8>(y, up, res, bias, out_pixel(row), n0 + col, v);
     }
   } else {
 #pragma unroll
@@ -340,10 +484,10 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
 #pragma unroll
       for (int ni = 0; ni < NI; ++ni) {
         if (!splitk_owns(mi, ni)) continue;
-        const int m = m0 + warp_m * WM + mi * 16 + (lane >> 2);
+        const int row = warp_m * WM + mi * 16 + (lane >> 2);
         const int n = n0 + warp_n * WN + ni * 8 + (lane & 3) * 2;
-        epilogue2(y, up, res, bias, m, n, acc[mi][ni][0], acc[mi][ni][1]);
-        epilogue2(y, up, res, bias, m + 8, n, acc[mi][ni][2], acc[mi][ni][3]);
+        epilogue2(y, up, res, bias, out_pixel(row), n, acc[mi][ni][0], acc[mi][ni][1]);
+        epilogue2(y, up, res, bias, out_pixel(row + 8), n, acc[mi][ni][2], acc[mi][ni][3]);
       }
     }
   }
@@ -473,14 +617,15 @@ int64_t kernel_shared_bytes(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t stages = cfg.get("stages");
   return t.b2b ? b2b_shared(t, bm, bn, bk, stages).bytes
-               : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"));
+               : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"),
+                              halo_elems(t, bm, cfg.get("halo")));
 }
 
 // valid() less matches().
 bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   if (!cfg.in_space(TensorCoreConvTemplate::space(t))) return false;
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
-  const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
+  const int64_t wm = cfg.get("wm"), wn = cfg.get("wn");
   const int64_t splitk = cfg.get("splitk");
   if (bm % wm != 0 || bn % wn != 0) return false;
   // A b2b block holds all the first stage's channels, in one block (no split), and finishes its
@@ -495,6 +640,12 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const bool vec_in =
       !t.in_nchw_f32 && t.conv.c % 8 == 0 && t.in.stride % 8 == 0 && t.in.offset % 8 == 0;
   if (cfg.get("l1") == 1 && !vec_in) return false;
+  // Halo tiles: 16-byte copies of whole pixels, depth steps within one tap, one block a tile, and
+  // their copies are not the im2col rows that l1 is about.
+  const int64_t halo = cfg.get("halo");
+  if (halo > 0 && (t.b2b || !vec_in || t.conv.c % bk != 0 || bm % halo != 0 || splitk != 1 ||
+                   cfg.get("l1") != 0))
+    return false;
   // A split tile's fragments are finished by the blocks that own them (splitk_owns), not staged.
   if (splitk > 1 && staged_output(t, cfg)) return false;
   if (staged_output(t, cfg)) {
@@ -504,7 +655,7 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
     const auto aligned = [&](const ChannelSlice& s) {
       return s.stride % vec == 0 && s.offset % vec == 0;
     };
-    if (staged_bytes(bm, bn) > shared_bytes(bm, bn, bk, stages, 1) || !aligned(t.out) ||
+    if (staged_bytes(bm, bn) > kernel_shared_bytes(t, cfg) || !aligned(t.out) ||
         (t.conv.residual && !aligned(t.res)))
       return false;
   }
@@ -542,7 +693,8 @@ std::optional<ScheduleConfig> b2b_default(const CudaConvTask& t) {
                                       {"stages", stages},
                                       {"splitk", 1},
                                       {"l1", 0},
-                                      {"epi", 0}});
+                                      {"epi", 0},
+                                      {"halo", 0}});
             if (fits(t, cfg)) return cfg;
           }
   return std::nullopt;
@@ -568,6 +720,11 @@ ScheduleSpace TensorCoreConvTemplate::space(const CudaConvTask& t) {
   s.knobs.push_back({"l1", "input tiles copied through L1 (cp.async.ca), else L2 only", {0, 1}, 0});
   s.knobs.push_back(
       {"epi", "output tile staged in shared memory for 16-byte stores (NHWC)", {0, 1}, 0});
+  s.knobs.push_back({"halo",
+                     "0: im2col rows through the ring; else a tile of bm/halo x halo pixels whose "
+                     "input window is copied to shared memory once",
+                     {0, 8, 16, 32},
+                     0});
   return s;
 }
 
@@ -617,7 +774,8 @@ ScheduleConfig TensorCoreConvTemplate::default_config(const CudaConvTask& t) {
                       {"stages", stages},
                       {"splitk", splitk},
                       {"l1", 0},
-                      {"epi", 0}});
+                      {"epi", 0},
+                      {"halo", 0}});
   YOLOC_CHECK(valid(t, cfg), "default tensor-core conv config {} invalid for {}", cfg.str(),
               t.key());
   return cfg;
@@ -665,8 +823,12 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
       {"@EPI@", staged_output(t, cfg) ? "1" : "0"},
       {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},
       {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
+      {"@HALO@", std::to_string(cfg.get("halo"))},
        {"@CVT@", t.dtype == DType::kBFloat16 ? "yc_float_to_bf16" : "yc_float_to_half"}});
-  const int64_t m = t.conv.n * t.conv.oh * t.conv.ow;
+  const int64_t halo = cfg.get("halo");
+  const int64_t m = halo == 0 ? t.conv.n * t.conv.oh * t.conv.ow
+                              : t.conv.n * cpu::ceil_div(t.conv.oh, bm / halo) *
+                                    cpu::ceil_div(t.conv.ow, halo) * bm;
   k.grid = {static_cast<unsigned>(cpu::ceil_div(m, bm)),
             static_cast<unsigned>(cpu::ceil_div(t.conv.k, bn)), static_cast<unsigned>(splitk)};
   k.block = {static_cast<unsigned>((bm / wm) * (bn / wn) * 32), 1, 1};
