@@ -45,6 +45,30 @@ std::vector<ScheduleConfig> draw(const SearchState& s, int n, ValidCache& cache,
   return out;
 }
 
+/// An untried valid config that differs from the best measured one in one knob, drawn uniformly
+/// (nullopt: none measured, or every such step tried).
+std::optional<ScheduleConfig> step_from_best(const SearchState& s, Rng& rng,
+                                             const std::set<std::string>& taken) {
+  if (s.measured.empty()) return std::nullopt;
+  const ScheduleConfig& best =
+      std::min_element(s.measured.begin(), s.measured.end(), [](const auto& a, const auto& b) {
+        return a.second < b.second;
+      })->first;
+  const TaskInfo& t = s.task->task;
+  std::vector<ScheduleConfig> steps;
+  for (const codegen::Knob& k : t.space.knobs) {
+    for (int64_t v : k.domain) {
+      if (best.values().contains(k.name) && best.get(k.name) == v) continue;
+      ScheduleConfig c = best;
+      c.set(k.name, v);
+      if (t.valid(c) && !s.tried.count(c.str()) && !taken.count(c.str()))
+        steps.push_back(std::move(c));
+    }
+  }
+  if (steps.empty()) return std::nullopt;
+  return steps[std::uniform_int_distribution<size_t>(0, steps.size() - 1)(rng)];
+}
+
 class RandomSearch : public SearchStrategy {
  public:
   explicit RandomSearch(uint64_t seed) : rng_(seed) {}
@@ -96,6 +120,15 @@ class EvolutionarySearch : public SearchStrategy {
     for (size_t i : order) {
       if (static_cast<int>(out.size()) == n - random_n) break;
       if (taken.insert(pool[i].str()).second) out.push_back(pool[i]);
+    }
+    // One of the others is a step from the best config along one knob, unranked: the model
+    // knows least of the knob values nobody measured (a new knob's, when a tune resumes from
+    // records made before it), and the breeding above reaches them only through its ranking.
+    if (random_n > 0) {
+      if (std::optional<ScheduleConfig> c = step_from_best(s, rng_, taken)) {
+        taken.insert(c->str());
+        out.push_back(std::move(*c));
+      }
     }
     for (ScheduleConfig& c : draw(s, n - static_cast<int>(out.size()), cache_, rng_, taken))
       out.push_back(std::move(c));

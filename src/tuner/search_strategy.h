@@ -5,7 +5,8 @@
 ///   evolutionary  configs the cost model ranks fastest: bred from the best measured configs
 ///                 by mutation and crossover over a few generations (or, for spaces small
 ///                 enough, every valid config ranked), plus a share of random ones so the
-///                 model keeps learning beyond its own guesses
+///                 model keeps learning beyond its own guesses, one of them a step from the
+///                 best measured config along one knob
 #include <map>
 #include <memory>
 #include <set>

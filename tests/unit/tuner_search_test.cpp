@@ -137,6 +137,54 @@ TEST_F(TunerSearch, EvolutionBreedsValidConfigs) {
   EXPECT_EQ(exhaust(*s, t, 8, &model), enumerate_valid(t.task)->size());
 }
 
+// Each round of four or more holds an untried step from the best measured config along one
+// knob, whatever the model ranks: the values a resumed tune's records never measured (a knob
+// added since) get measured next to the best config.
+TEST_F(TunerSearch, EvolutionStepsFromTheBestAlongOneKnob) {
+  const TuneTask& t = *conv_;
+  const auto all = *enumerate_valid(t.task);
+  CostModel model;
+  SearchState st;
+  st.task = &t;
+  // The first config measured fastest; its one-knob steps and every other config of the rest
+  // untried.
+  const ScheduleConfig& best = all.front();
+  const auto one_step = [&](const ScheduleConfig& c) {
+    int changed = 0;
+    for (const auto& [k, v] : best.values()) changed += c.get(k) != v;
+    return changed == 1;
+  };
+  size_t steps = 0, others = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const ScheduleConfig& c = all[i];
+    if (one_step(c)) {
+      ++steps;
+    } else if (i % 2 == 1) {
+      ++others;
+    } else {
+      const double secs = i == 0 ? 1e-4 : 1e-3;
+      st.measured.emplace_back(c, secs);
+      st.tried.insert(c.str());
+      model.add(t, c, secs);
+    }
+  }
+  model.train();
+  ASSERT_GT(steps, 2u);
+  ASSERT_GT(others, 2 * steps);
+  auto s = make_strategy("evolutionary", &model, 9, 0);
+  for (int round = 0; steps > 0; ++round) {
+    const std::vector<ScheduleConfig> got = s->propose(st, 4);
+    ASSERT_FALSE(got.empty());
+    size_t stepping = 0;
+    for (const ScheduleConfig& c : got) {
+      stepping += one_step(c);
+      st.tried.insert(c.str());
+    }
+    EXPECT_GE(stepping, 1u) << "round " << round;
+    steps -= stepping;
+  }
+}
+
 TEST_F(TunerSearch, GridGoesInIndexOrder) {
   const TuneTask& t = *testing::task_of(tasks_, "elementwise");
   auto s = make_strategy("grid", nullptr, 1);
