@@ -242,7 +242,7 @@ inline std::vector<ScheduleConfig> tc_configs(const CudaConvTask& t) {
   add(with_l1_epi(space.complete(ScheduleConfig(tries[1])), 1, 1));
   add(with_l1_epi(space.complete(ScheduleConfig(tries[3])), 0, 1));
   for (const ScheduleConfig& c : exact_tile_configs(t)) add(c);
-  // Halo tiles (where the depth steps stay within a tap: bk | C), 8 to 32 pixels wide.
+  // Halo tiles (where 16 | C), 8 to 32 pixels wide.
   add(with_halo(space.complete(ScheduleConfig(tries[0])), 8));
   add(with_halo(space.complete(ScheduleConfig(tries[1])), 16, 1));
   add(with_halo(space.complete(ScheduleConfig(tries[4])), 32));

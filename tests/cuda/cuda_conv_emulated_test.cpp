@@ -300,7 +300,8 @@ TEST(CudaConvEmulated, TensorCoreL1AndStagedEpilogue) {
   run(Template::kTensorCore, all);
 }
 
-// Halo tiles: strides 1 and 2, dilation 2, 1x1, 16 to 48 channels, edge tiles past the image
+// Halo tiles: strides 1 and 2, dilation 2, 1x1, 16 to 48 channels in steps of 16 to 64 (within
+// a tap, across taps, across a tap's end), edge tiles past the image
 // (widths and heights that are no multiple of the tile), batch 2, input / residual / output
 // slices, staged and fragment epilogues, fp16 and bf16 (in and out), fp32 output.
 TEST(CudaConvEmulated, TensorCoreHaloTiles) {
@@ -321,7 +322,10 @@ TEST(CudaConvEmulated, TensorCoreHaloTiles) {
     for (const auto& v : std::vector<std::map<std::string, int64_t>>{
              {{"bm", 32}, {"bn", 16}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 2}},
              {{"bm", 64}, {"bn", 32}, {"bk", 16}, {"wm", 32}, {"wn", 16}, {"stages", 3}},
-             {{"bm", 128}, {"bn", 32}, {"bk", 16}, {"wm", 64}, {"wn", 32}, {"stages", 4}}}) {
+             {{"bm", 128}, {"bn", 32}, {"bk", 16}, {"wm", 64}, {"wn", 32}, {"stages", 4}},
+             // Steps spanning taps (bk > C), or not dividing C (48 channels in steps of 32).
+             {{"bm", 64}, {"bn", 16}, {"bk", 64}, {"wm", 32}, {"wn", 16}, {"stages", 2}},
+             {{"bm", 32}, {"bn", 32}, {"bk", 32}, {"wm", 16}, {"wn", 32}, {"stages", 3}}}) {
       for (int64_t halo : {8, 16, 32}) {
         for (int64_t epi : {0, 1}) {
           const ScheduleConfig c = with_halo(space.complete(ScheduleConfig(v)), halo, epi);
@@ -336,8 +340,8 @@ TEST(CudaConvEmulated, TensorCoreHaloTiles) {
   run_configs(Template::kTensorCore, todo);
 }
 
-// What halo tiles need: 16-byte copies (channels, slice stride and offset multiples of 8), depth
-// steps within one tap (bk | C), one block a tile, no L1 knob; the tile and the ring within the
+// What halo tiles need: 16-byte copies (channels, slice stride and offset multiples of 8), 16-deep
+// slices within one tap (16 | C), one block a tile, no L1 knob; the tile and the ring within the
 // shared memory.
 TEST(CudaConvEmulated, TensorCoreHaloRules) {
   const DType f16 = DType::kFloat16;
@@ -353,11 +357,21 @@ TEST(CudaConvEmulated, TensorCoreHaloRules) {
     c.set(knob, v);
     return TensorCoreConvTemplate::valid(t, c);
   };
-  EXPECT_FALSE(with("bk", 64));     // a step would span two taps
+  EXPECT_TRUE(with("bk", 64));      // a step spans two taps, a slice one
   EXPECT_FALSE(with("splitk", 2));  // one block a tile
   EXPECT_FALSE(with("l1", 1));      // the halo copies are not the im2col rows l1 is about
   EXPECT_TRUE(with("bm", 32));       // two rows of 16
   EXPECT_TRUE(with("halo", 8));
+  // 24 channels: 16-byte copies, but a 16-deep slice would span two taps.
+  const CudaConvTask c24 =
+      CudaConvTask::dense(ConvTask::make(1, 24, 20, 20, 16, 3, 1, 1, Activation::kSilu), f16, f16);
+  ScheduleConfig h24 = with_halo(TensorCoreConvTemplate::space(c24).complete(ScheduleConfig(
+                                     {{"bm", 64}, {"bn", 16}, {"bk", 16}, {"wm", 32}, {"wn", 16},
+                                      {"stages", 2}})),
+                                 16);
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(c24, h24));
+  h24.set("halo", 0);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(c24, h24));
   // 12 channels: element-wise loads, no halo.
   const CudaConvTask narrow =
       CudaConvTask::dense(ConvTask::make(1, 12, 20, 20, 16, 3, 1, 1, Activation::kSilu), f16, f16);

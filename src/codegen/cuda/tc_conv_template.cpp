@@ -108,7 +108,7 @@ constexpr const char* kTensorCoreKernel = R"(enum : int {
   // operand is then that tile read at the step's tap, and only the weights stream through the
   // ring. Columns are stored by phase (column % SW), so that consecutive output columns read
   // consecutive stored pixels at every tap; a pixel's CP halves are an odd number of 16-byte
-  // chunks (C is a multiple of BK >= 16), so that the 8 rows an ldmatrix reads fall on distinct
+  // chunks (C is a multiple of 16), so that the 8 rows an ldmatrix reads fall on distinct
   // banks.
   HALO = @HALO@,
   TW = HALO ? HALO : 1, TH = BM / TW,
@@ -120,7 +120,8 @@ constexpr const char* kTensorCoreKernel = R"(enum : int {
   HALO_CHUNKS = HH * HWD * (C / 8),
   B_AT = HALO ? HALO_ELEMS : STAGES * A_STAGE  // halves before the ring of B tiles
 };
-static_assert(!HALO || (VEC && C % BK == 0 && BM % TW == 0), "halo tiles: 16-byte copies, steps within a tap");
+static_assert(!HALO || (VEC && C % 16 == 0 && BM % TW == 0),
+              "halo tiles: 16-byte copies, 16-deep slices within a tap");
 
 // Output pixel (GEMM row) of row `row` of this block's tile; M for a halo tile's pixels past the
 // image's edge, which the epilogue skips.
@@ -308,9 +309,10 @@ YC_DEVICE void load_halo(yc_u16* sx, const yc_u16* __restrict__ x, int tid) {
   }
 }
 
-// HALO: the offset in the halo tile of tap (r, s), channel c from that of tap (0, 0), channel 0.
-YC_DEVICE int halo_tap(int kt) {
-  const int kk = kt * BK, tap = kk / C, c = kk - tap * C, r = tap / KW, s = tap - r * KW;
+// HALO: the offset in the halo tile of depth index kk (tap (r, s), channel c) from that of tap
+// (0, 0), channel 0.
+YC_DEVICE int halo_tap(int kk) {
+  const int tap = kk / C, c = kk - tap * C, r = tap / KW, s = tap - r * KW;
   return (r * DH * HWP + s * DW % SW * HWS + s * DW / SW) * CP + c;
 }
 
@@ -432,13 +434,27 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
     }
     yc_cp_async_commit();
     const yc_u16* cb = sb + (kt % STAGES) * B_STAGE + warp_n * WN * LDS;
-    if constexpr (HALO) {
-      const int tap = halo_tap(kt);
+    if constexpr (HALO && C % BK == 0) {
+      // The step lies within one tap.
+      const int tap = halo_tap(kt * BK);
       const yc_u16* at[MI];
 #pragma unroll
       for (int mi = 0; mi < MI; ++mi) at[mi] = hrow[mi] + tap;
 #pragma unroll
       for (int ks = 0; ks < BK / 16; ++ks) warp_step_rows(acc, at, cb, LDS, ks * 16, lane);
+    } else if constexpr (HALO) {
+      // Each 16-deep slice lies within one tap (16 | C); the last step's slices past the depth
+      // are skipped (zero weights, and no rows of the tile for their taps).
+#pragma unroll
+      for (int ks = 0; ks < BK / 16; ++ks) {
+        const int kk = kt * BK + ks * 16;
+        if (KG % BK != 0 && kk >= KG) break;
+        const int tap = halo_tap(kk) - ks * 16;  // warp_step_rows adds ks * 16 back
+        const yc_u16* at[MI];
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) at[mi] = hrow[mi] + tap;
+        warp_step_rows(acc, at, cb, LDS, ks * 16, lane);
+      }
     } else {
       const yc_u16* ca = sa + (kt % STAGES) * A_STAGE + warp_m * WM * LDS;
 #pragma unroll
@@ -640,10 +656,10 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const bool vec_in =
       !t.in_nchw_f32 && t.conv.c % 8 == 0 && t.in.stride % 8 == 0 && t.in.offset % 8 == 0;
   if (cfg.get("l1") == 1 && !vec_in) return false;
-  // Halo tiles: 16-byte copies of whole pixels, depth steps within one tap, one block a tile, and
+  // Halo tiles: 16-byte copies of whole pixels, 16-deep slices within one tap, one block a tile, and
   // their copies are not the im2col rows that l1 is about.
   const int64_t halo = cfg.get("halo");
-  if (halo > 0 && (t.b2b || !vec_in || t.conv.c % bk != 0 || bm % halo != 0 || splitk != 1 ||
+  if (halo > 0 && (t.b2b || !vec_in || t.conv.c % 16 != 0 || bm % halo != 0 || splitk != 1 ||
                    cfg.get("l1") != 0))
     return false;
   // A split tile's fragments are finished by the blocks that own them (splitk_owns), not staged.
