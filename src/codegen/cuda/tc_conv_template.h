@@ -13,6 +13,19 @@
 /// pieces: their tiles are gathered element by element over the same (kh, kw, c) order, so the
 /// depth stays KG = KH*KW*C (27 for a 3x3 RGB conv, one 32-deep step) instead of padding C.
 ///
+/// Halo tiles (knob "halo" = TW > 0): a block's BM pixels are BM/TW rows of TW pixels of one image
+/// (the grid walks images x tile rows x tile columns; pixels past the image's edge are computed and
+/// not stored). The block copies the input window of its tile, (BM/TW - 1)*SH + (KH-1)*DH + 1 rows
+/// of (TW - 1)*SW + (KW-1)*DW + 1 pixels, all C channels (zeros outside the image), to shared
+/// memory once, with the first pipeline stage; then each 16-deep slice of the depth is that tile
+/// read at the slice's tap: ldmatrix takes one row address per lane, so a lane addresses its
+/// pixel's window corner plus the tap's offset. Columns are stored by phase (column % SW) and a
+/// pixel's C + 8 halves are an odd number of 16-byte chunks, so the 8 pixels of an ldmatrix
+/// matrix fall on distinct banks at every tap and stride. Only the weights stream through the
+/// ring. A 3x3 conv so reads each input pixel about (1 + 2/rows)(1 + 2/TW) times instead of 9
+/// times through L1, and the main loop has no A copies; it needs C a multiple of 16 (a slice in
+/// one tap) and 16-byte copies, and takes no split-K, no l1 and no b2b.
+///
 /// Split-K (sm_90): with SPLITK > 1 a tile is computed by a thread-block cluster of SPLITK blocks
 /// (grid z, cluster dims (1, 1, SPLITK) declared by the kernel, so a plain launch makes them);
 /// block z runs depth steps [KT*z/SPLITK, KT*(z+1)/SPLITK) of the KT, then the blocks sum their
@@ -54,9 +67,10 @@ class TensorCoreConvTemplate {
   /// per tile, 1 2 4 8), "l1" (1: the 16-byte input copies allocate in L1, cp.async.ca, else L2
   /// only) and "epi" (1: the block's fp32 output tile is staged in shared memory over the ring
   /// and each thread finishes 8 channels of a pixel with epilogue_vec, 16-byte residual loads and
-  /// output stores; an NCHW output keeps the fragment stores). "splitk", "l1" and "epi" came
-  /// later: a stored config without them means 1, 0, 0 (Knob::absent). "bn" offers the powers of
-  /// two from 16 to 256 and, where K is not a multiple of 64, the multiples of 16 that divide K
+  /// output stores; an NCHW output keeps the fragment stores), "halo" (0: im2col rows through
+  /// the ring; 8, 16, 32: halo tiles that many pixels wide). "splitk", "l1", "epi" and "halo"
+  /// came later: a stored config without them means 1, 0, 0, 0 (Knob::absent). "bn" offers the
+  /// powers of two from 16 to 256 and, where K is not a multiple of 64, the multiples of 16 that divide K
   /// (80; 48 and 144 for 144 channels), so that no tensor-core work goes to padding channels;
   /// "wn" then also offers 48 (a 144-channel tile in 3 warps) or 80 (an 80-channel tile in one).
   static ScheduleSpace space(const CudaConvTask& t);
@@ -65,7 +79,9 @@ class TensorCoreConvTemplate {
   /// kMaxSharedBytes; split-K only for t.sm >= 90 and at least one depth step per split; with
   /// l1=1, when the input is copied in 16-byte pieces (NHWC, channels, stride and offset
   /// multiples of 8); with epi=1 and an NHWC output, also when the staged tile fits the ring and
-  /// the output (and residual) slice strides and offsets are multiples of 16 bytes. For a b2b
+  /// the output (and residual) slice strides and offsets are multiples of 16 bytes; with halo > 0,
+  /// when the input is copied in 16-byte pieces, C is a multiple of 16, halo divides bm, splitk=1,
+  /// l1=0 and no b2b pair, and the halo tile plus the ring of weight tiles fit. For a b2b
   /// pair: bn >= N1 rounded up to 16, splitk=1, epi=0, and the ring (or
   /// the intermediate tile over it) plus the second weights within kMaxSharedBytes.
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
