@@ -311,8 +311,8 @@ TEST(CudaConvEmulated, TensorCoreHaloTiles) {
       CudaConvTask::dense(ConvTask::make(1, 32, 13, 18, 24, 3, 2, 1, Activation::kSilu), bf16,
                           bf16),
       CudaConvTask::dense(dilated(1, 48, 9, 10, 16, 3, 2, 2, Activation::kRelu), f16, f32),
-      sliced(ConvTask::make(1, 16, 7, 9, 20, 3, 1, 1, Activation::kSilu, true), f16, f16,
-             {24, 8}, {40, 8}, {40, 16}),
+      sliced(ConvTask::make(1, 16, 7, 9, 20, 3, 1, 1, Activation::kSilu, true), f16, f16, {24, 8},
+             {40, 8}, {40, 16}),
       CudaConvTask::dense(ConvTask::make(1, 32, 5, 6, 16, 1, 1, 0), f16, f16),
   };
   std::vector<std::pair<CudaConvTask, ScheduleConfig>> todo;
@@ -347,10 +347,10 @@ TEST(CudaConvEmulated, TensorCoreHaloRules) {
   const DType f16 = DType::kFloat16;
   const CudaConvTask t =
       CudaConvTask::dense(ConvTask::make(1, 32, 20, 20, 64, 3, 1, 1, Activation::kSilu), f16, f16);
-  const ScheduleConfig base = with_halo(
-      TensorCoreConvTemplate::space(t).complete(ScheduleConfig(
-          {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"wm", 32}, {"wn", 32}, {"stages", 2}})),
-      16);
+  const ScheduleConfig base =
+      with_halo(TensorCoreConvTemplate::space(t).complete(ScheduleConfig(
+                    {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"wm", 32}, {"wn", 32}, {"stages", 2}})),
+                16);
   EXPECT_TRUE(TensorCoreConvTemplate::valid(t, base));
   const auto with = [&](const char* knob, int64_t v) {
     ScheduleConfig c = base;
@@ -360,25 +360,25 @@ TEST(CudaConvEmulated, TensorCoreHaloRules) {
   EXPECT_TRUE(with("bk", 64));      // a step spans two taps, a slice one
   EXPECT_FALSE(with("splitk", 2));  // one block a tile
   EXPECT_FALSE(with("l1", 1));      // the halo copies are not the im2col rows l1 is about
-  EXPECT_TRUE(with("bm", 32));       // two rows of 16
+  EXPECT_TRUE(with("bm", 32));      // two rows of 16
   EXPECT_TRUE(with("halo", 8));
   // 24 channels: 16-byte copies, but a 16-deep slice would span two taps.
   const CudaConvTask c24 =
       CudaConvTask::dense(ConvTask::make(1, 24, 20, 20, 16, 3, 1, 1, Activation::kSilu), f16, f16);
-  ScheduleConfig h24 = with_halo(TensorCoreConvTemplate::space(c24).complete(ScheduleConfig(
-                                     {{"bm", 64}, {"bn", 16}, {"bk", 16}, {"wm", 32}, {"wn", 16},
-                                      {"stages", 2}})),
-                                 16);
+  ScheduleConfig h24 =
+      with_halo(TensorCoreConvTemplate::space(c24).complete(ScheduleConfig(
+                    {{"bm", 64}, {"bn", 16}, {"bk", 16}, {"wm", 32}, {"wn", 16}, {"stages", 2}})),
+                16);
   EXPECT_FALSE(TensorCoreConvTemplate::valid(c24, h24));
   h24.set("halo", 0);
   EXPECT_TRUE(TensorCoreConvTemplate::valid(c24, h24));
   // 12 channels: element-wise loads, no halo.
   const CudaConvTask narrow =
       CudaConvTask::dense(ConvTask::make(1, 12, 20, 20, 16, 3, 1, 1, Activation::kSilu), f16, f16);
-  ScheduleConfig c = with_halo(TensorCoreConvTemplate::space(narrow).complete(ScheduleConfig(
-                                   {{"bm", 64}, {"bn", 16}, {"bk", 16}, {"wm", 32}, {"wn", 16},
-                                    {"stages", 2}})),
-                               16);
+  ScheduleConfig c =
+      with_halo(TensorCoreConvTemplate::space(narrow).complete(ScheduleConfig(
+                    {{"bm", 64}, {"bn", 16}, {"bk", 16}, {"wm", 32}, {"wn", 16}, {"stages", 2}})),
+                16);
   EXPECT_FALSE(TensorCoreConvTemplate::valid(narrow, c));
   c.set("halo", 0);
   EXPECT_TRUE(TensorCoreConvTemplate::valid(narrow, c));
@@ -386,10 +386,10 @@ TEST(CudaConvEmulated, TensorCoreHaloRules) {
   // the shared memory.
   const CudaConvTask wide =
       CudaConvTask::dense(ConvTask::make(1, 256, 40, 40, 64, 3, 1, 1, Activation::kSilu), f16, f16);
-  ScheduleConfig w = with_halo(TensorCoreConvTemplate::space(wide).complete(ScheduleConfig(
-                                   {{"bm", 256}, {"bn", 64}, {"bk", 32}, {"wm", 64}, {"wn", 32},
-                                    {"stages", 2}})),
-                               16);
+  ScheduleConfig w =
+      with_halo(TensorCoreConvTemplate::space(wide).complete(ScheduleConfig(
+                    {{"bm", 256}, {"bn", 64}, {"bk", 32}, {"wm", 64}, {"wn", 32}, {"stages", 2}})),
+                16);
   EXPECT_FALSE(TensorCoreConvTemplate::valid(wide, w));
   w.set("bm", 64);
   w.set("wm", 32);

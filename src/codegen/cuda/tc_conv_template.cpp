@@ -656,8 +656,8 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const bool vec_in =
       !t.in_nchw_f32 && t.conv.c % 8 == 0 && t.in.stride % 8 == 0 && t.in.offset % 8 == 0;
   if (cfg.get("l1") == 1 && !vec_in) return false;
-  // Halo tiles: 16-byte copies of whole pixels, 16-deep slices within one tap, one block a tile, and
-  // their copies are not the im2col rows that l1 is about.
+  // Halo tiles: 16-byte copies of whole pixels, 16-deep slices within one tap, one block a tile,
+  // and their copies are not the im2col rows that l1 is about.
   const int64_t halo = cfg.get("halo");
   if (halo > 0 && (t.b2b || !vec_in || t.conv.c % 16 != 0 || bm % halo != 0 || splitk != 1 ||
                    cfg.get("l1") != 0))
@@ -809,37 +809,38 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
   CudaKernel k = conv_kernel(
       t, symbol, "", cfg.str(), kTensorCoreKernel,
       {{"@B2B_FUNCTIONS@", t.b2b ? "namespace s2 {\n" + conv_common_source(t.second_stage()) +
-                                      "}  // namespace s2\n" + kB2bFunctions
-                                : ""},
-      // ---- The b2b kernel parameters, after the common ones of conv_task.h (extra parameters
-      // of other fused forms go before these: the list is x, w, bias, res, y, [others], w2,
-      // bias2; tasks.cpp appends their arguments in the same order).
-      {"@B2B_PARAMS@", t.b2b ? ",\n          const void* w2_, const float* __restrict__ bias2" : ""},
-      {"@B2B_LOAD@",
-       t.b2b ? "  b2b_load_w2(yc_smem + W2_AT, static_cast<const yc_u16*>(w2_), tid);" : ""},
-      {"@B2B_TAIL@", t.b2b ? "  b2b_tail(acc, bias, yc_smem + W2_AT, yc_smem, bias2, "
-                             "static_cast<s2::OutT*>(y_), m0, lane, warp_m, warp_n);\n"
-                             "  return;"
-                           : ""},
-      {"@ACT1@", act1},
-      {"@BM@", std::to_string(bm)},
-      {"@BN@", std::to_string(bn)},
-      {"@BK@", std::to_string(bk)},
-      {"@WM@", std::to_string(wm)},
-      {"@WN@", std::to_string(wn)},
-      {"@STAGES@", std::to_string(stages)},
-      {"@SPLITK@", std::to_string(splitk)},
-      {"@SPLITK_ARCH_CHECK@", splitk > 1
-                                  ? "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n"
-                                    "#error \"split-K (thread-block clusters) needs sm_90\"\n"
-                                    "#endif\n"
-                                  : ""},
-      {"@CLUSTER_DIMS@", splitk > 1 ? fmt::format("YC_CLUSTER_DIMS(1, 1, {})", splitk) : ""},
-      {"@L1@", std::to_string(cfg.get("l1"))},
-      {"@EPI@", staged_output(t, cfg) ? "1" : "0"},
-      {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},
-      {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
-      {"@HALO@", std::to_string(cfg.get("halo"))},
+                                       "}  // namespace s2\n" + kB2bFunctions
+                                 : ""},
+       // ---- The b2b kernel parameters, after the common ones of conv_task.h (extra parameters
+       // of other fused forms go before these: the list is x, w, bias, res, y, [others], w2,
+       // bias2; tasks.cpp appends their arguments in the same order).
+       {"@B2B_PARAMS@",
+        t.b2b ? ",\n          const void* w2_, const float* __restrict__ bias2" : ""},
+       {"@B2B_LOAD@",
+        t.b2b ? "  b2b_load_w2(yc_smem + W2_AT, static_cast<const yc_u16*>(w2_), tid);" : ""},
+       {"@B2B_TAIL@", t.b2b ? "  b2b_tail(acc, bias, yc_smem + W2_AT, yc_smem, bias2, "
+                              "static_cast<s2::OutT*>(y_), m0, lane, warp_m, warp_n);\n"
+                              "  return;"
+                            : ""},
+       {"@ACT1@", act1},
+       {"@BM@", std::to_string(bm)},
+       {"@BN@", std::to_string(bn)},
+       {"@BK@", std::to_string(bk)},
+       {"@WM@", std::to_string(wm)},
+       {"@WN@", std::to_string(wn)},
+       {"@STAGES@", std::to_string(stages)},
+       {"@SPLITK@", std::to_string(splitk)},
+       {"@SPLITK_ARCH_CHECK@", splitk > 1
+                                   ? "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900\n"
+                                     "#error \"split-K (thread-block clusters) needs sm_90\"\n"
+                                     "#endif\n"
+                                   : ""},
+       {"@CLUSTER_DIMS@", splitk > 1 ? fmt::format("YC_CLUSTER_DIMS(1, 1, {})", splitk) : ""},
+       {"@L1@", std::to_string(cfg.get("l1"))},
+       {"@EPI@", staged_output(t, cfg) ? "1" : "0"},
+       {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},
+       {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
+       {"@HALO@", std::to_string(cfg.get("halo"))},
        {"@CVT@", t.dtype == DType::kBFloat16 ? "yc_float_to_bf16" : "yc_float_to_half"}});
   const int64_t halo = cfg.get("halo");
   const int64_t m = halo == 0 ? t.conv.n * t.conv.oh * t.conv.ow

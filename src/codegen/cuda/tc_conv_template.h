@@ -70,9 +70,10 @@ class TensorCoreConvTemplate {
   /// output stores; an NCHW output keeps the fragment stores), "halo" (0: im2col rows through
   /// the ring; 8, 16, 32: halo tiles that many pixels wide). "splitk", "l1", "epi" and "halo"
   /// came later: a stored config without them means 1, 0, 0, 0 (Knob::absent). "bn" offers the
-  /// powers of two from 16 to 256 and, where K is not a multiple of 64, the multiples of 16 that divide K
-  /// (80; 48 and 144 for 144 channels), so that no tensor-core work goes to padding channels;
-  /// "wn" then also offers 48 (a 144-channel tile in 3 warps) or 80 (an 80-channel tile in one).
+  /// powers of two from 16 to 256 and, where K is not a multiple of 64, the multiples of 16 that
+  /// divide K (80; 48 and 144 for 144 channels), so that no tensor-core work goes to padding
+  /// channels; "wn" then also offers 48 (a 144-channel tile in 3 warps) or 80 (an 80-channel tile
+  /// in one).
   static ScheduleSpace space(const CudaConvTask& t);
   /// True when cfg is a point of space(t) with wm | bm, wn | bn, at most 8 warps, at most 128
   /// accumulators per thread and its shared memory (with split-K at least BM*BN floats) within
