@@ -345,55 +345,44 @@ TEST(CudaConvEmulated, TensorCoreHaloTiles) {
 // shared memory.
 TEST(CudaConvEmulated, TensorCoreHaloRules) {
   const DType f16 = DType::kFloat16;
-  const CudaConvTask t =
-      CudaConvTask::dense(ConvTask::make(1, 32, 20, 20, 64, 3, 1, 1, Activation::kSilu), f16, f16);
-  const ScheduleConfig base =
-      with_halo(TensorCoreConvTemplate::space(t).complete(ScheduleConfig(
-                    {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"wm", 32}, {"wn", 32}, {"stages", 2}})),
-                16);
-  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, base));
-  const auto with = [&](const char* knob, int64_t v) {
-    ScheduleConfig c = base;
-    c.set(knob, v);
-    return TensorCoreConvTemplate::valid(t, c);
+  // A 3x3 conv of c channels to k at 20x20 (or 40x40), and a halo config of it.
+  const auto conv = [&](int64_t c, int64_t k, int64_t hw = 20) {
+    return CudaConvTask::dense(ConvTask::make(1, c, hw, hw, k, 3, 1, 1, Activation::kSilu), f16,
+                               f16);
   };
-  EXPECT_TRUE(with("bk", 64));      // a step spans two taps, a slice one
-  EXPECT_FALSE(with("splitk", 2));  // one block a tile
-  EXPECT_FALSE(with("l1", 1));      // the halo copies are not the im2col rows l1 is about
-  EXPECT_TRUE(with("bm", 32));      // two rows of 16
-  EXPECT_TRUE(with("halo", 8));
-  // 24 channels: 16-byte copies, but a 16-deep slice would span two taps.
-  const CudaConvTask c24 =
-      CudaConvTask::dense(ConvTask::make(1, 24, 20, 20, 16, 3, 1, 1, Activation::kSilu), f16, f16);
-  ScheduleConfig h24 =
-      with_halo(TensorCoreConvTemplate::space(c24).complete(ScheduleConfig(
-                    {{"bm", 64}, {"bn", 16}, {"bk", 16}, {"wm", 32}, {"wn", 16}, {"stages", 2}})),
-                16);
-  EXPECT_FALSE(TensorCoreConvTemplate::valid(c24, h24));
-  h24.set("halo", 0);
-  EXPECT_TRUE(TensorCoreConvTemplate::valid(c24, h24));
-  // 12 channels: element-wise loads, no halo.
-  const CudaConvTask narrow =
-      CudaConvTask::dense(ConvTask::make(1, 12, 20, 20, 16, 3, 1, 1, Activation::kSilu), f16, f16);
-  ScheduleConfig c =
-      with_halo(TensorCoreConvTemplate::space(narrow).complete(ScheduleConfig(
-                    {{"bm", 64}, {"bn", 16}, {"bk", 16}, {"wm", 32}, {"wn", 16}, {"stages", 2}})),
-                16);
-  EXPECT_FALSE(TensorCoreConvTemplate::valid(narrow, c));
-  c.set("halo", 0);
-  EXPECT_TRUE(TensorCoreConvTemplate::valid(narrow, c));
+  const auto halo_cfg = [](const CudaConvTask& t, int64_t bm, int64_t bn, int64_t bk, int64_t wm,
+                           int64_t wn) {
+    return with_halo(
+        TensorCoreConvTemplate::space(t).complete(ScheduleConfig(
+            {{"bm", bm}, {"bn", bn}, {"bk", bk}, {"wm", wm}, {"wn", wn}, {"stages", 2}})),
+        16);
+  };
+  const CudaConvTask t = conv(32, 64);
+  const ScheduleConfig base = halo_cfg(t, 64, 64, 32, 32, 32);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, base));
+  const auto valid_with = [](const CudaConvTask& task, ScheduleConfig c, const char* knob,
+                             int64_t v) {
+    c.set(knob, v);
+    return TensorCoreConvTemplate::valid(task, c);
+  };
+  EXPECT_TRUE(valid_with(t, base, "bk", 64));      // a step spans two taps, a slice one
+  EXPECT_FALSE(valid_with(t, base, "splitk", 2));  // one block a tile
+  EXPECT_FALSE(valid_with(t, base, "l1", 1));      // the halo copies are not the im2col rows of l1
+  EXPECT_TRUE(valid_with(t, base, "bm", 32));      // two rows of 16
+  EXPECT_TRUE(valid_with(t, base, "halo", 8));
+  // 24 channels: 16-byte copies, but a 16-deep slice would span two taps; 12 channels:
+  // element-wise loads. Both take the im2col rows.
+  for (int64_t c : {24, 12}) {
+    const CudaConvTask narrow = conv(c, 16);
+    const ScheduleConfig h = halo_cfg(narrow, 64, 16, 16, 32, 16);
+    EXPECT_FALSE(TensorCoreConvTemplate::valid(narrow, h)) << c;
+    EXPECT_TRUE(valid_with(narrow, h, "halo", 0)) << c;
+  }
   // 256 channels of a 256-pixel tile: the halo tile alone (18 x 18 pixels x 264 halves) exceeds
-  // the shared memory.
-  const CudaConvTask wide =
-      CudaConvTask::dense(ConvTask::make(1, 256, 40, 40, 64, 3, 1, 1, Activation::kSilu), f16, f16);
-  ScheduleConfig w =
-      with_halo(TensorCoreConvTemplate::space(wide).complete(ScheduleConfig(
-                    {{"bm", 256}, {"bn", 64}, {"bk", 32}, {"wm", 64}, {"wn", 32}, {"stages", 2}})),
-                16);
-  EXPECT_FALSE(TensorCoreConvTemplate::valid(wide, w));
-  w.set("bm", 64);
-  w.set("wm", 32);
-  EXPECT_TRUE(TensorCoreConvTemplate::valid(wide, w));
+  // the shared memory; a 64-pixel tile (6 x 18 pixels) fits.
+  const CudaConvTask wide = conv(256, 64, 40);
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(wide, halo_cfg(wide, 256, 64, 32, 64, 32)));
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(wide, halo_cfg(wide, 64, 64, 32, 32, 32)));
 }
 
 // epi=1 needs the staged fp32 tile to fit the pipeline ring and 16-byte aligned output and
