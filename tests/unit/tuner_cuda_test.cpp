@@ -201,7 +201,8 @@ TEST(TunerCuda, CompileAppliesConfigsByKey) {
 }
 
 TEST(TunerCuda, CompileAppliesConfigsStoredBeforeKnobs) {
-  // A tc_conv config as records stored it before the knobs l1 and epi: it applies as l1=0, epi=0.
+  // A tc_conv config as records stored it before the knobs splitk, l1, epi and halo: it applies as
+  // splitk=1, l1=0, epi=0, halo=0.
   // The middle conv of three is a tc_conv task (the first is direct, the last joins the Sigmoid).
   const auto g = std::make_unique<Graph>();
   Value* x = yoloc::testing::input(*g, "x", {1, 3, 12, 12});
@@ -221,6 +222,7 @@ TEST(TunerCuda, CompileAppliesConfigsStoredBeforeKnobs) {
   now.set("splitk", 1);
   now.set("l1", 0);
   now.set("epi", 0);
+  now.set("halo", 0);
   ASSERT_FALSE(t->task.valid(old));
   ASSERT_TRUE(t->task.valid(now));
   codegen::cuda::CudaCompileOptions o;
