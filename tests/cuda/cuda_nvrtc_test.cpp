@@ -210,6 +210,25 @@ TEST(CudaNvrtc, TensorCoreTemplateBuilds) {
              "cvt.rn.f16.f32"});
 }
 
+// An input of 2^30 elements (64 images of 512x512x64): its element offsets no longer fit the
+// 32-bit arithmetic of the 16-byte loads (the kernel's X_INT), so the loads take 64-bit offsets;
+// that path builds too, with im2col rows and with halo tiles.
+TEST(CudaNvrtc, TensorCoreWideInputBuilds) {
+  const CudaConvTask t =
+      CudaConvTask::dense(ConvTask::make(64, 64, 512, 512, 64, 3, 1, 1, Activation::kSilu),
+                          DType::kFloat16, DType::kFloat16);
+  const ScheduleConfig def = TensorCoreConvTemplate::default_config(t);
+  Module m;
+  m.add(TensorCoreConvTemplate::emit(t, def, "wide_rows").source, "wide_rows", true);
+  ScheduleConfig halo = with_halo(with_l1_epi(def, 0, 0), 16);
+  halo.set("bk", 32);
+  ASSERT_TRUE(TensorCoreConvTemplate::valid(t, halo)) << halo.str();
+  m.add(TensorCoreConvTemplate::emit(t, halo, "wide_halo").source, "wide_halo", false);
+  const std::string src = m.source;
+  EXPECT_NE(src.find("N = 64, C = 64, H = 512, W = 512"), std::string::npos);
+  build_all(m, {"cp.async.cg.shared.global", "ldmatrix.sync.aligned", "mma.sync.aligned.m16n8k16"});
+}
+
 // Split-K (sm_90 thread-block clusters): yolov8n's small deep layers at batch 1 (their defaults
 // split) and a bf16 residual into slices, with 2, 4 and 8 splits, build for sm_90 with the
 // cluster shape in the PTX and no spills in the defaults; for sm_80 they are a compile error
