@@ -109,8 +109,10 @@ std::unique_ptr<Graph> detector() {
 // and compared with the reference within `tolerance` (relative to max(1, |want|)).
 // With `splitk`, for sm_90 with every tensor-core conv that allows it split in 2 (the thread-block
 // clusters of split-K, in the program as compiled). With `b2b` (fp16), each branch's last 3x3
-// conv and its 1x1 run as one back-to-back kernel, the intermediate never stored.
-void run_detector(Precision precision, float tolerance, bool splitk = false, bool b2b = true) {
+// conv and its 1x1 run as one back-to-back kernel, the intermediate never stored. With `halo`,
+// every tensor-core conv that allows it takes halo tiles 8 pixels wide (16 where 8 is invalid).
+void run_detector(Precision precision, float tolerance, bool splitk = false, bool b2b = true,
+                  bool halo = false) {
   const Tensor xin = yoloc::testing::random_tensor({2, 8, 8, 8}, 7);
   const Tensor want = run_reference(*detector(), {{"x", xin}}).at(0).tensor;
 
@@ -124,21 +126,36 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
   options.b2b = b2b;
   options.b2b_min_pixels = 0;  // the detector's maps are 8x8 and smaller
   const std::vector<CudaTask> tasks = extract_cuda_tasks(*g, splitk ? 90 : 80, b2b, 0);
-  int split = 0;
+  int split = 0, halos = 0;
   for (const CudaTask& t : tasks) {
+    if (t.template_name != "tc_conv") continue;
     ScheduleConfig cfg = t.default_config;
     cfg.set("splitk", 2);
-    if (splitk && t.template_name == "tc_conv" && t.valid(cfg)) {
+    if (splitk && t.valid(cfg)) {
       options.configs[t.key] = cfg;
       ++split;
+    }
+    for (int64_t w : {8, 16}) {
+      ScheduleConfig h = t.default_config;
+      h.set("splitk", 1);
+      h.set("l1", 0);
+      h.set("halo", w);
+      if (halo && t.valid(h)) {
+        options.configs[t.key] = h;
+        ++halos;
+        break;
+      }
     }
   }
   if (splitk) {
     EXPECT_GE(split, 4);
   }
+  if (halo) {
+    EXPECT_GE(halos, 4);
+  }
   const CudaBuild build = compile_cuda(*g, options);
   ASSERT_EQ(tasks.size(), build.tasks.size());
-  EXPECT_EQ(build.tuned, split);
+  EXPECT_EQ(build.tuned, split + halos);
 
   // The kernels as compile_cuda lowered them (same configs and symbols), built for the host.
   std::vector<CudaKernel> conv_kernels;
@@ -238,6 +255,11 @@ TEST(CudaProgramEmulated, Fp16DetectorWithoutB2bMatchesReference) {
 // Without the b2b pairs (which do not split), so that the head's 1x1 convs split too.
 TEST(CudaProgramEmulated, Fp16DetectorSplitKOnSm90MatchesReference) {
   run_detector(Precision::kFp16, 1e-2f, true, false);
+}
+
+// Halo tiles in the whole program (the b2b pairs keep the im2col rows).
+TEST(CudaProgramEmulated, Fp16DetectorWithHaloTilesMatchesReference) {
+  run_detector(Precision::kFp16, 1e-2f, false, false, true);
 }
 
 TEST(CudaProgramEmulated, Fp32DetectorWithNchwHeadConvsMatchesReference) {
