@@ -497,13 +497,14 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
   } else {
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
+      const int row = warp_m * WM + mi * 16 + (lane >> 2);
+      const int m = out_pixel(row), m8 = out_pixel(row + 8);
 #pragma unroll
       for (int ni = 0; ni < NI; ++ni) {
         if (!splitk_owns(mi, ni)) continue;
-        const int row = warp_m * WM + mi * 16 + (lane >> 2);
         const int n = n0 + warp_n * WN + ni * 8 + (lane & 3) * 2;
-        epilogue2(y, up, res, bias, out_pixel(row), n, acc[mi][ni][0], acc[mi][ni][1]);
-        epilogue2(y, up, res, bias, out_pixel(row + 8), n, acc[mi][ni][2], acc[mi][ni][3]);
+        epilogue2(y, up, res, bias, m, n, acc[mi][ni][0], acc[mi][ni][1]);
+        epilogue2(y, up, res, bias, m8, n, acc[mi][ni][2], acc[mi][ni][3]);
       }
     }
   }
@@ -842,12 +843,13 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
        {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
        {"@HALO@", std::to_string(cfg.get("halo"))},
        {"@CVT@", t.dtype == DType::kBFloat16 ? "yc_float_to_bf16" : "yc_float_to_half"}});
+  // A block per bm output pixels, or per halo tile (bm / halo rows of halo pixels of one image).
   const int64_t halo = cfg.get("halo");
-  const int64_t m = halo == 0 ? t.conv.n * t.conv.oh * t.conv.ow
-                              : t.conv.n * cpu::ceil_div(t.conv.oh, bm / halo) *
-                                    cpu::ceil_div(t.conv.ow, halo) * bm;
-  k.grid = {static_cast<unsigned>(cpu::ceil_div(m, bm)),
-            static_cast<unsigned>(cpu::ceil_div(t.conv.k, bn)), static_cast<unsigned>(splitk)};
+  const int64_t blocks =
+      halo == 0 ? cpu::ceil_div(t.conv.n * t.conv.oh * t.conv.ow, bm)
+                : t.conv.n * cpu::ceil_div(t.conv.oh, bm / halo) * cpu::ceil_div(t.conv.ow, halo);
+  k.grid = {static_cast<unsigned>(blocks), static_cast<unsigned>(cpu::ceil_div(t.conv.k, bn)),
+            static_cast<unsigned>(splitk)};
   k.block = {static_cast<unsigned>((bm / wm) * (bn / wn) * 32), 1, 1};
   k.cluster = {1, 1, static_cast<unsigned>(splitk)};
   k.shared_bytes = static_cast<unsigned>(kernel_shared_bytes(t, cfg));
