@@ -513,8 +513,8 @@ inline std::vector<B2bLayer> yolov8n_b2b_layers(DType dt, int sm) {
   };
 }
 
-/// The default config of a b2b pair and others of other tiles, warp tiles, depth steps, stages
-/// and L1 copies, those valid for t.
+/// The default config of a b2b pair and others of other tiles, warp tiles, depth steps, stages,
+/// L1 copies and halo tiles, those valid for t.
 inline std::vector<ScheduleConfig> b2b_configs(const CudaConvTask& t) {
   const ScheduleConfig def = TensorCoreConvTemplate::default_config(t);
   const ScheduleSpace space = TensorCoreConvTemplate::space(t);
@@ -525,7 +525,11 @@ inline std::vector<ScheduleConfig> b2b_configs(const CudaConvTask& t) {
       {{"bm", 32}, {"bn", 80}, {"bk", 32}, {"wm", 32}, {"wn", 16}, {"stages", 4}},
       {{"bm", 64}, {"bn", 128}, {"bk", 64}, {"wm", 32}, {"wn", 64}, {"stages", 2}},
       {{"bm", 128}, {"bn", 64}, {"bk", 16}, {"wm", 64}, {"wn", 16}, {"stages", 3}, {"l1", 1}},
-      {{"bm", 32}, {"bn", 128}, {"bk", 128}, {"wm", 16}, {"wn", 32}, {"stages", 2}}};
+      {{"bm", 32}, {"bn", 128}, {"bk", 128}, {"wm", 16}, {"wn", 32}, {"stages", 2}},
+      // Halo tiles (first stages of 16k channels): rows of 8, 16 and 32 pixels.
+      {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"wm", 32}, {"wn", 32}, {"stages", 3}, {"halo", 8}},
+      {{"bm", 32}, {"bn", 80}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 2}, {"halo", 16}},
+      {{"bm", 128}, {"bn", 32}, {"bk", 64}, {"wm", 32}, {"wn", 32}, {"stages", 2}, {"halo", 32}}};
   for (const auto& v : tries) {
     const ScheduleConfig c = space.complete(ScheduleConfig(v));
     if (TensorCoreConvTemplate::valid(t, c) && std::find(out.begin(), out.end(), c) == out.end())

@@ -3,8 +3,8 @@
 // reference executor running the two convs with the intermediate rounded as stored, over 3x3
 // stride-1 and stride-2 first stages, channel counts that are not multiples of the tiles (the
 // intermediate zero-padded to 16, several column tiles in the second stage), SiLU and none,
-// outputs into NHWC and NCHW concat slices, batch 2 and several configs; their validity rules and
-// keys. (cuda_nvrtc_test builds yolov8n's pairs for sm_80 and sm_90.)
+// outputs into NHWC and NCHW concat slices, batch 2 and several configs (halo tiles among them);
+// their validity rules and keys. (cuda_nvrtc_test builds yolov8n's pairs for sm_80 and sm_90.)
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -81,6 +81,9 @@ TEST(CudaB2bEmulated, Fp16Pairs) {
                false, DType::kFloat32, 4),
   });
   EXPECT_GE(cases.size(), 12u);
+  const auto halo = std::count_if(cases.begin(), cases.end(),
+                                  [](const auto& c) { return c.second.get("halo") > 0; });
+  EXPECT_GE(halo, 3) << "halo-tile configs of the 16-channel first stages";
   run_pairs(cases);
 }
 
@@ -95,9 +98,14 @@ TEST(CudaB2bEmulated, Yolov8nPairShapes) {
   for (const B2bLayer& l : yolov8n_b2b_layers(f16, 80)) {
     CudaConvTask t = l.task;
     t.conv = ConvTask::make(1, t.conv.c, 6, 5, t.conv.k, t.conv.kh, t.conv.sh, t.conv.ph, t.conv.act);
-    std::vector<std::pair<CudaConvTask, ScheduleConfig>> one = {
-        {t, TensorCoreConvTemplate::default_config(t)}};
-    run_pairs(one);
+    const ScheduleConfig def = TensorCoreConvTemplate::default_config(t);
+    std::vector<std::pair<CudaConvTask, ScheduleConfig>> todo = {{t, def}};
+    // And on halo tiles of 8 pixels (the first stages have 16k channels).
+    ScheduleConfig halo = def;
+    halo.set("halo", 8);
+    EXPECT_TRUE(TensorCoreConvTemplate::valid(t, halo)) << t.key() << " | " << halo.str();
+    todo.emplace_back(t, halo);
+    run_pairs(todo);
   }
 }
 

@@ -520,7 +520,7 @@ constexpr const char* kB2bFunctions = R"(enum : int {
   LDT = BN + 8,                   // halves per intermediate row (16 bytes of padding, as LDS)
   LDW = N1P + 8,                  // halves per row of the second weights
   K2P = (K2 + BN - 1) / BN * BN,  // the second stage's channels in column tiles of BN
-  RING = STAGES * (A_STAGE + B_STAGE),
+  RING = B_AT + STAGES * B_STAGE,  // the pipeline's halves (HALO's tile included)
   W2_AT = RING > BM * LDT ? RING : BM * LDT,  // halves before the second weights
   W2_CPR = N1P / 8,                           // 16-byte chunks per row of the second weights
   W2_CHUNKS = K2P * W2_CPR
@@ -544,7 +544,7 @@ YC_DEVICE void b2b_load_w2(yc_u16* sw, const yc_u16* __restrict__ w2, int tid) {
 // the first stage's warp layout, and the second stage's epilogue.
 YC_DEVICE void b2b_tail(const float (&acc)[MI][NI][4], const float* __restrict__ bias,
                         const yc_u16* sw, yc_u16* st, const float* __restrict__ bias2,
-                        s2::OutT* __restrict__ y, int m0, int lane, int warp_m, int warp_n) {
+                        s2::OutT* __restrict__ y, int lane, int warp_m, int warp_n) {
   YC_SYNC();  // every warp is past its last ldmatrix of the ring
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi) {
@@ -577,12 +577,13 @@ YC_DEVICE void b2b_tail(const float (&acc)[MI][NI][4], const float* __restrict__
     }
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
+      const int row = warp_m * WM + mi * 16 + (lane >> 2);
+      const int m = out_pixel(row), m8 = out_pixel(row + 8);
 #pragma unroll
       for (int ni = 0; ni < NI; ++ni) {
-        const int m = m0 + warp_m * WM + mi * 16 + (lane >> 2);
         const int n = nc + warp_n * WN + ni * 8 + (lane & 3) * 2;
         s2::epilogue2(y, nullptr, nullptr, bias2, m, n, acc2[mi][ni][0], acc2[mi][ni][1]);
-        s2::epilogue2(y, nullptr, nullptr, bias2, m + 8, n, acc2[mi][ni][2], acc2[mi][ni][3]);
+        s2::epilogue2(y, nullptr, nullptr, bias2, m8, n, acc2[mi][ni][2], acc2[mi][ni][3]);
       }
     }
   }
@@ -621,21 +622,23 @@ bool takes(const CudaConvTask& task) {
 struct B2bShared {
   int64_t n1p, k2p, bytes;
 };
-B2bShared b2b_shared(const CudaConvTask& t, int64_t bm, int64_t bn, int64_t bk, int64_t stages) {
+B2bShared b2b_shared(const CudaConvTask& t, int64_t bm, int64_t bn, int64_t bk, int64_t stages,
+                     int64_t halo) {
   B2bShared s;
   s.n1p = cpu::ceil_div(t.conv.k, 16) * 16;
   s.k2p = cpu::ceil_div(t.b2b->k, bn) * bn;
-  s.bytes = std::max(shared_bytes(bm, bn, bk, stages, 1), bm * (bn + kPad) * 2) +
-            s.k2p * (s.n1p + kPad) * 2;
+  s.bytes =
+      std::max(shared_bytes(bm, bn, bk, stages, 1, halo_elems(t, bm, halo)), bm * (bn + kPad) * 2) +
+      s.k2p * (s.n1p + kPad) * 2;
   return s;
 }
 
 int64_t kernel_shared_bytes(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t stages = cfg.get("stages");
-  return t.b2b ? b2b_shared(t, bm, bn, bk, stages).bytes
-               : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"),
-                              halo_elems(t, bm, cfg.get("halo")));
+  const int64_t halo = cfg.get("halo");
+  return t.b2b ? b2b_shared(t, bm, bn, bk, stages, halo).bytes
+               : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"), halo_elems(t, bm, halo));
 }
 
 // valid() less matches().
@@ -660,8 +663,8 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   // Halo tiles: 16-byte copies of whole pixels, 16-deep slices within one tap, one block a tile,
   // and their copies are not the im2col rows that l1 is about.
   const int64_t halo = cfg.get("halo");
-  if (halo > 0 && (t.b2b || !vec_in || t.conv.c % 16 != 0 || bm % halo != 0 || splitk != 1 ||
-                   cfg.get("l1") != 0))
+  if (halo > 0 &&
+      (!vec_in || t.conv.c % 16 != 0 || bm % halo != 0 || splitk != 1 || cfg.get("l1") != 0))
     return false;
   // A split tile's fragments are finished by the blocks that own them (splitk_owns), not staged.
   if (splitk > 1 && staged_output(t, cfg)) return false;
@@ -820,7 +823,7 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
        {"@B2B_LOAD@",
         t.b2b ? "  b2b_load_w2(yc_smem + W2_AT, static_cast<const yc_u16*>(w2_), tid);" : ""},
        {"@B2B_TAIL@", t.b2b ? "  b2b_tail(acc, bias, yc_smem + W2_AT, yc_smem, bias2, "
-                              "static_cast<s2::OutT*>(y_), m0, lane, warp_m, warp_n);\n"
+                              "static_cast<s2::OutT*>(y_), lane, warp_m, warp_n);\n"
                               "  return;"
                             : ""},
        {"@ACT1@", act1},

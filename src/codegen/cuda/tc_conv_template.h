@@ -24,7 +24,9 @@
 /// matrix fall on distinct banks at every tap and stride. Only the weights stream through the
 /// ring. A 3x3 conv so reads each input pixel about (1 + 2/rows)(1 + 2/TW) times instead of 9
 /// times through L1, and the main loop has no A copies; it needs C a multiple of 16 (a slice in
-/// one tap) and 16-byte copies, and takes no split-K, no l1 and no b2b.
+/// one tap) and 16-byte copies, and takes no split-K and no l1. A b2b pair's first stage may run
+/// on halo tiles (its ring then starts after the tile, and its second stage's rows map to pixels
+/// as the first's).
 ///
 /// Split-K (sm_90): with SPLITK > 1 a tile is computed by a thread-block cluster of SPLITK blocks
 /// (grid z, cluster dims (1, 1, SPLITK) declared by the kernel, so a plain launch makes them);
@@ -82,9 +84,9 @@ class TensorCoreConvTemplate {
   /// multiples of 8); with epi=1 and an NHWC output, also when the staged tile fits the ring and
   /// the output (and residual) slice strides and offsets are multiples of 16 bytes; with halo > 0,
   /// when the input is copied in 16-byte pieces, C is a multiple of 16, halo divides bm, splitk=1,
-  /// l1=0 and no b2b pair, and the halo tile plus the ring of weight tiles fit. For a b2b
-  /// pair: bn >= N1 rounded up to 16, splitk=1, epi=0, and the ring (or
-  /// the intermediate tile over it) plus the second weights within kMaxSharedBytes.
+  /// l1=0, and the halo tile plus the ring of weight tiles fit. For a b2b pair: bn >= N1 rounded
+  /// up to 16, splitk=1, epi=0, and the ring (halo tile included, or the intermediate tile over
+  /// it) plus the second weights within kMaxSharedBytes.
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
   /// A heuristic config, valid for every matching task: a block tile fitted to K, shrunk until the
   /// grid has about a hundred blocks; then on sm_90 split-K doubled while the grid stays within
