@@ -1,9 +1,10 @@
 // yoloc compile MODEL.onnx [--target cpu|cuda] [--arch sm_90] [--precision fp32|fp16|bf16]
 //               [--batch N] [--imgsz N] [--family F] [--cc CXX] [--isa ISA] [--sign KEY]
-//               [--records FILE | --no-records] [--no-cache] [--b2b] [--stem-pair]
+//               [--records FILE | --no-records] [--no-cache] [--b2b measured|on|off] [--stem-pair]
 //               [--memory-reuse ordered|sequential] [--force] -o OUT.ycm
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -31,6 +32,10 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
              r.seconds, r.backend_seconds, cached);
   fmt::print("  kernels: {} ({}); {} tuned, {} heuristic defaults\n", r.tasks.size(), kinds,
              r.tuned, r.tasks.size() - static_cast<size_t>(r.tuned));
+  const auto pairs = std::count_if(r.tasks.begin(), r.tasks.end(), [](const auto& t) {
+    return t.key.find(" b2b k2=") != std::string::npos;
+  });
+  if (pairs > 0) fmt::print("  back-to-back pairs: {} fused (--b2b {})\n", pairs, o.b2b);
   const std::string& records = r.records_file.empty() ? o.records : r.records_file;
   if (!records.empty()) {
     std::set<std::string> workloads, tuned;
@@ -99,9 +104,11 @@ void add_compile(CLI::App& app) {
   c->add_flag("--no-cache", o->no_cache,
               "build every kernel: neither read nor fill the kernel build cache "
               "($YOLOC_CACHE_DIR, else ~/.cache/yoloc/kernels; YOLOC_CACHE_DIR=off turns it off)");
-  c->add_flag("--b2b", o->b2b,
-              "cuda, batch <= 2: run a conv and the 1x1 conv alone reading it as one kernel "
-              "(back-to-back pairs; not yet faster on an H200, so off by default)");
+  c->add_option("--b2b", o->b2b,
+                "cuda: which back-to-back pairs (a conv and the 1x1 conv alone reading it) run "
+                "as one kernel: 'measured' (default: those the tuning records timed faster than "
+                "their two kernels at this batch), 'on' (all) or 'off'")
+      ->check(CLI::IsMember({"measured", "on", "off"}));
   c->add_flag("--stem-pair", o->stem_pair,
               "cuda: run the first two convs (the stem) as one kernel that keeps the first's "
               "output on chip (not yet faster on an H200, so off by default)");

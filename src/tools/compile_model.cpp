@@ -91,7 +91,10 @@ CompileReport compile_for_cuda(const CompileOptions& o,
   cuda.arch = o.arch.empty() ? "sm_90" : o.arch;
   cuda.configs = o.configs;
   cuda.cache = o.no_cache ? nullptr : &codegen::BuildCache::user();
-  cuda.b2b = o.b2b;
+  using B2bMode = codegen::cuda::B2bPolicy::Mode;
+  cuda.b2b.mode = o.b2b == "on"    ? B2bMode::kAll
+                  : o.b2b == "off" ? B2bMode::kOff
+                                   : B2bMode::kMeasured;
   cuda.stem_pairs = o.stem_pair;
   cuda.reuse = o.memory_reuse == "sequential" ? Reuse::kSequential : Reuse::kOrdered;
   CompileReport report;
@@ -116,12 +119,17 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     report.records_applicable = static_cast<int>(same_arch.size());
     report.records_stale = set.stale;
     report.records_file = records;
-    cuda.configs.merge(tuner::best_configs(same_arch, q));
+    const std::map<std::string, tuner::Record> best = tuner::best_records(same_arch, q);
+    for (const auto& [key, r] : best) {
+      cuda.configs.try_emplace(key, r.config);
+      // The pairs and convs timed at this batch decide which pairs are fused (B2bPolicy).
+      if (r.batch == q.batch) cuda.b2b.seconds.emplace(key, r.median);
+    }
     // Conv tasks with no records of this batch take their workload's best config at the
     // nearest batch that has records (compile_cuda keeps it only where it is valid).
     std::set<std::string> keys;
-    for (const codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(
-             g, 80, cuda.b2b, codegen::cuda::kB2bMinPixels, cuda.stem_pairs)) {
+    for (const codegen::cuda::CudaTask& t :
+         codegen::cuda::extract_cuda_tasks(g, 80, cuda.b2b, cuda.stem_pairs)) {
       keys.insert(t.key);
       if (const auto twin = codegen::cuda::nhwc_output_twin(t.key)) keys.insert(*twin);
     }

@@ -39,8 +39,10 @@ struct CompileOptions {
   /// --no-cache: build every kernel, neither reading nor filling the user's kernel build cache
   /// (codegen/build_cache.h).
   bool no_cache = false;
-  /// --b2b (cuda): back-to-back conv pairs in one kernel each (CudaCompileOptions::b2b).
-  bool b2b = false;
+  /// --b2b (cuda): which back-to-back conv pairs run as one kernel each (B2bPolicy): "measured"
+  /// (default: those the records measured faster than their two kernels at this batch), "on"
+  /// (every pair) or "off".
+  std::string b2b = "measured";
   /// --stem-pair (cuda): the first two convs as one kernel (CudaCompileOptions::stem_pairs).
   bool stem_pair = false;
   /// --memory-reuse (cuda): "ordered" (default) or "sequential" (CudaCompileOptions::reuse).

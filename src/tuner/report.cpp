@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "tuner/progress.h"
 
 namespace yoloc::tuner {
@@ -24,6 +26,7 @@ TuneReport make_report(const std::vector<TuneTask>& tasks, const std::vector<Rec
     tr.occurrences = t.occurrences();
     tr.flops = t.task.flops;
     tr.default_config = t.task.default_config;
+    tr.alternative = t.task.alternative;
     index[tr.key] = rep.tasks.size();
     rep.tasks.push_back(std::move(tr));
   }
@@ -62,6 +65,7 @@ TuneReport make_report(const std::vector<TuneTask>& tasks, const std::vector<Rec
                        : tr.best_s > 0     ? tr.best_config
                                            : tr.default_config;
     if (!(tr.chosen_config == tr.default_config)) ++rep.tuned;
+    if (tr.alternative) continue;
     if (tr.default_s > 0 && tr.best_s > 0) {
       ++rep.covered;
       rep.default_latency_s += tr.occurrences * tr.default_s;
@@ -94,7 +98,8 @@ nlohmann::json report_to_json(const TuneReport& r) {
                      {"model_best_config", t.model_best_config.str()},
                      {"chosen_config", t.chosen_config.str()},
                      {"measured", t.measured},
-                     {"errors", t.errors}});
+                     {"errors", t.errors},
+                     {"alternative", t.alternative}});
   }
   const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   return {{"target", target_to_json(r.query.target)},
@@ -132,10 +137,16 @@ std::string report_table(const TuneReport& r) {
         format_seconds(t.model_best_s), speedup(t.model_default_s, t.model_best_s), t.measured,
         t.errors, key);
   }
+  const auto alternatives = std::count_if(r.tasks.begin(), r.tasks.end(),
+                                          [](const TaskReport& t) { return t.alternative; });
   s += fmt::format("kernels alone, sum over {} of {} tasks: default {}, tuned {} ({})\n", r.covered,
-                   r.tasks.size(), format_seconds(r.default_latency_s),
+                   r.tasks.size() - alternatives, format_seconds(r.default_latency_s),
                    format_seconds(r.tuned_latency_s),
                    speedup(r.default_latency_s, r.tuned_latency_s));
+  if (alternatives > 0)
+    s += fmt::format(
+        "{} fused pairs timed too (compile fuses those faster than their two kernels)\n",
+        alternatives);
   if (r.model_covered > 0)
     s += fmt::format("kernels in the model, sum over {} tasks: default {}, tuned {} ({})\n",
                      r.model_covered, format_seconds(r.model_default_latency_s),

@@ -24,13 +24,14 @@ struct TaskReport {
   /// What `yoloc compile --records` applies: the in-model best if any, else the best alone.
   codegen::ScheduleConfig chosen_config;
   int measured = 0, errors = 0;  ///< records of the task (valid, failed)
+  bool alternative = false;      ///< TaskInfo::alternative: not in the sums
 };
 
 struct TuneReport {
   RecordQuery query;
   std::vector<TaskReport> tasks;
   /// Sums of occurrences x time over the tasks that have both a default and a best time, alone
-  /// and in the model.
+  /// and in the model (alternatives left out).
   double default_latency_s = 0, tuned_latency_s = 0;
   double model_default_latency_s = 0, model_tuned_latency_s = 0;
   int covered = 0, model_covered = 0;  ///< tasks in those sums

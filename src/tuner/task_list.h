@@ -26,6 +26,9 @@ struct TaskInfo {
   codegen::ScheduleSpace space;
   codegen::ScheduleConfig default_config;
   std::function<bool(const codegen::ScheduleConfig&)> valid;
+  /// One kernel in place of other tasks (a CUDA back-to-back pair, which compile fuses only
+  /// where it was measured faster than its two): left out of the report's kernel sums.
+  bool alternative = false;
 };
 
 /// TaskInfo of a CPU task.

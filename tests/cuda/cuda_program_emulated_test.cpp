@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "../unit/graph_builder.h"
 #include "codegen/cuda/cuda_compiler.h"
@@ -123,10 +124,9 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
   optimize(*g, ctx);
   CudaCompileOptions options;
   options.arch = splitk ? "sm_90" : "sm_80";
-  options.b2b = b2b;
-  options.b2b_min_pixels = 0;  // the detector's maps are 8x8 and smaller
-  const std::vector<CudaTask> tasks = extract_cuda_tasks(*g, splitk ? 90 : 80, b2b, 0);
-  int split = 0, halos = 0;
+  if (b2b) options.b2b = B2bPolicy::all();
+  const std::vector<CudaTask> tasks = extract_cuda_tasks(*g, splitk ? 90 : 80, options.b2b);
+  int split = 0, halos = 0, halo_pairs = 0;
   for (const CudaTask& t : tasks) {
     if (t.template_name != "tc_conv") continue;
     ScheduleConfig cfg = t.default_config;
@@ -143,6 +143,7 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
       if (halo && t.valid(h)) {
         options.configs[t.key] = h;
         ++halos;
+        halo_pairs += t.second_group >= 0;
         break;
       }
     }
@@ -152,6 +153,7 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
   }
   if (halo) {
     EXPECT_GE(halos, 4);
+    EXPECT_GE(halo_pairs, b2b ? 2 : 0);
   }
   const CudaBuild build = compile_cuda(*g, options);
   ASSERT_EQ(tasks.size(), build.tasks.size());
@@ -257,13 +259,64 @@ TEST(CudaProgramEmulated, Fp16DetectorSplitKOnSm90MatchesReference) {
   run_detector(Precision::kFp16, 1e-2f, true, false);
 }
 
-// Halo tiles in the whole program (the b2b pairs keep the im2col rows).
+// Halo tiles in the whole program, without the b2b pairs.
 TEST(CudaProgramEmulated, Fp16DetectorWithHaloTilesMatchesReference) {
   run_detector(Precision::kFp16, 1e-2f, false, false, true);
 }
 
+// And with the b2b pairs, whose first stages then also run on halo tiles.
+TEST(CudaProgramEmulated, Fp16DetectorWithHaloTilesInB2bPairsMatchesReference) {
+  run_detector(Precision::kFp16, 1e-2f, false, true, true);
+}
+
 TEST(CudaProgramEmulated, Fp32DetectorWithNchwHeadConvsMatchesReference) {
   run_detector(Precision::kFp32, 1e-4f);
+}
+
+// B2bPolicy::kMeasured fuses a pair only where it and both its convs have a time and the pair's
+// is below the sum of the two by more than the margin.
+TEST(CudaB2bPolicy, MeasuredFusesThePairsTimedFasterThanTheirTwoConvs) {
+  std::unique_ptr<Graph> g = detector();
+  PassContext ctx;
+  ctx.target = "cuda";
+  ctx.precision = Precision::kFp16;
+  optimize(*g, ctx);
+  const std::vector<CudaTask> alone = extract_cuda_tasks(*g, 80);
+  std::vector<std::string> pairs;
+  for (const CudaTask& t : extract_cuda_tasks(*g, 80, B2bPolicy::all()))
+    if (t.second_group >= 0) pairs.push_back(t.key);
+  ASSERT_GE(pairs.size(), 2u);
+  const auto keys = [&](const B2bPolicy& p) {
+    std::set<std::string> out;
+    for (const CudaTask& t : extract_cuda_tasks(*g, 80, p)) out.insert(t.key);
+    return out;
+  };
+  B2bPolicy measured{B2bPolicy::Mode::kMeasured, {}};
+  EXPECT_EQ(keys(measured).size(), alone.size()) << "no times: no pair";
+  for (const CudaTask& t : alone) measured.seconds[t.key] = 1e-4;
+  measured.seconds[pairs[0]] = 1.9e-4;  // 10 us faster than its two convs (2e-4)
+  measured.seconds[pairs[1]] = 2.1e-4;  // slower
+  std::set<std::string> chosen = keys(measured);
+  EXPECT_TRUE(chosen.contains(pairs[0]));
+  EXPECT_FALSE(chosen.contains(pairs[1]));
+  EXPECT_EQ(chosen.size(), alone.size() - 1);
+  // Faster, but by less than the margin (3 us).
+  measured.seconds[pairs[1]] = 1.99e-4;
+  chosen = keys(measured);
+  EXPECT_FALSE(chosen.contains(pairs[1]));
+  measured.margin_s = 0;
+  chosen = keys(measured);
+  EXPECT_TRUE(chosen.contains(pairs[1]));
+  measured.seconds[pairs[1]] = 2.1e-4;
+  // A pair whose convs were not both timed stays apart, however fast: exactly two convs' times
+  // (its two) decide pairs[0].
+  int needed = 0;
+  for (const CudaTask& t : alone) {
+    B2bPolicy partial = measured;
+    partial.seconds.erase(t.key);
+    needed += keys(partial).contains(pairs[0]) ? 0 : 1;
+  }
+  EXPECT_EQ(needed, 2);
 }
 
 }  // namespace

@@ -158,7 +158,7 @@ TEST(StemPairTask, Yolov8nFirstTwoConvs) {
   ctx.target = "cuda";
   ctx.precision = Precision::kFp16;
   optimize(*g, ctx);
-  const std::vector<CudaTask> tasks = extract_cuda_tasks(*g, 90, false, kB2bMinPixels, true);
+  const std::vector<CudaTask> tasks = extract_cuda_tasks(*g, 90, {}, true);
   const std::vector<CudaTask> unfused = extract_cuda_tasks(*g, 90);
   ASSERT_FALSE(tasks.empty());
   EXPECT_EQ(tasks.size() + 1, unfused.size());

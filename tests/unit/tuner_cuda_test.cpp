@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "tuner/records.h"
+#include "tuner/report.h"
 #include "tuner/search_space.h"
 #include "tuner_test_util.h"
 #ifdef YOLOC_HAVE_CUDA
@@ -109,6 +110,46 @@ TEST(TunerCuda, TasksCarryTheirArgumentSizes) {
     const std::string& n = t.task.template_name;
     EXPECT_TRUE(n == "direct_conv" || n == "tc_conv" || n == "simt_conv" || n == "generic") << n;
   }
+}
+
+// The tuner times every back-to-back pair beside its two convs (compile fuses it where it was
+// faster): the pair is a task marked as an alternative, which the report's sums leave out.
+TEST(TunerCuda, TasksIncludeBackToBackPairsAsAlternatives) {
+  auto g = std::make_unique<Graph>();
+  Value* x = yoloc::testing::input(*g, "x", {1, 3, 12, 12});
+  Value* a = yoloc::testing::conv(*g, yoloc::testing::conv(*g, x, 3, 16, 3, 3), 16, 32, 3, 5);
+  Value* b = yoloc::testing::conv(*g, a, 32, 16, 1, 7);  // the 1x1 conv alone reading a
+  g->outputs = {yoloc::testing::node(*g, "Sigmoid", {yoloc::testing::conv(*g, b, 16, 8, 3, 9)})};
+  PassContext ctx;
+  ctx.target = "cuda";
+  ctx.precision = Precision::kFp16;
+  optimize(*g, ctx);
+  const std::vector<TuneTask> tasks = cuda_tuning_tasks(*g);
+  std::vector<std::string> alternatives, alone;
+  for (const TuneTask& t : tasks) (t.task.alternative ? alternatives : alone).push_back(t.key());
+  ASSERT_EQ(alternatives.size(), 1u);
+  EXPECT_NE(alternatives[0].find(" b2b k2=16 "), std::string::npos) << alternatives[0];
+  EXPECT_EQ(alone.size(), 4u);
+  for (const std::string& k : alone) EXPECT_EQ(k.find(" b2b "), std::string::npos) << k;
+
+  RecordQuery q;
+  q.target.kind = "cuda";
+  q.target.arch = "sm_90";
+  std::vector<Record> records;
+  for (const TuneTask& t : tasks) {
+    Record r;
+    r.key = t.key();
+    r.target = q.target;
+    r.config = t.task.default_config;
+    r.is_default = true;
+    r.median = 1e-5;
+    r.times = {1e-5};
+    records.push_back(r);
+  }
+  const TuneReport rep = make_report(tasks, records, q);
+  EXPECT_EQ(rep.covered, 4);
+  EXPECT_DOUBLE_EQ(rep.default_latency_s, 4e-5);
+  EXPECT_NE(report_table(rep).find("1 fused pairs timed too"), std::string::npos);
 }
 
 TEST(TunerCuda, MeasurerWithoutDeviceIsAClearError) {

@@ -89,8 +89,7 @@ std::string cuda_module_blob(size_t i) { return fmt::format("cuda_module_{}", i)
 CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
   const int sm = parse_cuda_arch(options.arch);
   CudaBuild out;
-  const std::vector<CudaTask> tasks =
-      extract_cuda_tasks(g, sm, options.b2b, options.b2b_min_pixels, options.stem_pairs);
+  const std::vector<CudaTask> tasks = extract_cuda_tasks(g, sm, options.b2b, options.stem_pairs);
   // A b2b pair's kernel reads the first group's inputs while it writes the second's outputs,
   // and its intermediate is never stored; a conv writes the outputs of the Resizes it absorbs.
   // The runtime runs independent branches on concurrent streams, ordered by the bytes each

@@ -34,14 +34,9 @@ struct CudaCompileOptions {
   int jobs = 0;  ///< parallel NVRTC compilations; 0: the machine's hardware threads
   /// Where built cubins are looked up and kept (codegen/build_cache.h); null: build always.
   BuildCache* cache = nullptr;
-  /// Back-to-back conv pairs in one kernel each (extract_cuda_tasks); false: every group alone.
-  /// Off unless asked (--b2b): on an H200 yolov8n fp16 at batch 1 ran 0.267 ms with its 8 pairs
-  /// and 0.264 ms without (both tuned): the pairs on the 40x40 and 20x20 maps, without split-K,
-  /// lost what the saved launches gain. With the 3 pairs on 80x80 maps alone (kB2bMinPixels)
-  /// 0.265 / 0.264 ms against 0.264 / 0.265 ms: no gain yet.
-  bool b2b = false;
-  /// The smallest pair fused (extract_cuda_tasks): kB2bMinPixels, or less for tests of small maps.
-  int64_t b2b_min_pixels = kB2bMinPixels;
+  /// The back-to-back conv pairs run as one kernel each (extract_cuda_tasks): none unless
+  /// asked; yoloc compile asks for those the tuning records measured faster (B2bPolicy).
+  B2bPolicy b2b;
   /// The network's first two convs in one kernel where the stem-pair template takes them
   /// (extract_cuda_tasks). Off unless asked (--stem-pair): on an H200, yolov8n fp16 at batch 1
   /// ran 0.258 ms with the pair against 0.255 ms without, at batch 128 9.39 ms against 9.10 ms

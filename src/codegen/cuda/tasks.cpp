@@ -164,6 +164,7 @@ struct B2bPair {
   const FusedGroup* second = nullptr;
   CudaConvTask task;
   cpu::ConvOperands operands;
+  std::string first_key, second_key;  ///< the two convs' workload keys, unfused
 };
 
 /// The workload of a group the tensor-core template takes (not the direct one, which takes the
@@ -184,17 +185,14 @@ const FusedGroup* sole_consumer(const Graph& g, const FusedGroup& first, const V
   return nullptr;
 }
 
-/// The pair `first` begins (see kB2bMaxBatch for the rule), or nullopt.
-std::optional<B2bPair> b2b_pair(const Graph& g, const FusedGroup& first, int sm,
-                                int64_t min_pixels) {
+/// The pair `first` begins (B2bPolicy says which pairs there are), or nullopt.
+std::optional<B2bPair> b2b_pair(const Graph& g, const FusedGroup& first, int sm) {
   const auto a = tensor_core_workload(g, first, sm);
   if (!a) return std::nullopt;
   CudaConvTask t = a->first;
   const cpu::ConvOperands& o1 = a->second;
   const ConvTask& c1 = t.conv;
-  if (t.out_nchw || !(t.out == ChannelSlice{c1.k, 0}) || c1.residual || c1.n > kB2bMaxBatch ||
-      c1.n * c1.oh * c1.ow < min_pixels || c1.n * c1.oh * c1.ow > kB2bMaxPixels ||
-      g.is_output(o1.y))
+  if (t.out_nchw || !(t.out == ChannelSlice{c1.k, 0}) || c1.residual || g.is_output(o1.y))
     return std::nullopt;
   const FusedGroup* second = sole_consumer(g, first, o1.y);
   if (!second) return std::nullopt;
@@ -207,6 +205,7 @@ std::optional<B2bPair> b2b_pair(const Graph& g, const FusedGroup& first, int sm,
       c2.pw != 0 || c2.residual || c2.groups != 1 || t2.in_nchw_f32 || t2.dtype != t.out_dtype ||
       !(t2.in == ChannelSlice{c2.c, 0}))
     return std::nullopt;
+  const std::string first_key = t.key();
   B2bStage s;
   s.k = c2.k;
   s.act = c2.act;
@@ -217,7 +216,28 @@ std::optional<B2bPair> b2b_pair(const Graph& g, const FusedGroup& first, int sm,
   s.bias = bias_of(o2.bias, c2.k);
   t.b2b = std::move(s);
   if (!TensorCoreConvTemplate::matches(t)) return std::nullopt;
-  return B2bPair{&first, second, std::move(t), {o1.x, o1.w, o1.bias, nullptr, o2.y}};
+  B2bPair p{&first, second, std::move(t), {o1.x, o1.w, o1.bias, nullptr, o2.y}};
+  p.first_key = first_key;
+  p.second_key = t2.key();
+  return p;
+}
+
+/// Whether `policy` fuses pair p.
+bool chosen(const B2bPolicy& policy, const B2bPair& p) {
+  switch (policy.mode) {
+    case B2bPolicy::Mode::kOff: return false;
+    case B2bPolicy::Mode::kAll: return true;
+    case B2bPolicy::Mode::kMeasured: {
+      const auto time = [&](const std::string& key) {
+        const auto it = policy.seconds.find(key);
+        return it == policy.seconds.end() ? 0.0 : it->second;
+      };
+      const double pair = time(p.task.key()), first = time(p.first_key),
+                   second = time(p.second_key);
+      return pair > 0 && first > 0 && second > 0 && pair + policy.margin_s < first + second;
+    }
+  }
+  return false;
 }
 
 /// A stem pair: `first`'s conv of the image, then `second`'s conv of its output, as one task.
@@ -399,7 +419,7 @@ CudaOperand cuda_operand_of(const Graph& g, const Value* v) {
   return op;
 }
 
-std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, bool b2b, int64_t b2b_min_pixels,
+std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, const B2bPolicy& b2b,
                                          bool stem_pairs) {
   const std::vector<const FusedGroup*> groups = g.kernel_groups_in_run_order();
   // The pairs, in run order, each group in one at most; a pair runs in its second's place.
@@ -418,9 +438,10 @@ std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, bool b2b, int64
     if (p && pair_up(grp, p->second)) stem_of_second.emplace(p->second->id, std::move(*p));
   }
   for (const FusedGroup* grp : groups) {
-    if (!b2b || paired.count(grp->id)) continue;
-    std::optional<B2bPair> p = b2b_pair(g, *grp, sm, b2b_min_pixels);
-    if (p && pair_up(grp, p->second)) pair_of_second.emplace(p->second->id, std::move(*p));
+    if (b2b.mode == B2bPolicy::Mode::kOff || paired.count(grp->id)) continue;
+    std::optional<B2bPair> p = b2b_pair(g, *grp, sm);
+    if (p && chosen(b2b, *p) && pair_up(grp, p->second))
+      pair_of_second.emplace(p->second->id, std::move(*p));
   }
   std::vector<CudaTask> tasks;
   std::set<int> absorbed;  // groups an earlier task computes

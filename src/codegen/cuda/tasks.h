@@ -20,6 +20,7 @@
 /// (x, outputs...), the detect-tail template's (inputs..., table, output), or the generic
 /// template's (inputs..., constants..., outputs..., scratch).
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -84,29 +85,44 @@ struct CudaTask {
 /// Raises a UserError for a view of another form.
 CudaOperand cuda_operand_of(const Graph& g, const Value* v);
 
-/// Back-to-back fusion (tasks of two groups in one tensor-core kernel) applies to a conv group
-/// whose output is read by nothing but a 1x1 stride-1 conv group without residual (groups of 1,
-/// both for the tensor-core template, the output dense NHWC and no graph output), at batch <= 2
-/// and from kB2bMinPixels to kB2bMaxPixels output pixels (N*OH*OW): at large batch and on large
-/// maps the unfused kernels are better, as each pair's tile then runs one column of blocks; on
-/// small maps the pair's few blocks (one column of tiles, no split-K) lose to the two kernels
-/// (yolov8n at batch 1 on an H200, default configs: at 80x80 the pairs took 14.0, 16.3 and
-/// 20.2 us against 15.1, 17.6 and 24.9 us for the two kernels, at 40x40 and 20x20 12.7-15.0 us
-/// against 9.6-14.8 us; bench/results/2026-12-01-h200-gpu-tests.json).
-inline constexpr int64_t kB2bMaxBatch = 2;
-inline constexpr int64_t kB2bMinPixels = 80 * 80;
-inline constexpr int64_t kB2bMaxPixels = 2 * 80 * 80;
+/// Which back-to-back pairs extract_cuda_tasks fuses (tasks of two groups in one tensor-core
+/// kernel: a conv group whose output is read by nothing but a 1x1 stride-1 conv group without
+/// residual, groups of 1, both for the tensor-core template, the first's output dense NHWC and no
+/// graph output). Whether a pair beats its two kernels depends on the batch and the map: on an
+/// H200, yolov8n fp16 at batch 1 ran 0.267 ms with its 8 pairs fused and 0.264 ms without (the
+/// 40x40 and 20x20 pairs, without split-K, lost what the saved launches gain; the 80x80 ones
+/// neither won nor lost), while at batch 128, tuned, all 9 pairs won: 6.53 ms against 6.82 ms
+/// (bench/results/2026-12-01-h200-s21-b2b.json). So by default a pair is fused where the tuning
+/// records say so, by a margin: timed alone (the tuner's measurements), each kernel pays a whole
+/// launch, which a pair saves, while in the network's CUDA graph with programmatic launches a
+/// kernel boundary costs much less. At batch 1 the 5 pairs that beat their two convs alone by
+/// 0.6-2.5 us made the network slower (0.231 ms against 0.228 ms); at batch 128 the pairs gained
+/// 5-108 us each, bar one of 2 us.
+struct B2bPolicy {
+  enum class Mode {
+    kOff,       ///< no pair
+    kAll,       ///< every pair the template takes (tuning extracts them all)
+    kMeasured,  ///< the pairs measured faster than their two kernels (`seconds`)
+  };
+  Mode mode = Mode::kOff;
+  /// kMeasured: the best measured time of one run (seconds) by workload key, at the compile's
+  /// batch (tuning records). A pair is fused when its key and both its convs' keys have a time
+  /// and the pair's is below the sum of the two by more than `margin_s`.
+  std::map<std::string, double> seconds;
+  double margin_s = 3e-6;
+
+  static B2bPolicy all() { return {Mode::kAll, {}}; }
+};
 
 /// The tasks of every kernel group of `g` but those another task absorbs (CudaTask::absorbed)
 /// (optimize()d for target "cuda", static shapes) in the
 /// order they run, for a target of compute capability `sm` (as in sm_XX: the features the
 /// templates may use; the default, 80, is every target's); with `stem_pairs`, a conv of the image
 /// and the conv that alone reads its output as one stem-pair task (CudaTask::second_group) where
-/// StemPairTemplate takes them; with `b2b`, the pairs back-to-back fusion takes as one task each,
-/// those of at least `b2b_min_pixels` output pixels; a pair runs in its second group's place.
-/// Raises a UserError naming the group and its ops when no template takes it.
-std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm = 80, bool b2b = false,
-                                         int64_t b2b_min_pixels = kB2bMinPixels,
+/// StemPairTemplate takes them; the back-to-back pairs `b2b` chooses as one task each. A pair
+/// runs in its second group's place. Raises a UserError naming the group and its ops when no
+/// template takes it.
+std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm = 80, const B2bPolicy& b2b = {},
                                          bool stem_pairs = false);
 
 /// The groups each task of `tasks` runs besides its own, for plan_memory: a pair's two (its

@@ -6,7 +6,14 @@ namespace yoloc::tuner {
 std::vector<TuneTask> cuda_tuning_tasks(const Graph& g, int sm) {
   using codegen::cuda::CudaArg;
   std::vector<TuneTask> out;
-  for (codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(g, sm)) {
+  // Each group alone, and every back-to-back pair (merged by key): compile fuses the pairs
+  // measured faster than their two kernels (B2bPolicy::kMeasured).
+  std::vector<codegen::cuda::CudaTask> tasks = codegen::cuda::extract_cuda_tasks(g, sm);
+  for (codegen::cuda::CudaTask& t :
+       codegen::cuda::extract_cuda_tasks(g, sm, codegen::cuda::B2bPolicy::all())) {
+    if (t.second_group >= 0 && t.template_name == "tc_conv") tasks.push_back(std::move(t));
+  }
+  for (codegen::cuda::CudaTask& t : tasks) {
     TuneTask tt;
     tt.task = task_info(t);
     CudaTuneTask ct;
