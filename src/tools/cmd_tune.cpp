@@ -81,31 +81,40 @@ std::vector<int> devices_for(const std::string& target, const std::string& devic
 void list_tasks(const TuneCliOptions& o, const std::vector<tuner::TuneTask>& tasks,
                 const tuner::TuneReport& measured) {
   // The model's time: each task's measured default where the records have one, else a guess.
+  // Alternatives (fused pairs of other tasks) are listed but not counted in the model's totals.
   std::vector<double> secs;
   double total = 0, flops = 0;
-  int kernels = 0, from_records = 0;
+  int kernels = 0, from_records = 0, alternatives = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const double m = measured.tasks[i].default_s;
-    from_records += m > 0 ? 1 : 0;
     secs.push_back(tasks[i].occurrences() * (m > 0 ? m : tuner::estimated_seconds(tasks[i])));
+    if (tasks[i].task.alternative) {
+      ++alternatives;
+      continue;
+    }
+    from_records += m > 0 ? 1 : 0;
     total += secs.back();
     flops += tasks[i].model_flops();
     kernels += tasks[i].occurrences();
   }
   fmt::print("{}: {} kernels, {} tasks (distinct workloads), {:.2f} GFLOP per run (batch {})\n",
-             o.model.path, kernels, tasks.size(), flops / 1e9, o.model.batch);
+             o.model.path, kernels, tasks.size() - alternatives, flops / 1e9, o.model.batch);
+  if (alternatives > 0)
+    fmt::print("and {} fused pairs of them (marked 'pair'; compile fuses those timed faster)\n",
+               alternatives);
   fmt::print(
       "time shares: {} of {} tasks from measured defaults in the records, the rest "
       "estimated\n",
-      from_records, tasks.size());
+      from_records, tasks.size() - alternatives);
   fmt::print("{:>3} {:<11} {:>3} {:>9} {:>7} {:>6} {:>6}  {}\n", "#", "template", "x", "MFLOP",
              "share", "space", "valid", "workload");
   for (size_t i = 0; i < tasks.size(); ++i) {
     const tuner::TuneTask& t = tasks[i];
     const auto valid = tuner::enumerate_valid(t.task);
-    fmt::print("{:>3} {:<11} {:>3} {:>9.1f} {:>6.1f}% {:>6} {:>6}  {}\n", i + 1,
-               t.task.template_name, t.occurrences(), t.model_flops() / 1e6,
-               100.0 * secs[i] / total, t.task.space.size(),
+    const std::string share =
+        t.task.alternative ? std::string("pair") : fmt::format("{:.1f}%", 100.0 * secs[i] / total);
+    fmt::print("{:>3} {:<11} {:>3} {:>9.1f} {:>7} {:>6} {:>6}  {}\n", i + 1, t.task.template_name,
+               t.occurrences(), t.model_flops() / 1e6, share, t.task.space.size(),
                valid ? std::to_string(valid->size()) : std::string("?"), tuner::task_label(t, 100));
   }
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`yoloc tune --target cuda` and `compile --target cuda --records` on a shared model's first
 layers (compile --outputs), quick:
-  - `tune --target cuda --list-tasks` needs no GPU and lists the CUDA tasks;
+  - `tune --target cuda --list-tasks` needs no GPU and lists the CUDA tasks, yolov8n's 9
+    back-to-back pairs among them (marked, outside the shares);
   - `compile --target cuda --records FILE` applies a hand-written record of one task's key (its
     default config: always valid): that task's launches say "tuned": true in the manifest, the
     others not; a record of another arch is not applied;
@@ -64,6 +65,14 @@ def main():
                   "tune --target cuda --list-tasks").stdout
     if not re.search(r"\d+ kernels, \d+ tasks", listing) or "tc_conv" not in listing:
         fail(f"tune --target cuda --list-tasks lists no CUDA tasks:\n{listing}")
+    # yolov8n's 9 back-to-back pairs are tasks too, marked as such and left out of the shares.
+    pairs = re.search(r"and (\d+) fused pairs of them", listing)
+    marked = re.findall(r"^\s*\d+ tc_conv\s+\d+\s+[\d.]+\s+pair\s", listing, re.M)
+    shares = [float(x) for x in re.findall(r"^\s*\d+ \S+\s+\d+\s+[\d.]+\s+([\d.]+)%\s", listing,
+                                           re.M)]
+    if not pairs or int(pairs.group(1)) != 9 or len(marked) != 9 or abs(sum(shares) - 100) > 1:
+        fail(f"tune --target cuda --list-tasks: {len(marked)} pairs marked, shares summing to "
+             f"{sum(shares):.1f} %:\n{listing}")
 
     base = [args.yoloc, "compile", args.model, "--target", "cuda", "--arch", "sm_90",
             "--precision", "fp16", "--outputs", OUTPUT, "--force"]
