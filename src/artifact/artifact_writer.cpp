@@ -1,6 +1,10 @@
 #include "artifact/artifact_writer.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -31,16 +35,27 @@ std::string ArtifactWriter::serialize() const {
 
 void ArtifactWriter::write(const std::string& path) const {
   const std::string bytes = serialize();
-  const std::string tmp = path + ".tmp";
+  // A temporary name of this process and call, so that writers of the same path at once (two
+  // compiles of one output) each move a whole file into place, the last one winning.
+  static std::atomic<uint64_t> calls{0};
+  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), calls++);
+  std::error_code ec;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) user_error("cannot write the artifact '{}'; check that the folder exists", path);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) user_error("writing the artifact '{}' failed (disk full?)", path);
+    if (!out.flush()) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      user_error("writing the artifact '{}' failed (disk full?)", path);
+    }
   }
-  std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
-  if (ec) user_error("cannot move '{}' to '{}': {}", tmp, path, ec.message());
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    user_error("cannot move '{}' to '{}': {}", tmp, path, why);
+  }
 }
 
 std::string pack_artifact(std::string_view manifest_text, std::string_view blob_section,

@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "artifact/artifact_reader.h"
 #include "artifact/artifact_writer.h"
@@ -86,6 +88,32 @@ class ArtifactTest : public ::testing::Test {
 #define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << "message: " << (msg)
 
 }  // namespace
+
+// Writers of one path at once (two compiles of the same output) each move a whole artifact into
+// place under a temporary name of their own: every write succeeds, the file opens, and no
+// temporary file is left.
+TEST_F(ArtifactTest, ConcurrentWritersOfOnePathLeaveOneWholeArtifact) {
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        try {
+          write("m.ycm");
+        } catch (const UserError& e) {
+          ++failures;
+          ADD_FAILURE() << e.what();
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(Artifact::open(path("m.ycm")).manifest().family, "yolov8");
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) files += e.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(files, 1);
+}
 
 TEST_F(ArtifactTest, RoundTripWithAlignedMappedBlobs) {
   const std::string p = write("m.ycm");
