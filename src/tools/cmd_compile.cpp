@@ -35,7 +35,9 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
   const auto pairs = std::count_if(r.tasks.begin(), r.tasks.end(), [](const auto& t) {
     return t.key.find(" b2b k2=") != std::string::npos;
   });
-  if (pairs > 0) fmt::print("  back-to-back pairs: {} fused (--b2b {})\n", pairs, o.b2b);
+  if (pairs > 0)
+    fmt::print("  back-to-back pairs: {} fused (--b2b {})\n", pairs,
+               o.b2b.empty() ? "measured" : o.b2b);
   const std::string& records = r.records_file.empty() ? o.records : r.records_file;
   if (!records.empty()) {
     std::set<std::string> workloads, tuned;

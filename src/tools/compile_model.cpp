@@ -192,6 +192,15 @@ CompileReport compile_for_cpu(const CompileOptions& o,
                "compiled to fp32); pass --precision fp32",
                o.model.precision);
   if (!o.arch.empty()) user_error("--arch {}: --arch is for --target cuda", o.arch);
+  for (const auto& [given, option] : {std::pair{!o.b2b.empty(), "--b2b"},
+                                      {o.stem_pair, "--stem-pair"},
+                                      {!o.memory_reuse.empty(), "--memory-reuse"}}) {
+    if (given)
+      user_error(
+          "{} is for --target cuda (CUDA kernels and memory plan); leave it out for the "
+          "cpu target",
+          option);
+  }
   ImportedDetector d = import_for_cpu(o.model, o.outputs);
   const Graph& g = *d.graph;
   codegen::cpu::CpuCompileOptions cpu;

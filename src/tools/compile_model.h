@@ -40,13 +40,14 @@ struct CompileOptions {
   /// (codegen/build_cache.h).
   bool no_cache = false;
   /// --b2b (cuda): which back-to-back conv pairs run as one kernel each (B2bPolicy): "measured"
-  /// (default: those the records measured faster than their two kernels at this batch), "on"
-  /// (every pair) or "off".
-  std::string b2b = "measured";
+  /// (the default, also when empty: those the records measured faster than their two kernels at
+  /// this batch), "on" (every pair) or "off". Empty: not given (the cpu target refuses it).
+  std::string b2b;
   /// --stem-pair (cuda): the first two convs as one kernel (CudaCompileOptions::stem_pairs).
   bool stem_pair = false;
-  /// --memory-reuse (cuda): "ordered" (default) or "sequential" (CudaCompileOptions::reuse).
-  std::string memory_reuse = "ordered";
+  /// --memory-reuse (cuda): "ordered" (the default, also when empty) or "sequential"
+  /// (CudaCompileOptions::reuse). Empty: not given (the cpu target refuses it).
+  std::string memory_reuse;
 };
 
 /// What a compile made.

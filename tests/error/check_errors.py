@@ -245,6 +245,11 @@ class Case:
         return [[self.yoloc, "profile", path, "--in-graph", "--iters", "1"]], [
             "--in-graph", "CPU artifact", "cpu.ycm"]
 
+    def compile_cuda_option_for_cpu(self):
+        out = os.path.join(self.work, "x.ycm")
+        return [[self.yoloc, "compile", self.shared_model(), "-o", out, "--target", "cpu",
+                 "--b2b", "on"]], ["--b2b", "--target cuda"]
+
     def compile_unknown_target(self):
         out = os.path.join(self.work, "x.ycm")
         return [[self.yoloc, "compile", self.shared_model(), "-o", out, "--target", "tpu"]], [
