@@ -10,8 +10,8 @@ TaskInfo task_info(const codegen::cpu::CpuTask& t) {
 }
 
 TaskInfo task_info(const codegen::cuda::CudaTask& t) {
-  return TaskInfo{t.group, t.group_name, t.template_name,  t.key,   t.flops,
-                  1,       t.space,      t.default_config, t.valid, t.second_group >= 0};
+  return TaskInfo{t.group, t.group_name, t.template_name,  t.key,  t.flops,
+                  1,       t.space,      t.default_config, t.valid};
 }
 
 void merge_task(std::vector<TuneTask>& tasks, TuneTask t) {

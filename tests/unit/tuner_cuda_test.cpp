@@ -65,16 +65,21 @@ MeasureOptions no_device_options() {
   return o;
 }
 
-std::unique_ptr<Graph> cuda_graph() {
-  auto g = std::make_unique<Graph>();
-  Value* x = yoloc::testing::input(*g, "x", {1, 3, 12, 12});
-  Value* c = yoloc::testing::conv(*g, yoloc::testing::conv(*g, x, 3, 16, 3, 5), 16, 32, 3, 7);
-  g->outputs = {yoloc::testing::node(*g, "Sigmoid", {c})};
+// g optimized for the CUDA target in fp16.
+std::unique_ptr<Graph> optimized_for_cuda(std::unique_ptr<Graph> g) {
   PassContext ctx;
   ctx.target = "cuda";
   ctx.precision = Precision::kFp16;
   optimize(*g, ctx);
   return g;
+}
+
+std::unique_ptr<Graph> cuda_graph() {
+  auto g = std::make_unique<Graph>();
+  Value* x = yoloc::testing::input(*g, "x", {1, 3, 12, 12});
+  Value* c = yoloc::testing::conv(*g, yoloc::testing::conv(*g, x, 3, 16, 3, 5), 16, 32, 3, 7);
+  g->outputs = {yoloc::testing::node(*g, "Sigmoid", {c})};
+  return optimized_for_cuda(std::move(g));
 }
 
 TEST(TunerCuda, TasksCarryTheirArgumentSizes) {
@@ -120,11 +125,7 @@ TEST(TunerCuda, TasksIncludeBackToBackPairsAsAlternatives) {
   Value* a = yoloc::testing::conv(*g, yoloc::testing::conv(*g, x, 3, 16, 3, 3), 16, 32, 3, 5);
   Value* b = yoloc::testing::conv(*g, a, 32, 16, 1, 7);  // the 1x1 conv alone reading a
   g->outputs = {yoloc::testing::node(*g, "Sigmoid", {yoloc::testing::conv(*g, b, 16, 8, 3, 9)})};
-  PassContext ctx;
-  ctx.target = "cuda";
-  ctx.precision = Precision::kFp16;
-  optimize(*g, ctx);
-  const std::vector<TuneTask> tasks = cuda_tuning_tasks(*g);
+  const std::vector<TuneTask> tasks = cuda_tuning_tasks(*optimized_for_cuda(std::move(g)));
   std::vector<std::string> alternatives, alone;
   for (const TuneTask& t : tasks) (t.task.alternative ? alternatives : alone).push_back(t.key());
   ASSERT_EQ(alternatives.size(), 1u);
@@ -245,14 +246,13 @@ TEST(TunerCuda, CompileAppliesConfigsStoredBeforeKnobs) {
   // A tc_conv config as records stored it before the knobs splitk, l1, epi and halo: it applies as
   // splitk=1, l1=0, epi=0, halo=0.
   // The middle conv of three is a tc_conv task (the first is direct, the last joins the Sigmoid).
-  const auto g = std::make_unique<Graph>();
-  Value* x = yoloc::testing::input(*g, "x", {1, 3, 12, 12});
-  Value* c = yoloc::testing::conv(*g, yoloc::testing::conv(*g, x, 3, 16, 3, 5), 16, 32, 3, 7);
-  g->outputs = {yoloc::testing::node(*g, "Sigmoid", {yoloc::testing::conv(*g, c, 32, 16, 3, 9)})};
-  PassContext ctx;
-  ctx.target = "cuda";
-  ctx.precision = Precision::kFp16;
-  optimize(*g, ctx);
+  auto built = std::make_unique<Graph>();
+  Value* x = yoloc::testing::input(*built, "x", {1, 3, 12, 12});
+  Value* c =
+      yoloc::testing::conv(*built, yoloc::testing::conv(*built, x, 3, 16, 3, 5), 16, 32, 3, 7);
+  built->outputs = {
+      yoloc::testing::node(*built, "Sigmoid", {yoloc::testing::conv(*built, c, 32, 16, 3, 9)})};
+  const auto g = optimized_for_cuda(std::move(built));
   const std::vector<TuneTask> tasks = cuda_tuning_tasks(*g);
   const auto t = std::find_if(tasks.begin(), tasks.end(),
                               [](const TuneTask& t) { return t.task.template_name == "tc_conv"; });

@@ -6,16 +6,19 @@ namespace yoloc::tuner {
 std::vector<TuneTask> cuda_tuning_tasks(const Graph& g, int sm) {
   using codegen::cuda::CudaArg;
   std::vector<TuneTask> out;
-  // Each group alone, and every back-to-back pair (merged by key): compile fuses the pairs
-  // measured faster than their two kernels (B2bPolicy::kMeasured).
+  // Each group alone, then every back-to-back pair as an alternative to its two (merged by
+  // key): compile fuses the pairs measured faster than their two kernels (B2bPolicy::kMeasured).
   std::vector<codegen::cuda::CudaTask> tasks = codegen::cuda::extract_cuda_tasks(g, sm);
+  const size_t alone = tasks.size();
   for (codegen::cuda::CudaTask& t :
        codegen::cuda::extract_cuda_tasks(g, sm, codegen::cuda::B2bPolicy::all())) {
-    if (t.second_group >= 0 && t.template_name == "tc_conv") tasks.push_back(std::move(t));
+    if (t.second_group >= 0) tasks.push_back(std::move(t));
   }
-  for (codegen::cuda::CudaTask& t : tasks) {
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    codegen::cuda::CudaTask& t = tasks[i];
     TuneTask tt;
     tt.task = task_info(t);
+    tt.task.alternative = i >= alone;
     CudaTuneTask ct;
     // The arguments are the same for every config: the default's tell their sizes.
     const codegen::cuda::CudaLowered l = t.lower(t.default_config, "probe");
