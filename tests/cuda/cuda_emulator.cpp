@@ -23,6 +23,7 @@ constexpr const char* kHostPrelude = R"HOST(#define YOLOC_CUDA_DEVICE_PRELUDE
 #include <deque>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 #define YC_DEVICE inline
@@ -80,6 +81,7 @@ struct yc_warp {
   yc_u32 a[32][4];
   yc_u32 b[32][2];
   float c[32][4];
+  yc_barrier group{128};  // of the first warp of a warpgroup: its 128 threads (wgmma)
 };
 struct yc_block {
   yc_block(unsigned threads, size_t bytes)
@@ -87,6 +89,8 @@ struct yc_block {
   yc_barrier bar;
   std::vector<unsigned char> smem;  // 0xff bytes: NaN in f32, f16 and bf16
   std::unique_ptr<yc_warp[]> warps;
+  // The shared-memory byte ranges [first, second) the block's wgmmas in flight read (B).
+  std::multiset<std::pair<size_t, size_t>> wg_reads;
 };
 // The blocks of one thread-block cluster, which run together.
 struct yc_cluster {
@@ -100,6 +104,8 @@ struct yc_thread {
   unsigned rank = 0;  // of the block in its cluster
   std::deque<std::vector<std::function<void()>>> groups;  // committed cp.async groups
   std::vector<std::function<void()>> pending;              // issued, not yet committed
+  std::deque<std::vector<std::function<void()>>> wg_groups;  // committed wgmma groups
+  std::vector<std::function<void()>> wg_pending;             // wgmmas issued, not committed
 };
 inline yc_thread* yc_self = nullptr;
 
@@ -172,6 +178,12 @@ inline void yc_cp_async16(void* smem, const void* gmem, int src_bytes) {
   } else if (src_bytes != 0 && (!yc_aligned(gmem, 16) || !yc_in_global(gmem, 16))) {
     yc_fail("cp.async: global address outside the buffers or not 16-byte aligned");
   } else {
+    const size_t at = static_cast<unsigned char*>(smem) - yc_self->block->smem.data();
+    for (const auto& [lo, hi] : yc_self->block->wg_reads) {
+      if (at < hi && at + 16 > lo) {
+        yc_fail("cp.async: writes shared memory that a wgmma in flight reads (wait for it first)");
+      }
+    }
     yc_self->pending.push_back([smem, gmem, src_bytes] {
       if (src_bytes) std::memcpy(smem, gmem, 16);
       else std::memset(smem, 0, 16);
@@ -265,6 +277,92 @@ inline void yc_mma_host(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b)[2
   }
   w.bar.arrive_and_wait();
 }
+// The shared-memory address of p: its offset in the block's shared memory (as a wgmma
+// descriptor holds it).
+inline yc_u32 yc_smem_address(const void* p) {
+  if (!yc_in_smem(p, 1)) yc_fail("shared-memory address of a pointer outside shared memory");
+  return static_cast<yc_u32>(static_cast<const unsigned char*>(p) - yc_self->block->smem.data());
+}
+inline unsigned long long yc_wgmma_desc(const void* smem, unsigned lbo, unsigned sbo) {
+  return static_cast<unsigned long long>((yc_smem_address(smem) & 0x3ffffu) >> 4) |
+         static_cast<unsigned long long>(lbo >> 4) << 16 |
+         static_cast<unsigned long long>(sbo >> 4) << 32;
+}
+// wgmma.mma_async m64nNk16 with A from registers (PTX ISA, "Register Fragments and Shared Memory
+// Matrix Layouts" of wgmma): warp w of the warpgroup holds rows 16w..16w+15 of A as mma.m16n8k16's
+// A fragment and the same rows of D as N / 8 of its accumulator fragments, n8-tile j in d[4j..4j+3];
+// B (16 x N) from shared memory by the descriptor, no swizzle: element (k, n) at the start address
+// + (n / 8) * SBO + (k / 8) * LBO + (n % 8) * 16 + (k % 8) * 2 bytes (core matrices of 8 rows of
+// 16 bytes). Every thread of the warpgroup must issue it. As on the GPU, it completes only at the
+// yc_wgmma_wait that covers its commit group: it reads B from shared memory and adds to d then, so
+// a kernel that reads d before waiting computes a wrong result, and a cp.async into B's bytes
+// while it is in flight is reported. A is read at issue here; the GPU reads its registers later,
+// so a kernel that rewrites them before the wait is wrong there and not here (the GPU tests show
+// it).
+template <int N, int BF16>
+inline void yc_wgmma(float (&d)[N / 2], const yc_u32 (&a)[4], unsigned long long desc) {
+  static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma N");
+  yc_warp& w = yc_my_warp();
+  const unsigned lane = threadIdx.x % 32;
+  // Every thread of the warpgroup issues it (a block of fewer threads deadlocks here).
+  yc_self->block->warps[threadIdx.x / 128 * 4].group.arrive_and_wait();
+  std::memcpy(w.a[lane], a, sizeof(a));
+  w.bar.arrive_and_wait();
+  const auto val = [](yc_u16 h) { return BF16 ? yc_bf16_to_float(h) : yc_half_to_float(h); };
+  const int g = static_cast<int>(lane / 4), t = static_cast<int>(lane % 4);
+  // This thread's rows of A (g and g + 8), from the warp's fragments.
+  std::vector<float> A(32);
+  for (int l = 4 * g; l < 4 * g + 4; ++l) {
+    const int c = 2 * (l % 4);
+    for (int h = 0; h < 2; ++h) {
+      A[16 * h + c] = val(static_cast<yc_u16>(w.a[l][h] & 0xffffu));
+      A[16 * h + c + 1] = val(static_cast<yc_u16>(w.a[l][h] >> 16));
+      A[16 * h + c + 8] = val(static_cast<yc_u16>(w.a[l][2 + h] & 0xffffu));
+      A[16 * h + c + 9] = val(static_cast<yc_u16>(w.a[l][2 + h] >> 16));
+    }
+  }
+  w.bar.arrive_and_wait();
+  yc_block* block = yc_self->block;
+  float* out = d;
+  const size_t start = (desc & 0x3fffu) << 4, lbo = ((desc >> 16) & 0x3fffu) << 4,
+               sbo = ((desc >> 32) & 0x3fffu) << 4;
+  const std::pair<size_t, size_t> reads = {start, start + (N / 8 - 1) * sbo + lbo + 128};
+  block->wg_reads.insert(reads);
+  yc_self->wg_pending.push_back([=] {
+    block->wg_reads.erase(block->wg_reads.find(reads));
+    const std::vector<unsigned char>& smem = block->smem;
+    for (int j = 0; j < N / 8; ++j) {
+      for (int e = 0; e < 4; ++e) {
+        const int h = e / 2, col = 8 * j + 2 * t + e % 2;  // row g + 8 h
+        float s = out[4 * j + e];
+        for (int k = 0; k < 16; ++k) {
+          const size_t at = start + (col / 8) * sbo + (k / 8) * lbo + (col % 8) * 16 + (k % 8) * 2;
+          yc_u16 bits = 0;
+          if (at + 2 > smem.size()) {
+            yc_fail("wgmma: B operand outside shared memory");
+          } else {
+            std::memcpy(&bits, smem.data() + at, 2);
+          }
+          s += A[16 * h + k] * val(bits);
+        }
+        out[4 * j + e] = s;
+      }
+    }
+  });
+}
+inline void yc_wgmma_fence() {}
+inline void yc_wgmma_commit() {
+  yc_self->wg_groups.push_back(std::move(yc_self->wg_pending));
+  yc_self->wg_pending.clear();
+}
+template <int N>
+inline void yc_wgmma_wait() {
+  while (yc_self->wg_groups.size() > static_cast<size_t>(N)) {
+    for (auto& mma : yc_self->wg_groups.front()) mma();
+    yc_self->wg_groups.pop_front();
+  }
+}
+
 inline void yc_mma_f16(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b)[2]) {
   yc_mma_host<yc_half_to_float>(d, a, b);
 }
@@ -290,6 +388,9 @@ inline void yc_fiber_main() {
   yc_kernel(yc_kernel_args);
   if (!yc_self->pending.empty() || !yc_self->groups.empty()) {
     yc_fail("cp.async copies still in flight at the end of the kernel");
+  }
+  if (!yc_self->wg_pending.empty() || !yc_self->wg_groups.empty()) {
+    yc_fail("wgmma still in flight at the end of the kernel");
   }
   yc_running->done = true;
   ++yc_progress;

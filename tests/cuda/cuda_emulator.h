@@ -1,7 +1,7 @@
 #pragma once
-/// Runs generated CUDA kernels (conv, SPPF) on the CPU, so their indexing, pipeline and epilogue are
-/// tested where there is no GPU. The kernel source is compiled by the host compiler after a host
-/// version of the prelude's device part (see codegen/cuda/cuda_emit.h): every CUDA thread of a
+/// Runs generated CUDA kernels (conv, SPPF) on the CPU, so their indexing, pipeline and epilogue
+/// are tested where there is no GPU. The kernel source is compiled by the host compiler after a
+/// host version of the prelude's device part (see codegen/cuda/cuda_emit.h): every CUDA thread of a
 /// block is a fiber (a ucontext) on the calling thread, and a barrier's waiters yield until the
 /// last one arrives, so a barrier some threads never reach is reported as a deadlock instead of
 /// hanging; the blocks of one thread-block cluster (CudaKernel::cluster) run
@@ -10,7 +10,10 @@
 /// block of the given rank at the same offset; ldmatrix and mma.sync are
 /// warp-collective exchanges computed from the PTX ISA's fragment layouts; cp.async copies are
 /// queued and land only at the cp.async.wait_group that covers them, so a kernel that reads a
-/// tile before waiting for it reads the sentinel NaNs shared memory starts with. Misaligned or
+/// tile before waiting for it reads the sentinel NaNs shared memory starts with; a wgmma (warpgroup
+/// MMA, A from registers, B by a shared-memory descriptor) is computed at the yc_wgmma_wait that
+/// covers it, reading B then (a copy into B's bytes before that is reported; its A registers are
+/// read at issue, so their reuse before the wait, wrong on a GPU, goes unseen here). Misaligned or
 /// out-of-range shared-memory accesses by cp.async / ldmatrix are reported as errors.
 ///
 /// Generic kernels (GenericTemplate), which use no shared memory and no barrier, run in a fast

@@ -100,6 +100,42 @@ YC_DEVICE void yc_mma_bf16(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+// Warpgroup MMA (wgmma, sm_90a only: a kernel that uses it defines YC_ARCH_SPECIFIC, so that
+// nvrtc_compile builds it for sm_90a, and errors out for other targets). The four warps of a
+// warpgroup issue yc_wgmma together: D (64 x N, fp32) += A (64 x 16, a warp's 16 rows in
+// registers, mma.m16n8k16's A fragment) * B (16 x N in shared memory, described by `desc`);
+// D per warp is N / 8 m16n8 accumulator fragments in order. The MMA runs asynchronously: its
+// registers and shared memory must stay untouched until yc_wgmma_wait after its commit group.
+// The instruction for one N is emitted by the kernel that uses it (wgmma_source in cuda_emit.h),
+// as a specialization of this template; this one, which does nothing, is what other kernels name
+// in their discarded branches.
+template <int N, int BF16>
+YC_DEVICE void yc_wgmma(float (&d)[N / 2], const yc_u32 (&a)[4], unsigned long long desc) {}
+// (Declared for every target, as kernels name them in discarded branches; the instructions only
+// for sm_90a.)
+YC_DEVICE void yc_wgmma_fence() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+YC_DEVICE void yc_wgmma_commit() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+template <int N>
+YC_DEVICE void yc_wgmma_wait() {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+// A wgmma shared-memory matrix descriptor without swizzle: core matrices of 8 rows x 16 bytes
+// (contiguous), `lbo` bytes apart along the depth (K), `sbo` bytes apart along the rows (M or N).
+YC_DEVICE unsigned long long yc_wgmma_desc(const void* smem, unsigned lbo, unsigned sbo) {
+  return static_cast<unsigned long long>((yc_smem_address(smem) & 0x3ffffu) >> 4) |
+         static_cast<unsigned long long>(lbo >> 4) << 16 |
+         static_cast<unsigned long long>(sbo >> 4) << 32;
+}
 // Thread-block clusters (sm_90 and up). YC_CLUSTER_DIMS declares a kernel's cluster shape, so a
 // plain launch makes the clusters; a kernel that uses one says #error for older targets itself.
 // The helpers compile (to nothing) for those, as kernels name them in discarded branches.
@@ -198,6 +234,34 @@ YC_DEVICE float yc_act_silu(float x) { return x / (1.f + yc_exp(-x)); }
 YC_DEVICE float yc_act_silu_fast(float x) { return yc_div_fast(x, 1.f + yc_exp_fast(-x)); }
 #endif  // YOLOC_CUDA_COMMON_PRELUDE
 )";
+
+std::string wgmma_source(int n, bool bf16) {
+  YOLOC_CHECK(n >= 8 && n <= 256 && n % 8 == 0, "wgmma has no N of {}", n);
+  const int d = n / 2;
+  std::string regs, outs;
+  for (int i = 0; i < d; ++i) {
+    regs += fmt::format("{}%{}", i ? ", " : "", i);
+    outs += fmt::format("{}\"+f\"(d[{}])", i ? ", " : "", i);
+  }
+  const char* t = bf16 ? "bf16" : "f16";
+  return fmt::format(
+      "#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(YC_WGMMA_{n}_{b})\n"
+      "#define YC_WGMMA_{n}_{b}\n"
+      "template <>\n"
+      "YC_DEVICE void yc_wgmma<{n}, {b}>(float (&d)[{d}], const yc_u32 (&a)[4],\n"
+      "                                   unsigned long long desc) {{\n"
+      "  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\n\"\n"
+      "               \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs}}}, \"\n"
+      "               \"{{%{a0}, %{a1}, %{a2}, %{a3}}}, %{dc}, p, 1, 1, 0;\\n}}\\n\"\n"
+      "               : {outs}\n"
+      "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc), \"r\"(1)\n"
+      "               : \"memory\");\n"
+      "}}\n"
+      "#endif\n",
+      fmt::arg("n", n), fmt::arg("b", bf16 ? 1 : 0), fmt::arg("d", d), fmt::arg("t", t),
+      fmt::arg("regs", regs), fmt::arg("outs", outs), fmt::arg("a0", d), fmt::arg("a1", d + 1),
+      fmt::arg("a2", d + 2), fmt::arg("a3", d + 3), fmt::arg("dc", d + 4), fmt::arg("s", d + 5));
+}
 
 std::string cuda_prelude() { return std::string(kCudaDevicePrelude) + kCudaCommonPrelude; }
 

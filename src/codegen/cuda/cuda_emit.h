@@ -48,6 +48,12 @@ const char* cuda_act_function(Activation a, DType out);
 /// (and, with UP, the same values to each of the pixel's copies in up), for m < M and n < K only.
 std::string conv_common_source(const CudaConvTask& t);
 
+/// The sm_90a device code of a kernel that issues yc_wgmma<n, bf16> (see the prelude): the
+/// instruction for that N as a specialization of the prelude's template, compiled for sm_90a only
+/// (for other targets, and for the host emulation of the tests, it is left out; the kernel says
+/// #error for other targets itself). n is a multiple of 8 from 8 to 256.
+std::string wgmma_source(int n, bool bf16);
+
 /// A conv template's kernel `symbol` (a C identifier, else InternalError) with its whole
 /// source: the prelude, a comment naming the task and `config` (after `label`, e.g. "direct ",
 /// when not empty), then namespace <symbol>_ns with conv_common_source(t), then `body` (which

@@ -83,7 +83,13 @@ CompiledModule nvrtc_compile(const std::string& source, const std::string& name,
         "supports {}",
         opts.arch, name, nvrtc_version(), supported_list());
   }
-  std::vector<std::string> args = {"--gpu-architecture=" + opts.arch, "--std=c++17",
+  // Kernels that use arch-specific instructions (wgmma: sm_90a) say so in their source; their
+  // cubin runs on the sm_90 GPUs only, as every cubin of an artifact for sm_90 does.
+  const std::string target =
+      opts.arch == "sm_90" && source.find("#define YC_ARCH_SPECIFIC 1") != std::string::npos
+          ? "sm_90a"
+          : opts.arch;
+  std::vector<std::string> args = {"--gpu-architecture=" + target, "--std=c++17",
                                    "--device-as-default-execution-space",
                                    opts.fmad ? "--fmad=true" : "--fmad=false"};
   if (opts.line_info) args.push_back("--generate-line-info");

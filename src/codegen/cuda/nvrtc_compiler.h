@@ -30,7 +30,8 @@ struct CompiledModule {
 /// Compiles `source`; `name` names the program in messages (use the kernel symbol, or the
 /// kernels' symbols). Raises a UserError naming `name` and the arch with NVRTC's log attached
 /// when the source does not compile, and a UserError listing the architectures this NVRTC knows
-/// when `opts.arch` is not one of them.
+/// when `opts.arch` is not one of them. A source that defines YC_ARCH_SPECIFIC as 1 (a kernel
+/// with wgmma) is built for sm_90a when `opts.arch` is sm_90.
 CompiledModule nvrtc_compile(const std::string& source, const std::string& name,
                              const NvrtcOptions& opts = {});
 
