@@ -174,6 +174,7 @@ inline ScheduleConfig with_l1_epi(ScheduleConfig c, int64_t l1, int64_t epi) {
   c.set("l1", l1);
   c.set("epi", epi);
   if (!c.values().contains("halo")) c.set("halo", 0);
+  if (!c.values().contains("wg")) c.set("wg", 0);
   return c;
 }
 
@@ -183,6 +184,13 @@ inline ScheduleConfig with_halo(ScheduleConfig c, int64_t halo, int64_t epi = 0)
   c.set("splitk", 1);
   c.set("l1", 0);
   c.set("epi", epi);
+  return c;
+}
+
+/// c with warpgroup MMA (wgmma, sm_90a; one block a tile).
+inline ScheduleConfig with_wg(ScheduleConfig c) {
+  c.set("wg", 1);
+  c.set("splitk", 1);
   return c;
 }
 
@@ -246,6 +254,11 @@ inline std::vector<ScheduleConfig> tc_configs(const CudaConvTask& t) {
   add(with_halo(space.complete(ScheduleConfig(tries[0])), 8));
   add(with_halo(space.complete(ScheduleConfig(tries[1])), 16, 1));
   add(with_halo(space.complete(ScheduleConfig(tries[4])), 32));
+  // Warpgroup MMA (tasks for sm_90): im2col rows and halo tiles, one and two warpgroups.
+  add(with_wg(space.complete(ScheduleConfig(tries[3]))));
+  add(with_wg(space.complete(ScheduleConfig(tries[5]))));
+  add(with_wg(with_halo(space.complete(ScheduleConfig(tries[1])), 16, 1)));
+  add(with_wg(with_halo(space.complete(ScheduleConfig(tries[6])), 8)));
   return out;
 }
 

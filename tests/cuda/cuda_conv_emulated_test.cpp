@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "conv_test_util.h"
 #include "cuda_emulator.h"
 #include "tuner/records.h"
@@ -300,13 +302,12 @@ TEST(CudaConvEmulated, TensorCoreL1AndStagedEpilogue) {
   run(Template::kTensorCore, all);
 }
 
-// Halo tiles: strides 1 and 2, dilation 2, 1x1, 16 to 48 channels in steps of 16 to 64 (within
-// a tap, across taps, across a tap's end), edge tiles past the image
-// (widths and heights that are no multiple of the tile), batch 2, input / residual / output
-// slices, staged and fragment epilogues, fp16 and bf16 (in and out), fp32 output.
-TEST(CudaConvEmulated, TensorCoreHaloTiles) {
+// The halo-tile tasks: strides 1 and 2, dilation 2, 1x1, 16 to 48 channels, edge tiles past the
+// image (widths and heights that are no multiple of the tile), batch 2, input / residual / output
+// slices, fp16 and bf16 (in and out), fp32 output.
+std::vector<CudaConvTask> halo_tasks() {
   const DType f16 = DType::kFloat16, bf16 = DType::kBFloat16, f32 = DType::kFloat32;
-  const std::vector<CudaConvTask> all = {
+  return {
       CudaConvTask::dense(ConvTask::make(2, 16, 11, 13, 32, 3, 1, 1, Activation::kSilu), f16, f16),
       CudaConvTask::dense(ConvTask::make(1, 32, 13, 18, 24, 3, 2, 1, Activation::kSilu), bf16,
                           bf16),
@@ -315,29 +316,47 @@ TEST(CudaConvEmulated, TensorCoreHaloTiles) {
              {40, 8}, {40, 16}),
       CudaConvTask::dense(ConvTask::make(1, 32, 5, 6, 16, 1, 1, 0), f16, f16),
   };
+}
+
+// Every valid variant(space.complete(shape)) of each task, shape and variant, at least `min` per
+// task; then run_configs.
+using Shape = std::map<std::string, int64_t>;
+void run_valid(const std::vector<CudaConvTask>& tasks, const std::vector<Shape>& shapes,
+               const std::vector<std::function<ScheduleConfig(ScheduleConfig)>>& variants,
+               int64_t min) {
   std::vector<std::pair<CudaConvTask, ScheduleConfig>> todo;
-  for (const CudaConvTask& t : all) {
+  for (const CudaConvTask& t : tasks) {
     const ScheduleSpace space = TensorCoreConvTemplate::space(t);
     int64_t n = 0;
-    for (const auto& v : std::vector<std::map<std::string, int64_t>>{
-             {{"bm", 32}, {"bn", 16}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 2}},
+    for (const Shape& v : shapes) {
+      for (const auto& variant : variants) {
+        const ScheduleConfig c = variant(space.complete(ScheduleConfig(v)));
+        if (!TensorCoreConvTemplate::valid(t, c)) continue;
+        todo.emplace_back(t, c);
+        ++n;
+      }
+    }
+    EXPECT_GE(n, min) << t.key();
+  }
+  run_configs(Template::kTensorCore, todo);
+}
+
+// Halo tiles on halo_tasks(), 16-deep slices in steps of 16 to 64 (within a tap, across taps,
+// across a tap's end), staged and fragment epilogues.
+TEST(CudaConvEmulated, TensorCoreHaloTiles) {
+  std::vector<std::function<ScheduleConfig(ScheduleConfig)>> variants;
+  for (int64_t halo : {8, 16, 32}) {
+    for (int64_t epi : {0, 1})
+      variants.push_back([=](ScheduleConfig c) { return with_halo(std::move(c), halo, epi); });
+  }
+  run_valid(halo_tasks(),
+            {{{"bm", 32}, {"bn", 16}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 2}},
              {{"bm", 64}, {"bn", 32}, {"bk", 16}, {"wm", 32}, {"wn", 16}, {"stages", 3}},
              {{"bm", 128}, {"bn", 32}, {"bk", 16}, {"wm", 64}, {"wn", 32}, {"stages", 4}},
              // Steps spanning taps (bk > C), or not dividing C (48 channels in steps of 32).
              {{"bm", 64}, {"bn", 16}, {"bk", 64}, {"wm", 32}, {"wn", 16}, {"stages", 2}},
-             {{"bm", 32}, {"bn", 32}, {"bk", 32}, {"wm", 16}, {"wn", 32}, {"stages", 3}}}) {
-      for (int64_t halo : {8, 16, 32}) {
-        for (int64_t epi : {0, 1}) {
-          const ScheduleConfig c = with_halo(space.complete(ScheduleConfig(v)), halo, epi);
-          if (!TensorCoreConvTemplate::valid(t, c)) continue;
-          todo.emplace_back(t, c);
-          ++n;
-        }
-      }
-    }
-    EXPECT_GE(n, 6) << t.key();
-  }
-  run_configs(Template::kTensorCore, todo);
+             {{"bm", 32}, {"bn", 32}, {"bk", 32}, {"wm", 16}, {"wn", 32}, {"stages", 3}}},
+            variants, 6);
 }
 
 // What halo tiles need: 16-byte copies (channels, slice stride and offset multiples of 8), 16-deep
@@ -385,6 +404,81 @@ TEST(CudaConvEmulated, TensorCoreHaloRules) {
   EXPECT_TRUE(TensorCoreConvTemplate::valid(wide, halo_cfg(wide, 64, 64, 32, 32, 32)));
 }
 
+// Warpgroup MMA (wg=1, sm_90): B through wgmma's shared-memory descriptors (core matrices),
+// A fragments from ldmatrix, a warp's rows 16 r + 64 mi. One and two warpgroups (along the pixels
+// and along the channels), 1 to 4 m-tiles a warp, warp tiles of 16 to 80 channels, depth steps of
+// 16 to 128, 2 to 4 stages (the emulation reads B when a wgmma completes, and reports a copy
+// into its bytes before that); im2col rows (16-byte and element-wise) and halo tiles (steps within
+// a tap, across taps, across a tap's end); staged and fragment epilogues, NCHW outputs, slices with
+// a residual, fp16 / bf16 in and out, fp32 out, K not a multiple of the tile.
+TEST(CudaConvEmulated, TensorCoreWarpgroupMma) {
+  const DType f16 = DType::kFloat16;
+  std::vector<CudaConvTask> all = halo_tasks();
+  all.push_back(sliced(ConvTask::make(1, 12, 7, 6, 19, 3, 1, 1, Activation::kSilu, true), f16, f16,
+                       {12, 0}, {21, 1}, {23, 3}));
+  all.push_back(CudaConvTask::dense(ConvTask::make(2, 64, 5, 7, 80, 1, 1, 0), f16, f16));
+  all.push_back(nchw_out(
+      CudaConvTask::dense(ConvTask::make(2, 32, 6, 5, 48, 3, 1, 1, Activation::kSilu), f16, f16)));
+  for (CudaConvTask& t : all) t.sm = 90;
+  std::vector<std::function<ScheduleConfig(ScheduleConfig)>> variants;
+  for (const auto& [halo, epi] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {16, 1}, {8, 0}})
+    variants.push_back(
+        [=](ScheduleConfig c) { return with_wg(with_halo(std::move(c), halo, epi)); });
+  run_valid(all,
+            {{{"bm", 64}, {"bn", 16}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 2}},
+             {{"bm", 128}, {"bn", 32}, {"bk", 32}, {"wm", 32}, {"wn", 32}, {"stages", 3}},
+             {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"wm", 16}, {"wn", 32}, {"stages", 2}},
+             {{"bm", 128}, {"bn", 32}, {"bk", 64}, {"wm", 16}, {"wn", 32}, {"stages", 2}},
+             {{"bm", 256}, {"bn", 16}, {"bk", 128}, {"wm", 64}, {"wn", 16}, {"stages", 2}},
+             {{"bm", 64}, {"bn", 80}, {"bk", 32}, {"wm", 16}, {"wn", 80}, {"stages", 3}},
+             {{"bm", 64}, {"bn", 48}, {"bk", 16}, {"wm", 16}, {"wn", 48}, {"stages", 4}}},
+            variants, 3);
+}
+
+// wg=1: sm_90 only (wgmma is sm_90a's; later GPUs lack it), whole warpgroups of one column of warp
+// tiles (bm a multiple of 4 wm), no split-K, no b2b pair.
+TEST(CudaConvEmulated, TensorCoreWarpgroupRules) {
+  CudaConvTask t =
+      CudaConvTask::dense(ConvTask::make(1, 32, 20, 20, 64, 3, 1, 1, Activation::kSilu),
+                          DType::kFloat16, DType::kFloat16);
+  t.sm = 90;
+  const ScheduleConfig base = with_wg(TensorCoreConvTemplate::space(t).complete(ScheduleConfig(
+      {{"bm", 128}, {"bn", 64}, {"bk", 32}, {"wm", 32}, {"wn", 64}, {"stages", 3}})));
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, base));
+  const auto valid_with = [&](CudaConvTask task, const char* knob, int64_t v) {
+    ScheduleConfig c = base;
+    c.set(knob, v);
+    return TensorCoreConvTemplate::valid(task, c);
+  };
+  EXPECT_FALSE(valid_with(t, "splitk", 2));
+  EXPECT_FALSE(valid_with(t, "wm", 64));  // 2 warps of 64 rows: half a warpgroup
+  EXPECT_TRUE(valid_with(t, "wm", 16));   // 8 warps: two warpgroups
+  EXPECT_TRUE(valid_with(t, "halo", 16));
+  CudaConvTask other = t;
+  for (int sm : {80, 89, 100}) {
+    other.sm = sm;
+    EXPECT_FALSE(valid_with(other, "wg", 1)) << sm;
+    EXPECT_TRUE(valid_with(other, "wg", 0)) << sm;
+  }
+  CudaConvTask pair = with_b2b(t, 32, Activation::kSilu, {32, 0}, false, DType::kFloat16, 3);
+  ScheduleConfig p = TensorCoreConvTemplate::default_config(pair);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(pair, p));
+  p.set("wg", 1);
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(pair, p));
+  // The defaults and stored configs without the knob mean mma.sync.
+  EXPECT_EQ(TensorCoreConvTemplate::default_config(t).get("wg"), 0);
+  EXPECT_EQ(TensorCoreConvTemplate::space(t).complete(ScheduleConfig({{"bm", 64}})).get("wg"), 0);
+  // A wg kernel is built for sm_90a: its source says so, and its wgmma instruction is there.
+  const CudaKernel k = TensorCoreConvTemplate::emit(t, base, "kwg");
+  EXPECT_NE(k.source.find("#define YC_ARCH_SPECIFIC 1"), std::string::npos);
+  EXPECT_NE(k.source.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), std::string::npos);
+  EXPECT_EQ(k.block[0], 128u);
+  ScheduleConfig off = base;
+  off.set("wg", 0);
+  EXPECT_EQ(TensorCoreConvTemplate::emit(t, off, "k").source.find("YC_ARCH_SPECIFIC 1"),
+            std::string::npos);
+}
+
 // epi=1 needs the staged fp32 tile to fit the pipeline ring and 16-byte aligned output and
 // residual slices of an NHWC output; with an NCHW output it changes nothing (the fragment
 // stores), so that an NHWC twin's config still applies.
@@ -401,7 +495,8 @@ TEST(CudaConvEmulated, TensorCoreStagedEpilogueValidity) {
                            {"splitk", 1},
                            {"l1", 0},
                            {"epi", epi},
-                           {"halo", 0}});
+                           {"halo", 0},
+                           {"wg", 0}});
   };
   const CudaConvTask dense = CudaConvTask::dense(conv, f16, f16);
   // 64 x (32 + 8) floats = 10240 bytes over a ring of 2 x (64 + 32) x (16 + 8) halves = 9216.
@@ -450,9 +545,10 @@ TEST(CudaConvEmulated, TensorCoreStagedEpilogueValidity) {
   EXPECT_NE(body(0).find("EPI = 0,"), std::string::npos);
 }
 
-// Records tuned before the knobs splitk, l1 and epi existed (two lines of the shipped
+// Records tuned before the knobs splitk, l1, epi, halo and wg existed (two lines of the shipped
 // records/cuda-sm_90.jsonl) lack them: read through the space (Knob::absent) they mean
-// splitk=1, l1=0, epi=0, are valid, and give the kernel of those values set explicitly.
+// splitk=1, l1=0, epi=0, halo=0, wg=0, are valid, and give the kernel of those values set
+// explicitly.
 TEST(CudaConvEmulated, TensorCoreRecordsWithoutTheNewKnobs) {
   const DType f16 = DType::kFloat16;
   const Activation silu = Activation::kSilu;
@@ -493,6 +589,7 @@ TEST(CudaConvEmulated, TensorCoreRecordsWithoutTheNewKnobs) {
     EXPECT_NE(a.source.find("L1 = 0,"), std::string::npos);
     EXPECT_NE(a.source.find("EPI = 0,"), std::string::npos);
     EXPECT_NE(a.source.find("HALO = 0,"), std::string::npos);
+    EXPECT_NE(a.source.find("WG = 0,"), std::string::npos);
     // The default stays at l1=0, epi=0 until the knobs are measured.
     EXPECT_EQ(TensorCoreConvTemplate::default_config(t).get("l1"), 0);
     EXPECT_EQ(TensorCoreConvTemplate::default_config(t).get("epi"), 0);

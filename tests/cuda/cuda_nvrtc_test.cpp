@@ -210,6 +210,41 @@ TEST(CudaNvrtc, TensorCoreTemplateBuilds) {
              "cvt.rn.f16.f32"});
 }
 
+// Warpgroup MMA (wg=1): the tc_configs with wg of yolov8n-like layers for sm_90 (fp16 and bf16,
+// im2col rows and halo tiles, several warp tiles' N) build for sm_90a, with wgmma in the PTX, no
+// spills, and no wgmma that ptxas had to serialize (its warning "wgmma.mma_async instructions are
+// serialized": registers it could not keep apart while an MMA runs).
+TEST(CudaNvrtc, TensorCoreWarpgroupBuildsForSm90a) {
+  Module m;
+  for (DType d : {DType::kFloat16, DType::kBFloat16}) {
+    for (CudaConvTask t : tasks(d, d)) {
+      t.sm = 90;
+      for (const ScheduleConfig& cfg : tc_configs(t)) {
+        if (cfg.get("wg") != 1) continue;
+        const std::string sym = fmt::format("wg_{}", m.symbols.size());
+        m.add(TensorCoreConvTemplate::emit(t, cfg, sym).source, sym, false);
+      }
+    }
+  }
+  ASSERT_GE(m.symbols.size(), 10u);
+  NvrtcOptions opts;
+  opts.arch = "sm_90";
+  opts.extra_options = {"--ptxas-options=--verbose"};
+  const CompiledModule out = nvrtc_compile(m.source, m.symbols.front(), opts);
+  EXPECT_EQ(out.arch, "sm_90");
+  EXPECT_NE(out.ptx.find(".target sm_90a"), std::string::npos);
+  for (const char* ins : {"wgmma.mma_async.sync.aligned.m64n", ".f32.f16.f16", ".f32.bf16.bf16",
+                          "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
+                          "wgmma.wait_group.sync.aligned"}) {
+    EXPECT_NE(out.ptx.find(ins), std::string::npos) << ins;
+  }
+  for (const std::string& sym : m.symbols) {
+    EXPECT_NE(out.ptx.find(".entry " + sym + "("), std::string::npos) << sym;
+    EXPECT_EQ(ptxas_report(out.log, sym).first, 0) << sym << " spills";
+  }
+  EXPECT_EQ(out.log.find("serialized"), std::string::npos) << out.log;
+}
+
 // An input of 2^30 elements (64 images of 512x512x64): its element offsets no longer fit the
 // 32-bit arithmetic of the 16-byte loads (the kernel's X_INT), so the loads take 64-bit offsets;
 // that path builds too, with im2col rows and with halo tiles.
@@ -261,7 +296,8 @@ TEST(CudaNvrtc, TensorCoreSplitKBuildsForSm90) {
                         {"splitk", 2},
                         {"l1", 0},
                         {"epi", 0},
-                        {"halo", 0}});
+                        {"halo", 0},
+                        {"wg", 0}});
     if (TensorCoreConvTemplate::valid(t, big)) cfgs.push_back(big);
     for (const ScheduleConfig& cfg : cfgs) {
       const std::string sym = fmt::format("tc_{}", m.symbols.size());

@@ -21,6 +21,7 @@ constexpr int64_t kTargetBlocks = 128;     // about one wave on an A100 / H100
 constexpr int64_t kSplitTargetBlocks = 2 * 132;
 constexpr int64_t kMinSplitSteps = 8;
 constexpr int kClusterSm = 90;  // thread-block clusters
+constexpr int kWgmmaSm = 90;    // warpgroup MMA (wgmma.mma_async, sm_90a)
 
 int64_t gemm_depth8(const CudaConvTask& t) {
   return cpu::ceil_div(t.conv.kh * t.conv.kw * t.conv.c, 8) * 8;
@@ -84,12 +85,16 @@ bool staged_output(const CudaConvTask& t, const ScheduleConfig& cfg) {
 
 // The kernel after the common declarations of conv_common_source (in the same namespace). See the
 // header for the scheme; the comments here say why.
-constexpr const char* kTensorCoreKernel = R"(enum : int {
+constexpr const char* kTensorCoreKernel = R"(@WGMMA_SOURCE@enum : int {
   BM = @BM@, BN = @BN@, BK = @BK@, WM = @WM@, WN = @WN@, STAGES = @STAGES@, SPLITK = @SPLITK@,
   L1 = @L1@,    // A tiles copied through L1 (cp.async.ca): the taps of a kxk window re-read pixels
   EPI = @EPI@,  // the output tile staged in shared memory, stored in 16-byte pieces
   WARPS_N = BN / WN, THREADS = (BM / WM) * WARPS_N * 32,
   MI = WM / 16, NI = WN / 8,
+  // Warpgroup MMA (sm_90a): a warpgroup of 4 warps computes 4 WM x WN (wgmma m64nWNk16, B from
+  // shared memory), its warp r the rows 16 r + 64 mi; without it a warp computes WM x WN with
+  // mma.sync, its rows 16 mi. MSTEP: the rows from one m-tile of a warp to its next.
+  WG = @WG@, MSTEP = WG ? 64 : 16, BF16 = @BF16@,
   // 16 bytes of padding per row: the 8 rows an ldmatrix reads then fall on distinct banks.
   LDS = BK + 8,
   KG8 = (KG + 7) / 8 * 8,
@@ -169,7 +174,7 @@ YC_DEVICE void warp_step(float (&acc)[MI][NI][4], const yc_u16* a, int lda, cons
                          int ldb, int k0, int lane) {
   const yc_u16* rows[MI];
 #pragma unroll
-  for (int mi = 0; mi < MI; ++mi) rows[mi] = a + (mi * 16 + (lane & 15)) * lda + (lane >> 4) * 8;
+  for (int mi = 0; mi < MI; ++mi) rows[mi] = a + (mi * MSTEP + (lane & 15)) * lda + (lane >> 4) * 8;
   warp_step_rows(acc, rows, b, ldb, k0, lane);
 }
 
@@ -316,7 +321,9 @@ YC_DEVICE int halo_tap(int kk) {
   return (r * DH * HWP + s * DW % SW * HWS + s * DW / SW) * CP + c;
 }
 
-// Depth step kt of output channels [n0, n0 + BN) of the packed weights into one stage of B.
+// Depth step kt of output channels [n0, n0 + BN) of the packed weights into one stage of B: rows
+// of LDS halves, or with WG wgmma's core matrices (8 channels x 8 depths, 128 contiguous bytes),
+// the BK / 8 of 8 channels in a row, then the next 8 channels.
 YC_DEVICE void load_b(yc_u16* sb, const yc_u16* __restrict__ w, int n0, int kt, int tid) {
   const int kc = tid % CPR, kk = kt * BK + kc * 8;
 #pragma unroll
@@ -325,8 +332,8 @@ YC_DEVICE void load_b(yc_u16* sb, const yc_u16* __restrict__ w, int n0, int kt, 
     if (BN % ROW_STEP != 0 && row >= BN) break;
     const int n = n0 + row;
     const bool ok = (K % BN == 0 || n < K) && (KG8 % BK == 0 || kk < KG8);
-    yc_cp_async16(sb + row * LDS + kc * 8, w + static_cast<unsigned>(ok ? n * KG8 + kk : 0),
-                  ok ? 16 : 0);
+    yc_u16* dst = WG ? sb + (row >> 3) * (BK * 8) + kc * 64 + (row & 7) * 8 : sb + row * LDS + kc * 8;
+    yc_cp_async16(dst, w + static_cast<unsigned>(ok ? n * KG8 + kk : 0), ok ? 16 : 0);
   }
 }
 
@@ -383,7 +390,9 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
   yc_u16* sa = yc_smem;  // the ring of A tiles, or HALO's tile
   yc_u16* sb = yc_smem + B_AT;
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
-  const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+  const int warp_m = WG ? warp / 4 / WARPS_N : warp / WARPS_N;
+  const int warp_n = WG ? warp / 4 % WARPS_N : warp % WARPS_N;
+  const int wrow0 = WG ? warp_m * 4 * WM + (warp & 3) * 16 : warp_m * WM;  // the warp's first row
   const int m0 = static_cast<int>(blockIdx.x) * BM, n0 = static_cast<int>(blockIdx.y) * BN;
   // This block's depth steps [kt0, kt1): its split's share (all of them without split-K).
   const int split = SPLITK > 1 ? static_cast<int>(blockIdx.z) : 0;
@@ -396,7 +405,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
   const yc_u16* hrow[MI];
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi) {
-    const int row = warp_m * WM + mi * 16 + (lane & 15);
+    const int row = wrow0 + mi * MSTEP + (lane & 15);
     hrow[mi] = sa + (row / TW * SH * HWP + row % TW) * CP + (lane >> 4) * 8;
   }
 
@@ -434,7 +443,40 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
     }
     yc_cp_async_commit();
     const yc_u16* cb = sb + (kt % STAGES) * B_STAGE + warp_n * WN * LDS;
-    if constexpr (HALO && C % BK == 0) {
+    if constexpr (WG) {
+      // The A fragments of all the step's 16-deep slices first, then their wgmmas (B straight
+      // from the step's tile), then the wait. A wgmma reads its A registers asynchronously, and
+      // ptxas does not keep them apart from later writes: a fragment may not be rewritten before
+      // the wait that covers its wgmma. (A version that loaded each slice's fragments after the
+      // previous slice's wgmmas were issued, and waited for a step's wgmmas only after issuing
+      // the next step's, failed 11 of 21 GPU conv tests on an H200; the host emulation, which
+      // reads A at issue, passed it.)
+      yc_u32 af[BK / 16][MI][4];
+      const yc_u16* ca = sa + (kt % STAGES) * A_STAGE;
+#pragma unroll
+      for (int ks = 0; ks < BK / 16; ++ks) {
+        const int kk = kt * BK + ks * 16;
+        if (HALO && KG % BK != 0 && kk >= KG) break;
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+          yc_ldmatrix_x4(af[ks][mi], HALO ? hrow[mi] + halo_tap(kk)
+                                          : ca + (wrow0 + mi * MSTEP + (lane & 15)) * LDS +
+                                                (lane >> 4) * 8 + ks * 16);
+        }
+      }
+      yc_wgmma_fence();
+      const yc_u16* cw = sb + (kt % STAGES) * B_STAGE + warp_n * WN * BK;
+#pragma unroll
+      for (int ks = 0; ks < BK / 16; ++ks) {
+        if (HALO && KG % BK != 0 && kt * BK + ks * 16 >= KG) break;
+        const unsigned long long desc = yc_wgmma_desc(cw + ks * 16 * 8, 128, BK * 16);
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+          yc_wgmma<WN, BF16>(reinterpret_cast<float(&)[WN / 2]>(acc[mi]), af[ks][mi], desc);
+      }
+      yc_wgmma_commit();
+      yc_wgmma_wait<0>();
+    } else if constexpr (HALO && C % BK == 0) {
       // The step lies within one tap.
       const int tap = halo_tap(kt * BK);
       const yc_u16* at[MI];
@@ -456,7 +498,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
         warp_step_rows(acc, at, cb, LDS, ks * 16, lane);
       }
     } else {
-      const yc_u16* ca = sa + (kt % STAGES) * A_STAGE + warp_m * WM * LDS;
+      const yc_u16* ca = sa + (kt % STAGES) * A_STAGE + wrow0 * LDS;
 #pragma unroll
       for (int ks = 0; ks < BK / 16; ++ks) warp_step(acc, ca, LDS, cb, LDS, ks * 16, lane);
     }
@@ -477,7 +519,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
     for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
       for (int ni = 0; ni < NI; ++ni) {
-        float* at = so + (warp_m * WM + mi * 16 + (lane >> 2)) * LDO + warp_n * WN + ni * 8 +
+        float* at = so + (wrow0 + mi * MSTEP + (lane >> 2)) * LDO + warp_n * WN + ni * 8 +
                     (lane & 3) * 2;
         *reinterpret_cast<yc_vec<float, 2>*>(at) = {{acc[mi][ni][0], acc[mi][ni][1]}};
         *reinterpret_cast<yc_vec<float, 2>*>(at + 8 * LDO) = {{acc[mi][ni][2], acc[mi][ni][3]}};
@@ -497,7 +539,7 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
   } else {
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
-      const int row = warp_m * WM + mi * 16 + (lane >> 2);
+      const int row = wrow0 + mi * MSTEP + (lane >> 2);
       const int m = out_pixel(row), m8 = out_pixel(row + 8);
 #pragma unroll
       for (int ni = 0; ni < NI; ++ni) {
@@ -668,6 +710,10 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
     return false;
   // A split tile's fragments are finished by the blocks that own them (splitk_owns), not staged.
   if (splitk > 1 && staged_output(t, cfg)) return false;
+  // Warpgroup MMA: sm_90 only (sm_90a code; later GPUs have no wgmma), whole warpgroups of one
+  // column of warps, and neither split-K nor a b2b pair's second stage (mma.sync fragments).
+  if (cfg.get("wg") == 1 && (t.sm != kWgmmaSm || t.b2b || splitk != 1 || bm % (4 * wm) != 0))
+    return false;
   if (staged_output(t, cfg)) {
     // The staged tile must fit in the ring, and the output and residual slices must keep 16-byte
     // pieces aligned (the K tail's last channels fall back to pairs inside epilogue_vec).
@@ -714,7 +760,8 @@ std::optional<ScheduleConfig> b2b_default(const CudaConvTask& t) {
                                       {"splitk", 1},
                                       {"l1", 0},
                                       {"epi", 0},
-                                      {"halo", 0}});
+                                      {"halo", 0},
+                                      {"wg", 0}});
             if (fits(t, cfg)) return cfg;
           }
   return std::nullopt;
@@ -744,6 +791,11 @@ ScheduleSpace TensorCoreConvTemplate::space(const CudaConvTask& t) {
                      "0: im2col rows through the ring; else a tile of bm/halo x halo pixels whose "
                      "input window is copied to shared memory once",
                      {0, 8, 16, 32},
+                     0});
+  s.knobs.push_back({"wg",
+                     "1: warpgroup MMA (wgmma, sm_90a) with the weights read from shared memory, "
+                     "else mma.sync",
+                     {0, 1},
                      0});
   return s;
 }
@@ -795,7 +847,8 @@ ScheduleConfig TensorCoreConvTemplate::default_config(const CudaConvTask& t) {
                       {"splitk", splitk},
                       {"l1", 0},
                       {"epi", 0},
-                      {"halo", 0}});
+                      {"halo", 0},
+                      {"wg", 0}});
   YOLOC_CHECK(valid(t, cfg), "default tensor-core conv config {} invalid for {}", cfg.str(),
               t.key());
   return cfg;
@@ -807,12 +860,24 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
   const int64_t splitk = cfg.get("splitk");
+  const bool wg = cfg.get("wg") == 1, bf16 = t.dtype == DType::kBFloat16;
   const char* act1 = cuda_act_function(t.conv.act, t.out_dtype);
+  // wgmma: the instruction for this warp tile's N (outside the kernel's namespace), and the
+  // marker that has nvrtc_compile build the kernel for sm_90a.
+  const std::string wgmma =
+      wg ? "}  // namespace @SYM@_ns\n#define YC_ARCH_SPECIFIC 1\n"
+           "#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
+           "#error \"warpgroup MMA (wg=1) needs sm_90a\"\n#endif\n" +
+               wgmma_source(static_cast<int>(wn), bf16) + "namespace @SYM@_ns {\n"
+         : "";
   // Back-to-back: the second stage's declarations and functions, its weights loaded with the
   // first pipeline stage, and its tail in place of the epilogue.
   CudaKernel k = conv_kernel(
       t, symbol, "", cfg.str(), kTensorCoreKernel,
-      {{"@B2B_FUNCTIONS@", t.b2b ? "namespace s2 {\n" + conv_common_source(t.second_stage()) +
+      {{"@WGMMA_SOURCE@", wgmma},
+       {"@WG@", wg ? "1" : "0"},
+       {"@BF16@", bf16 ? "1" : "0"},
+       {"@B2B_FUNCTIONS@", t.b2b ? "namespace s2 {\n" + conv_common_source(t.second_stage()) +
                                        "}  // namespace s2\n" + kB2bFunctions
                                  : ""},
        // ---- The b2b kernel parameters, after the common ones of conv_task.h (extra parameters

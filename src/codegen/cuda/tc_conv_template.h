@@ -49,6 +49,18 @@
 /// common ones: (x, w, bias, res, y, w2, bias2), w2 what pack_b2b_weights makes, bias2 K2 float32
 /// values, y the second stage's output, res unused.
 ///
+/// Warpgroup MMA (knob "wg", sm_90 only; the kernel is built for sm_90a): the warps form warpgroups
+/// of 4 that each compute 4*WM x WN with wgmma.mma_async m64nWNk16, A from registers (the same
+/// ldmatrix fragments; warp r of a group holds rows 16 r + 64 mi) and B read by the tensor cores
+/// straight from the step's weight tile, which is then stored as wgmma's core matrices (8 channels
+/// x 8 depths in 128 contiguous bytes) instead of padded rows. Each step loads all its A
+/// fragments, issues its wgmmas and waits for them before the next. No split-K, no b2b pair. On an
+/// H200 it computes what mma.sync does, and more slowly: in a batch-128 tune of yolov8n its best
+/// config was slower than mma.sync's on all 25 layers where both were measured: 1.14x to 1.5x on
+/// 18, up to 10x on the others (1.28x on the 64 -> 144 head conv, 519 against 405 us), so the
+/// tuner keeps mma.sync;
+/// it is the base for a pipelined Hopper main loop (B by TMA, A from shared memory).
+///
 /// Weights: what pack_weights makes, [K][KG8] in the activation dtype, KG8 = KG rounded up to 8
 /// (zeros past KG): row n holds output channel n's kernel in (kh, kw, c) order.
 #include "codegen/cpu/schedule.h"
@@ -70,8 +82,9 @@ class TensorCoreConvTemplate {
   /// only) and "epi" (1: the block's fp32 output tile is staged in shared memory over the ring
   /// and each thread finishes 8 channels of a pixel with epilogue_vec, 16-byte residual loads and
   /// output stores; an NCHW output keeps the fragment stores), "halo" (0: im2col rows through
-  /// the ring; 8, 16, 32: halo tiles that many pixels wide). "splitk", "l1", "epi" and "halo"
-  /// came later: a stored config without them means 1, 0, 0, 0 (Knob::absent). "bn" offers the
+  /// the ring; 8, 16, 32: halo tiles that many pixels wide), "wg" (1: warpgroup MMA, see above).
+  /// "splitk", "l1", "epi", "halo" and "wg" came later: a stored config without them means 1, 0,
+  /// 0, 0, 0 (Knob::absent). "bn" offers the
   /// powers of two from 16 to 256 and, where K is not a multiple of 64, the multiples of 16 that
   /// divide K (80; 48 and 144 for 144 channels), so that no tensor-core work goes to padding
   /// channels; "wn" then also offers 48 (a 144-channel tile in 3 warps) or 80 (an 80-channel tile
@@ -86,7 +99,8 @@ class TensorCoreConvTemplate {
   /// when the input is copied in 16-byte pieces, C is a multiple of 16, halo divides bm, splitk=1,
   /// l1=0, and the halo tile plus the ring of weight tiles fit. For a b2b pair: bn >= N1 rounded
   /// up to 16, splitk=1, epi=0, and the ring (halo tile included, or the intermediate tile over
-  /// it) plus the second weights within kMaxSharedBytes.
+  /// it) plus the second weights within kMaxSharedBytes. With wg=1: t.sm == 90, no b2b pair,
+  /// splitk=1, and bm a multiple of 4 wm (whole warpgroups in each column of warps).
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
   /// A heuristic config, valid for every matching task: a block tile fitted to K, shrunk until the
   /// grid has about a hundred blocks; then on sm_90 split-K doubled while the grid stays within
