@@ -1,9 +1,12 @@
 // The tuner's CUDA target without a GPU: the tasks of a graph optimized for cuda (target-neutral
-// info plus the CUDA task and its argument sizes), records of a cuda target, and the CUDA
-// measurer's clear error when it cannot get a device (no driver here; no device 999 anywhere).
+// info plus the CUDA task and its argument sizes), records of a cuda target, the CUDA
+// measurer's clear error when it cannot get a device (no driver here; no device 999 anywhere),
+// and its check of a candidate's output against the reference.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 
 #include "tuner/records.h"
 #include "tuner/report.h"
@@ -11,7 +14,9 @@
 #include "tuner_test_util.h"
 #ifdef YOLOC_HAVE_CUDA
 #include "codegen/cuda/cuda_compiler.h"
+#include "core/half.h"
 #include "tuner/cuda/cuda_tuning.h"
+#include "tuner/cuda/output_check.h"
 #endif
 
 namespace yoloc::tuner {
@@ -280,6 +285,56 @@ TEST(TunerCuda, CompileAppliesConfigsStoredBeforeKnobs) {
     EXPECT_EQ(l.task.value("config", ""), now.str());
   }
   EXPECT_TRUE(found);
+}
+
+// fp16 bytes of `values`.
+std::string half_bytes(const std::vector<float>& values) {
+  std::string out(values.size() * 2, '\0');
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t b = float_to_half_bits(values[i]);
+    std::memcpy(&out[i * 2], &b, 2);
+  }
+  return out;
+}
+
+// The check of a candidate against the default config's output. The case of yolov8n's stem at
+// batch 128 (output up to tens, the FMA candidate at 0.483 where the fp16-operand default computes
+// 0.499): off by 0.016, more than 1e-2 + 1e-2 * 0.499, and within the range term. A wrong value
+// far outside the range term, NaN where the reference has a number, and any difference in fp32
+// beyond its own tolerance are still caught.
+TEST(TunerCudaOutputCheck, SixteenBitOutputsAllowAShareOfTheReferenceRange) {
+  const DType f16 = DType::kFloat16;
+  const std::string ref = half_bytes({0.499f, 37.5f, -2.0f, 0.0f});
+  const double ref_max = largest_magnitude(ref.data(), f16, 4);
+  EXPECT_DOUBLE_EQ(ref_max, 37.5);
+  EXPECT_EQ(output_mismatch(ref.data(), ref.data(), 4, f16, 1e-2, 1e-2, ref_max), "");
+  const std::string fma = half_bytes({0.483f, 37.5f, -2.0f, 0.0f});
+  EXPECT_EQ(output_mismatch(fma.data(), ref.data(), 4, f16, 1e-2, 1e-2, ref_max), "");
+  // Without the range term (the check before): rejected.
+  EXPECT_NE(output_mismatch(fma.data(), ref.data(), 4, f16, 1e-2, 1e-2, 0.0).find("element 0"),
+            std::string::npos);
+  // Off by 1 (the injected wrong output) against a range term of 0.375.
+  const std::string wrong = half_bytes({0.499f, 37.5f, -1.0f, 0.0f});
+  EXPECT_EQ(output_mismatch(wrong.data(), ref.data(), 4, f16, 1e-2, 1e-2, ref_max),
+            "element 2 is -1 where the default config computes -2");
+  const std::string nan = half_bytes({0.499f, 37.5f, -2.0f, std::nanf("")});
+  EXPECT_NE(output_mismatch(nan.data(), ref.data(), 4, f16, 1e-2, 1e-2, ref_max), "");
+  EXPECT_EQ(output_mismatch(nan.data(), nan.data(), 4, f16, 1e-2, 1e-2, ref_max), "");
+  EXPECT_DOUBLE_EQ(largest_magnitude(nan.data(), f16, 4), 37.5);  // NaN skipped
+  // fp32: no range term.
+  const std::vector<float> r32 = {0.5f, 100.f}, g32 = {0.501f, 100.f};
+  const char* r = reinterpret_cast<const char*>(r32.data());
+  const char* g = reinterpret_cast<const char*>(g32.data());
+  EXPECT_NE(output_mismatch(g, r, 2, DType::kFloat32, 1e-4, 1e-3, 100.0), "");
+  EXPECT_EQ(output_mismatch(g, r, 2, DType::kFloat32, 1e-4, 3e-3, 100.0), "");
+  // Other dtypes: equal bytes.
+  const std::vector<int32_t> i32 = {1, 2}, j32 = {1, 3};
+  EXPECT_EQ(output_mismatch(reinterpret_cast<const char*>(i32.data()),
+                            reinterpret_cast<const char*>(i32.data()), 2, DType::kInt32, 0, 0, 0),
+            "");
+  EXPECT_NE(output_mismatch(reinterpret_cast<const char*>(j32.data()),
+                            reinterpret_cast<const char*>(i32.data()), 2, DType::kInt32, 0, 0, 0),
+            "");
 }
 
 #endif

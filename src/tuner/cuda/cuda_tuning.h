@@ -13,9 +13,10 @@
 /// constants as the compiler stores them, scratch zeroed. The default config's outputs, as the
 /// worker's device computes them, are the reference; a candidate's outputs
 /// must match them within the dtype's tolerance (fp16: 1e-2 relative and absolute, bf16: 5e-2,
-/// fp32: MeasureOptions::rtol/atol). Then one warm-up run and `repeats` timed repeats, each of
-/// as many back-to-back runs as last min_repeat_s, timed by CUDA events around the batch: the
-/// median repeat is the seconds per run.
+/// fp32: MeasureOptions::rtol/atol; for fp16 and bf16 also the relative tolerance times the
+/// reference's largest magnitude: output_check.h says why). Then one warm-up run and `repeats`
+/// timed repeats, each of as many back-to-back runs as last min_repeat_s, timed by CUDA events
+/// around the batch: the median repeat is the seconds per run.
 #include <memory>
 #include <string>
 #include <vector>

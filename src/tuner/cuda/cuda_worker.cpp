@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "runtime/cuda/cuda_driver.h"
+#include "tuner/cuda/output_check.h"
 
 namespace yoloc::tuner {
 namespace {
@@ -26,28 +27,6 @@ namespace rt = runtime::cuda;
 /// and a reference run when it comes back (as the task scheduler comes back to every task), so
 /// the cache is sized to hold every task of a model's tuning run, not a count of tasks.
 constexpr uint64_t kCachedBytes = uint64_t{8} << 30;
-
-/// An element of a float storage dtype as a double; NaN for other dtypes (compared bytewise).
-double element(const char* p, DType t, uint64_t i) {
-  switch (t) {
-    case DType::kFloat32: {
-      float v;
-      std::memcpy(&v, p + i * 4, 4);
-      return v;
-    }
-    case DType::kFloat16: {
-      uint16_t b;
-      std::memcpy(&b, p + i * 2, 2);
-      return half_bits_to_float(b);
-    }
-    case DType::kBFloat16: {
-      BFloat16 v;
-      std::memcpy(&v.bits, p + i * 2, 2);
-      return static_cast<float>(v);
-    }
-    default: return std::nan("");
-  }
-}
 
 void set_element(char* p, DType t, uint64_t i, float v) {
   if (t == DType::kFloat32) {
@@ -79,6 +58,7 @@ class CudaWorker {
   struct TaskState {
     std::vector<std::unique_ptr<rt::HostBuffer>> inputs;
     std::vector<std::string> reference;
+    std::vector<double> reference_max;  // largest_magnitude of each reference output
     std::vector<rt::DeviceBuffer> activations;
     bool has_reference = false;
     uint64_t used = 0, bytes = 0;
@@ -108,6 +88,7 @@ CudaWorker::TaskState& CudaWorker::task_state(const CudaRequest& q) {
     std::uniform_real_distribution<float> dist(-1.f, 1.f);
     t.inputs.resize(q.args.size());
     t.reference.resize(q.args.size());
+    t.reference_max.assign(q.args.size(), 0.0);
     t.activations.resize(q.args.size());
     for (size_t i = 0; i < q.args.size(); ++i) {
       const CudaRequest::Arg& a = q.args[i];
@@ -225,7 +206,7 @@ MeasureResult CudaWorker::run(const CudaRequest& q, TaskState& t) {
     if (q.action == "wrong" && n > 0) {
       const auto e = static_cast<uint64_t>(a.element_offset);
       if (float_dtype(dt)) {
-        const double v = element(got, dt, e);
+        const double v = stored_element(got, dt, e);
         set_element(got, dt, e, std::isnan(v) ? 1.f : static_cast<float>(v) + 1.f);
       } else {
         got[e * dtype_size(dt)] ^= 1;
@@ -233,37 +214,20 @@ MeasureResult CudaWorker::run(const CudaRequest& q, TaskState& t) {
     }
     if (reference) {
       t.reference[i].assign(got, bytes);
+      t.reference_max[i] = largest_magnitude(got, dt, n);
       continue;
     }
     const char* ref = t.reference[i].data();
-    if (!float_dtype(dt)) {
-      if (std::memcmp(got, ref, bytes) != 0)
-        r.error = fmt::format("wrong output: argument {} differs from the default config's", i);
-      if (!r.error.empty()) return r;
-      continue;
-    }
     const double rtol = dt == DType::kFloat16    ? std::max(opt_.rtol, 1e-2)
                         : dt == DType::kBFloat16 ? std::max(opt_.rtol, 5e-2)
                                                  : opt_.rtol;
     const double atol = dt == DType::kFloat16    ? std::max(opt_.atol, 1e-2)
                         : dt == DType::kBFloat16 ? std::max(opt_.atol, 5e-2)
                                                  : opt_.atol;
-    // Most elements come out bit for bit as the reference's: runs of equal bytes are skipped
-    // at memcmp's speed (a batch-32 output has millions of elements), the rest compared one by one.
-    const uint64_t size = dtype_size(dt), run = 4096 / size;
-    for (uint64_t from = 0; from < n; from += run) {
-      const uint64_t to = std::min(n, from + run);
-      if (std::memcmp(got + from * size, ref + from * size, (to - from) * size) == 0) continue;
-      for (uint64_t e = from; e < to; ++e) {
-        const double x = element(got, dt, e), y = element(ref, dt, e);
-        if (x == y || (std::isnan(x) && std::isnan(y))) continue;  // also equal infinities
-        if (!(std::fabs(x - y) <= atol + rtol * std::fabs(y))) {
-          r.error = fmt::format(
-              "wrong output: argument {} element {} is {} where the default config computes {}",
-              i, e, x, y);
-          return r;
-        }
-      }
+    const std::string off = output_mismatch(got, ref, n, dt, atol, rtol, t.reference_max[i]);
+    if (!off.empty()) {
+      r.error = fmt::format("wrong output: argument {} {}", i, off);
+      return r;
     }
   }
   if (reference) t.has_reference = true;
