@@ -106,6 +106,7 @@ struct yc_thread {
   std::vector<std::function<void()>> pending;              // issued, not yet committed
   std::deque<std::vector<std::function<void()>>> wg_groups;  // committed wgmma groups
   std::vector<std::function<void()>> wg_pending;             // wgmmas issued, not committed
+  std::multiset<const void*> wg_a;  // the A fragments (16 bytes each) of this thread's wgmmas in flight
 };
 inline yc_thread* yc_self = nullptr;
 
@@ -224,6 +225,15 @@ inline yc_warp& yc_my_warp() { return yc_self->block->warps[threadIdx.x / 32]; }
 inline void yc_ldmatrix_x4(yc_u32 (&r)[4], const void* smem) {
   yc_warp& w = yc_my_warp();
   const unsigned lane = threadIdx.x % 32;
+  // The GPU reads a wgmma's A registers until its wait: loading new fragments into them earlier
+  // corrupts it (ptxas does not keep them apart). Here the registers are the fragment array, whose
+  // storage a kernel reuses when it loads the next fragments into the same variable.
+  for (const void* a : yc_self->wg_a) {
+    const auto p = reinterpret_cast<uintptr_t>(r), q = reinterpret_cast<uintptr_t>(a);
+    if (p < q + 16 && q < p + 16) {
+      yc_fail("ldmatrix: overwrites the A fragment of a wgmma still in flight (wait for it first)");
+    }
+  }
   if (!yc_in_smem(smem, 16) || !yc_aligned(smem, 16)) {
     yc_fail("ldmatrix: row address out of shared memory or not 16-byte aligned");
     smem = yc_self->block->smem.data();
@@ -296,9 +306,8 @@ inline unsigned long long yc_wgmma_desc(const void* smem, unsigned lbo, unsigned
 // 16 bytes). Every thread of the warpgroup must issue it. As on the GPU, it completes only at the
 // yc_wgmma_wait that covers its commit group: it reads B from shared memory and adds to d then, so
 // a kernel that reads d before waiting computes a wrong result, and a cp.async into B's bytes
-// while it is in flight is reported. A is read at issue here; the GPU reads its registers later,
-// so a kernel that rewrites them before the wait is wrong there and not here (the GPU tests show
-// it).
+// while it is in flight is reported. A is read at issue here, but the GPU reads its registers
+// until the wait: an ldmatrix into the fragment array of a wgmma in flight is reported.
 template <int N, int BF16>
 inline void yc_wgmma(float (&d)[N / 2], const yc_u32 (&a)[4], unsigned long long desc) {
   static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma N");
@@ -328,8 +337,12 @@ inline void yc_wgmma(float (&d)[N / 2], const yc_u32 (&a)[4], unsigned long long
                sbo = ((desc >> 32) & 0x3fffu) << 4;
   const std::pair<size_t, size_t> reads = {start, start + (N / 8 - 1) * sbo + lbo + 128};
   block->wg_reads.insert(reads);
+  yc_thread* self = yc_self;
+  const void* a_at = a;
+  self->wg_a.insert(a_at);
   yc_self->wg_pending.push_back([=] {
     block->wg_reads.erase(block->wg_reads.find(reads));
+    self->wg_a.erase(self->wg_a.find(a_at));
     const std::vector<unsigned char>& smem = block->smem;
     for (int j = 0; j < N / 8; ++j) {
       for (int e = 0; e < 4; ++e) {

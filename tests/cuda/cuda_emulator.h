@@ -12,9 +12,9 @@
 /// queued and land only at the cp.async.wait_group that covers them, so a kernel that reads a
 /// tile before waiting for it reads the sentinel NaNs shared memory starts with; a wgmma (warpgroup
 /// MMA, A from registers, B by a shared-memory descriptor) is computed at the yc_wgmma_wait that
-/// covers it, reading B then (a copy into B's bytes before that is reported; its A registers are
-/// read at issue, so their reuse before the wait, wrong on a GPU, goes unseen here). Misaligned or
-/// out-of-range shared-memory accesses by cp.async / ldmatrix are reported as errors.
+/// covers it, reading B then (a copy into B's bytes before that is reported, and so is an
+/// ldmatrix into its A fragment's array: the GPU reads those registers until the wait). Misaligned
+/// or out-of-range shared-memory accesses by cp.async / ldmatrix are reported as errors.
 ///
 /// Generic kernels (GenericTemplate), which use no shared memory and no barrier, run in a fast
 /// mode instead: the threads of the grid one after another on the calling thread.

@@ -449,8 +449,8 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
       // ptxas does not keep them apart from later writes: a fragment may not be rewritten before
       // the wait that covers its wgmma. (A version that loaded each slice's fragments after the
       // previous slice's wgmmas were issued, and waited for a step's wgmmas only after issuing
-      // the next step's, failed 11 of 21 GPU conv tests on an H200; the host emulation, which
-      // reads A at issue, passed it.)
+      // the next step's, failed 11 of 21 GPU conv tests on an H200; the host emulation now
+      // reports the first of those rewrites too.)
       yc_u32 af[BK / 16][MI][4];
       const yc_u16* ca = sa + (kt % STAGES) * A_STAGE;
 #pragma unroll
