@@ -247,6 +247,24 @@ inline void yc_ldmatrix_x4(yc_u32 (&r)[4], const void* smem) {
   w.bar.arrive_and_wait();
 }
 
+// The 16 x 16 A operand of mma.m16n8k16 from the fragments the warp's 32 lanes hold (a[lane],
+// layout below); wgmma's A from registers is the same, one warp's 16 rows.
+template <float (*kToFloat)(yc_u16)>
+inline void yc_decode_a(const yc_u32 (&a)[32][4], float (&A)[16][16]) {
+  const auto lo = [](yc_u32 v) { return kToFloat(static_cast<yc_u16>(v & 0xffffu)); };
+  const auto hi = [](yc_u32 v) { return kToFloat(static_cast<yc_u16>(v >> 16)); };
+  for (int l = 0; l < 32; ++l) {
+    const int g = l / 4, t = l % 4;
+    for (int h = 0; h < 2; ++h) {
+      const int row = g + 8 * h;
+      A[row][2 * t] = lo(a[l][h]);
+      A[row][2 * t + 1] = hi(a[l][h]);
+      A[row][2 * t + 8] = lo(a[l][2 + h]);
+      A[row][2 * t + 9] = hi(a[l][2 + h]);
+    }
+  }
+}
+
 // mma.m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point type"), with
 // g = lane / 4, t = lane % 4:
 //   A: a[0] = (row g, cols 2t, 2t+1), a[1] = (row g+8, ...), a[2] = (row g, cols 2t+8, 2t+9),
@@ -262,16 +280,13 @@ inline void yc_mma_host(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b)[2
   std::memcpy(w.c[lane], d, sizeof(d));
   w.bar.arrive_and_wait();
   float A[16][16], B[16][8], C[16][8];
+  yc_decode_a<kToFloat>(w.a, A);
   const auto lo = [](yc_u32 v) { return kToFloat(static_cast<yc_u16>(v & 0xffffu)); };
   const auto hi = [](yc_u32 v) { return kToFloat(static_cast<yc_u16>(v >> 16)); };
   for (int l = 0; l < 32; ++l) {
     const int g = l / 4, t = l % 4;
     for (int h = 0; h < 2; ++h) {
       const int row = g + 8 * h;
-      A[row][2 * t] = lo(w.a[l][h]);
-      A[row][2 * t + 1] = hi(w.a[l][h]);
-      A[row][2 * t + 8] = lo(w.a[l][2 + h]);
-      A[row][2 * t + 9] = hi(w.a[l][2 + h]);
       B[2 * t + 8 * h][g] = lo(w.b[l][h]);
       B[2 * t + 8 * h + 1][g] = hi(w.b[l][h]);
       C[row][2 * t] = w.c[l][2 * h];
@@ -317,20 +332,14 @@ inline void yc_wgmma(float (&d)[N / 2], const yc_u32 (&a)[4], unsigned long long
   yc_self->block->warps[threadIdx.x / 128 * 4].group.arrive_and_wait();
   std::memcpy(w.a[lane], a, sizeof(a));
   w.bar.arrive_and_wait();
-  const auto val = [](yc_u16 h) { return BF16 ? yc_bf16_to_float(h) : yc_half_to_float(h); };
+  constexpr auto val = BF16 ? yc_bf16_to_float : yc_half_to_float;
   const int g = static_cast<int>(lane / 4), t = static_cast<int>(lane % 4);
-  // This thread's rows of A (g and g + 8), from the warp's fragments.
-  std::vector<float> A(32);
-  for (int l = 4 * g; l < 4 * g + 4; ++l) {
-    const int c = 2 * (l % 4);
-    for (int h = 0; h < 2; ++h) {
-      A[16 * h + c] = val(static_cast<yc_u16>(w.a[l][h] & 0xffffu));
-      A[16 * h + c + 1] = val(static_cast<yc_u16>(w.a[l][h] >> 16));
-      A[16 * h + c + 8] = val(static_cast<yc_u16>(w.a[l][2 + h] & 0xffffu));
-      A[16 * h + c + 9] = val(static_cast<yc_u16>(w.a[l][2 + h] >> 16));
-    }
-  }
+  float warp_a[16][16];
+  yc_decode_a<val>(w.a, warp_a);
   w.bar.arrive_and_wait();
+  // This thread's rows of A (g and g + 8).
+  std::vector<float> A(warp_a[g], warp_a[g] + 16);
+  A.insert(A.end(), warp_a[g + 8], warp_a[g + 8] + 16);
   yc_block* block = yc_self->block;
   float* out = d;
   const size_t start = (desc & 0x3fffu) << 4, lbo = ((desc >> 16) & 0x3fffu) << 4,

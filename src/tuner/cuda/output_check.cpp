@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "codegen/cuda/conv_task.h"
 #include "core/half.h"
 
 namespace yoloc::tuner {
@@ -42,9 +43,8 @@ double largest_magnitude(const char* p, DType t, uint64_t n) {
 
 std::string output_mismatch(const char* got, const char* ref, uint64_t n, DType t, double atol,
                             double rtol, double ref_max) {
-  const bool is_float = t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16;
   const uint64_t size = dtype_size(t);
-  if (!is_float) {
+  if (!codegen::cuda::is_storage_dtype(t)) {
     return std::memcmp(got, ref, n * size) == 0 ? "" : "the bytes differ from the default config's";
   }
   const double range = t == DType::kFloat32 ? 0.0 : rtol * ref_max;
