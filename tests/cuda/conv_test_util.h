@@ -187,10 +187,12 @@ inline ScheduleConfig with_halo(ScheduleConfig c, int64_t halo, int64_t epi = 0)
   return c;
 }
 
-/// c with warpgroup MMA (wgmma, sm_90a; one block a tile).
-inline ScheduleConfig with_wg(ScheduleConfig c) {
-  c.set("wg", 1);
+/// c with warpgroup MMA (wgmma, sm_90a; one block a tile): A from registers (1) or from shared
+/// memory (2, im2col rows only).
+inline ScheduleConfig with_wg(ScheduleConfig c, int64_t mode = 1) {
+  c.set("wg", mode);
   c.set("splitk", 1);
+  if (mode == 2) c.set("halo", 0);
   return c;
 }
 
@@ -259,6 +261,28 @@ inline std::vector<ScheduleConfig> tc_configs(const CudaConvTask& t) {
   add(with_wg(space.complete(ScheduleConfig(tries[5]))));
   add(with_wg(with_halo(space.complete(ScheduleConfig(tries[1])), 16, 1)));
   add(with_wg(with_halo(space.complete(ScheduleConfig(tries[6])), 8)));
+  // Both operands from shared memory: one and two warpgroups, 1 and 2 m-tiles, 16-deep steps,
+  // and warp tiles as wide as 128 channels or the whole of K's exact tile (144).
+  add(with_wg(space.complete(ScheduleConfig(tries[5])), 2));
+  add(with_wg(space.complete(ScheduleConfig({{"bm", 128},
+                                             {"bn", 64},
+                                             {"bk", 32},
+                                             {"wm", 32},
+                                             {"wn", 64},
+                                             {"stages", 3},
+                                             {"epi", 1}})),
+              2));
+  add(with_wg(space.complete(ScheduleConfig(
+                  {{"bm", 64}, {"bn", 32}, {"bk", 16}, {"wm", 16}, {"wn", 32}, {"stages", 3}})),
+              2));
+  add(with_wg(space.complete(ScheduleConfig(
+                  {{"bm", 64}, {"bn", 128}, {"bk", 64}, {"wm", 16}, {"wn", 128}, {"stages", 4}})),
+              2));
+  for (int64_t bn : space.knobs[1].domain)
+    if (bn > 80 && bn % 32 != 0)
+      add(with_wg(space.complete(ScheduleConfig(
+                      {{"bm", 64}, {"bn", bn}, {"bk", 32}, {"wm", 16}, {"wn", bn}, {"stages", 3}})),
+                  2));
   return out;
 }
 

@@ -411,7 +411,7 @@ TEST(CudaConvEmulated, TensorCoreHaloRules) {
 // into its bytes before that); im2col rows (16-byte and element-wise) and halo tiles (steps within
 // a tap, across taps, across a tap's end); staged and fragment epilogues, NCHW outputs, slices with
 // a residual, fp16 / bf16 in and out, fp32 out, K not a multiple of the tile.
-TEST(CudaConvEmulated, TensorCoreWarpgroupMma) {
+std::vector<CudaConvTask> warpgroup_tasks() {
   const DType f16 = DType::kFloat16;
   std::vector<CudaConvTask> all = halo_tasks();
   all.push_back(sliced(ConvTask::make(1, 12, 7, 6, 19, 3, 1, 1, Activation::kSilu, true), f16, f16,
@@ -420,6 +420,11 @@ TEST(CudaConvEmulated, TensorCoreWarpgroupMma) {
   all.push_back(nchw_out(
       CudaConvTask::dense(ConvTask::make(2, 32, 6, 5, 48, 3, 1, 1, Activation::kSilu), f16, f16)));
   for (CudaConvTask& t : all) t.sm = 90;
+  return all;
+}
+
+TEST(CudaConvEmulated, TensorCoreWarpgroupMma) {
+  const std::vector<CudaConvTask> all = warpgroup_tasks();
   std::vector<std::function<ScheduleConfig(ScheduleConfig)>> variants;
   for (const auto& [halo, epi] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {16, 1}, {8, 0}})
     variants.push_back(
@@ -432,6 +437,41 @@ TEST(CudaConvEmulated, TensorCoreWarpgroupMma) {
              {{"bm", 256}, {"bn", 16}, {"bk", 128}, {"wm", 64}, {"wn", 16}, {"stages", 2}},
              {{"bm", 64}, {"bn", 80}, {"bk", 32}, {"wm", 16}, {"wn", 80}, {"stages", 3}},
              {{"bm", 64}, {"bn", 48}, {"bk", 16}, {"wm", 16}, {"wn", 48}, {"stages", 4}}},
+            variants, 3);
+}
+
+// Warpgroup MMA with A from shared memory too (wg=2): the im2col rows stored as core matrices,
+// each step's wgmmas in flight while the next step is issued (the emulation reads A and B when a
+// wgmma completes, and reports a copy into their bytes before that). The tasks of the test above
+// (16-byte and element-wise loads, slices, NCHW and fp32 outputs, bf16) and the image stem
+// (NCHW fp32 input) and the YOLOv8 head's 144 channels; one and two warpgroups, 1 to 4 m-tiles,
+// warp tiles of 16 to 144 channels in one instruction, steps of 16 to 128, 3 and 4 stages, L1
+// copies, staged and fragment epilogues.
+TEST(CudaConvEmulated, TensorCoreWarpgroupSharedA) {
+  const DType f16 = DType::kFloat16;
+  std::vector<CudaConvTask> all = warpgroup_tasks();
+  CudaConvTask image =
+      CudaConvTask::dense(ConvTask::make(2, 3, 11, 13, 16, 3, 2, 1, Activation::kSilu), f16, f16);
+  image.in_nchw_f32 = true;
+  all.push_back(image);
+  all.push_back(CudaConvTask::dense(ConvTask::make(1, 64, 6, 5, 144, 1, 1, 0), f16, f16));
+  for (CudaConvTask& t : all) t.sm = 90;
+  std::vector<std::function<ScheduleConfig(ScheduleConfig)>> variants;
+  for (const auto& [l1, epi] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {1, 1}})
+    variants.push_back([=](ScheduleConfig c) {
+      c.set("l1", l1);
+      c.set("epi", epi);
+      return with_wg(std::move(c), 2);
+    });
+  variants.push_back([](ScheduleConfig c) { return with_wg(std::move(c), 2); });
+  run_valid(all,
+            {{{"bm", 64}, {"bn", 16}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 3}},
+             {{"bm", 128}, {"bn", 32}, {"bk", 32}, {"wm", 32}, {"wn", 32}, {"stages", 4}},
+             {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"wm", 16}, {"wn", 32}, {"stages", 3}},
+             {{"bm", 256}, {"bn", 16}, {"bk", 128}, {"wm", 64}, {"wn", 16}, {"stages", 3}},
+             {{"bm", 64}, {"bn", 80}, {"bk", 32}, {"wm", 16}, {"wn", 80}, {"stages", 3}},
+             {{"bm", 64}, {"bn", 128}, {"bk", 64}, {"wm", 16}, {"wn", 128}, {"stages", 3}},
+             {{"bm", 64}, {"bn", 144}, {"bk", 32}, {"wm", 16}, {"wn", 144}, {"stages", 4}}},
             variants, 3);
 }
 
@@ -458,12 +498,40 @@ TEST(CudaConvEmulated, TensorCoreWarpgroupRules) {
   for (int sm : {80, 89, 100}) {
     other.sm = sm;
     EXPECT_FALSE(valid_with(other, "wg", 1)) << sm;
+    EXPECT_FALSE(valid_with(other, "wg", 2)) << sm;
     EXPECT_TRUE(valid_with(other, "wg", 0)) << sm;
   }
+  // wg=2 (A from shared memory): im2col rows only, 3+ stages; warp tiles wider than 80 channels
+  // are for it only.
+  ScheduleConfig ss = base;
+  ss.set("wg", 2);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, ss));
+  // Its tiles are unpadded rows: 3 stages of (128 + 64) rows of 32 halves (the others pad 8).
+  EXPECT_EQ(TensorCoreConvTemplate::emit(t, ss, "kss").shared_bytes, 3u * (128 + 64) * 32 * 2);
+  EXPECT_EQ(TensorCoreConvTemplate::emit(t, base, "kwg").shared_bytes, 3u * (128 + 64) * 40 * 2);
+  ss.set("stages", 2);
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(t, ss));
+  ss.set("stages", 3);
+  ss.set("halo", 16);
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(t, ss));
+  ss.set("halo", 0);
+  ss.set("splitk", 2);
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(t, ss));
+  ss.set("splitk", 1);
+  ss.set("wm", 16);
+  ss.set("wn", 128);
+  ss.set("bn", 128);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, ss));
+  ss.set("wg", 1);
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(t, ss));
+  ss.set("wg", 0);
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(t, ss));
   CudaConvTask pair = with_b2b(t, 32, Activation::kSilu, {32, 0}, false, DType::kFloat16, 3);
   ScheduleConfig p = TensorCoreConvTemplate::default_config(pair);
   EXPECT_TRUE(TensorCoreConvTemplate::valid(pair, p));
   p.set("wg", 1);
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(pair, p));
+  p.set("wg", 2);
   EXPECT_FALSE(TensorCoreConvTemplate::valid(pair, p));
   // The defaults and stored configs without the knob mean mma.sync.
   EXPECT_EQ(TensorCoreConvTemplate::default_config(t).get("wg"), 0);

@@ -89,7 +89,8 @@ struct yc_block {
   yc_barrier bar;
   std::vector<unsigned char> smem;  // 0xff bytes: NaN in f32, f16 and bf16
   std::unique_ptr<yc_warp[]> warps;
-  // The shared-memory byte ranges [first, second) the block's wgmmas in flight read (B).
+  // The shared-memory byte ranges [first, second) the block's wgmmas in flight read (B, and A
+  // from shared memory).
   std::multiset<std::pair<size_t, size_t>> wg_reads;
 };
 // The blocks of one thread-block cluster, which run together.
@@ -313,65 +314,117 @@ inline unsigned long long yc_wgmma_desc(const void* smem, unsigned lbo, unsigned
          static_cast<unsigned long long>(lbo >> 4) << 16 |
          static_cast<unsigned long long>(sbo >> 4) << 32;
 }
-// wgmma.mma_async m64nNk16 with A from registers (PTX ISA, "Register Fragments and Shared Memory
-// Matrix Layouts" of wgmma): warp w of the warpgroup holds rows 16w..16w+15 of A as mma.m16n8k16's
-// A fragment and the same rows of D as N / 8 of its accumulator fragments, n8-tile j in d[4j..4j+3];
-// B (16 x N) from shared memory by the descriptor, no swizzle: element (k, n) at the start address
-// + (n / 8) * SBO + (k / 8) * LBO + (n % 8) * 16 + (k % 8) * 2 bytes (core matrices of 8 rows of
-// 16 bytes). Every thread of the warpgroup must issue it. As on the GPU, it completes only at the
-// yc_wgmma_wait that covers its commit group: it reads B from shared memory and adds to d then, so
-// a kernel that reads d before waiting computes a wrong result, and a cp.async into B's bytes
-// while it is in flight is reported. A is read at issue here, but the GPU reads its registers
-// until the wait: an ldmatrix into the fragment array of a wgmma in flight is reported.
+inline unsigned long long yc_wgmma_desc_swizzled(const void* smem, unsigned sbo, int b) {
+  if (yc_smem_address(smem) % 16 != 0) yc_fail("wgmma descriptor: address not 16-byte aligned");
+  return yc_wgmma_desc(smem, 16, sbo) | static_cast<unsigned long long>(4 - b) << 62;
+}
+// An element of a wgmma operand in shared memory by its descriptor (PTX ISA, "Matrix Descriptor
+// Format" and "Shared Memory Matrix Layout"), row r along M or N, k along the depth, K-major:
+// - no swizzle (layout type 0): core matrices of 8 rows of 16 bytes, element (r, k) at the start
+//   address + (r / 8) * SBO + (k / 8) * LBO + (r % 8) * 16 + (k % 8) * 2 bytes;
+// - swizzled (types 3, 2, 1: rows of 2^b 16-byte chunks, b = 1, 2, 3 for 32, 64, 128 bytes): at
+//   address a = start + (r / 8) * SBO + (r % 8) * 2^b * 16 + k * 2, whose chunk bits [4, 4 + b) are
+//   XORed with bits [7, 7 + b) (the shared-memory address, here its offset in the block's).
+struct yc_wg_operand {
+  explicit yc_wg_operand(unsigned long long desc)
+      : start((desc & 0x3fffu) << 4),
+        lbo(((desc >> 16) & 0x3fffu) << 4),
+        sbo(((desc >> 32) & 0x3fffu) << 4),
+        b(static_cast<int>(desc >> 62) == 0 ? 0 : 4 - static_cast<int>(desc >> 62)) {}
+  size_t start, lbo, sbo;
+  int b;  // swizzle: rows of 2^b chunks; 0: none
+  // The bytes [first, second) of `rows` rows 16 deep (of whole 8-row groups when swizzled).
+  std::pair<size_t, size_t> bytes(int rows) const {
+    if (b == 0) return {start, start + (rows / 8 - 1) * sbo + lbo + 128};
+    const size_t group = size_t{128} << b, lo = start / group * group;
+    return {lo, lo + (rows / 8 - 1) * sbo + group};
+  }
+  size_t address(int r, int k) const {
+    if (b == 0) return start + (r / 8) * sbo + (k / 8) * lbo + (r % 8) * 16 + (k % 8) * 2;
+    const size_t a = start + (r / 8) * sbo + (r % 8) * (size_t{16} << b) + k * 2;
+    return a ^ ((a >> 3) & (((size_t{1} << b) - 1) << 4));
+  }
+  template <float (*val)(yc_u16)>
+  float at(const std::vector<unsigned char>& smem, int r, int k) const {
+    const size_t byte = address(r, k);
+    yc_u16 bits = 0;
+    if (byte + 2 > smem.size()) {
+      yc_fail("wgmma: operand outside shared memory");
+    } else {
+      std::memcpy(&bits, smem.data() + byte, 2);
+    }
+    return val(bits);
+  }
+};
+
+// wgmma.mma_async m64nNk16 (PTX ISA, "Register Fragments and Shared Memory Matrix Layouts" of
+// wgmma): warp w of the warpgroup computes rows 16w..16w+15 of D as N / 8 of mma.m16n8k16's
+// accumulator fragments, n8-tile j in d[4j..4j+3]; B (16 x N) from shared memory by its
+// descriptor; A from registers (warp w's rows as mma.m16n8k16's A fragment) or from shared memory
+// by its descriptor (64 x 16). Every thread of the warpgroup must issue it. As on the GPU, it
+// completes only at the yc_wgmma_wait that covers its commit group: it reads its shared-memory
+// operands and adds to d then, so a kernel that reads d before waiting computes a wrong result,
+// and a cp.async into those bytes while it is in flight is reported. A from registers is read at
+// issue here, but the GPU reads them until the wait: an ldmatrix into the fragment array of a
+// wgmma in flight is reported.
 template <int N, int BF16>
-inline void yc_wgmma(float (&d)[N / 2], const yc_u32 (&a)[4], unsigned long long desc) {
+inline void yc_wgmma_issue(float (&d)[N / 2], const yc_u32 (*a)[4], unsigned long long desc_a,
+                           unsigned long long desc_b) {
   static_assert(N % 8 == 0 && N >= 8 && N <= 256, "wgmma N");
   yc_warp& w = yc_my_warp();
   const unsigned lane = threadIdx.x % 32;
   // Every thread of the warpgroup issues it (a block of fewer threads deadlocks here).
   yc_self->block->warps[threadIdx.x / 128 * 4].group.arrive_and_wait();
-  std::memcpy(w.a[lane], a, sizeof(a));
-  w.bar.arrive_and_wait();
   constexpr auto val = BF16 ? yc_bf16_to_float : yc_half_to_float;
   const int g = static_cast<int>(lane / 4), t = static_cast<int>(lane % 4);
-  float warp_a[16][16];
-  yc_decode_a<val>(w.a, warp_a);
-  w.bar.arrive_and_wait();
-  // This thread's rows of A (g and g + 8).
-  std::vector<float> A(warp_a[g], warp_a[g] + 16);
-  A.insert(A.end(), warp_a[g + 8], warp_a[g + 8] + 16);
+  // This thread's rows of A (g and g + 8 of its warp's 16), from registers now.
+  std::vector<float> A;
+  if (a != nullptr) {
+    std::memcpy(w.a[lane], *a, sizeof(*a));
+    w.bar.arrive_and_wait();
+    float warp_a[16][16];
+    yc_decode_a<val>(w.a, warp_a);
+    w.bar.arrive_and_wait();
+    A.assign(warp_a[g], warp_a[g] + 16);
+    A.insert(A.end(), warp_a[g + 8], warp_a[g + 8] + 16);
+  }
   yc_block* block = yc_self->block;
   float* out = d;
-  const size_t start = (desc & 0x3fffu) << 4, lbo = ((desc >> 16) & 0x3fffu) << 4,
-               sbo = ((desc >> 32) & 0x3fffu) << 4;
-  const std::pair<size_t, size_t> reads = {start, start + (N / 8 - 1) * sbo + lbo + 128};
-  block->wg_reads.insert(reads);
+  const yc_wg_operand opb(desc_b), opa(desc_a);
+  std::vector<std::pair<size_t, size_t>> reads = {opb.bytes(N)};
+  if (a == nullptr) reads.push_back(opa.bytes(64));
+  for (const auto& r : reads) block->wg_reads.insert(r);
   yc_thread* self = yc_self;
   const void* a_at = a;
-  self->wg_a.insert(a_at);
-  yc_self->wg_pending.push_back([=] {
-    block->wg_reads.erase(block->wg_reads.find(reads));
-    self->wg_a.erase(self->wg_a.find(a_at));
+  if (a != nullptr) self->wg_a.insert(a_at);
+  const int row0 = static_cast<int>(threadIdx.x / 32 % 4) * 16 + g;  // of the 64 rows of A
+  yc_self->wg_pending.push_back([=]() mutable {
+    for (const auto& r : reads) block->wg_reads.erase(block->wg_reads.find(r));
+    if (a_at != nullptr) self->wg_a.erase(self->wg_a.find(a_at));
     const std::vector<unsigned char>& smem = block->smem;
+    if (A.empty()) {
+      for (int h = 0; h < 2; ++h)
+        for (int k = 0; k < 16; ++k) A.push_back(opa.at<val>(smem, row0 + 8 * h, k));
+    }
     for (int j = 0; j < N / 8; ++j) {
       for (int e = 0; e < 4; ++e) {
         const int h = e / 2, col = 8 * j + 2 * t + e % 2;  // row g + 8 h
         float s = out[4 * j + e];
-        for (int k = 0; k < 16; ++k) {
-          const size_t at = start + (col / 8) * sbo + (k / 8) * lbo + (col % 8) * 16 + (k % 8) * 2;
-          yc_u16 bits = 0;
-          if (at + 2 > smem.size()) {
-            yc_fail("wgmma: B operand outside shared memory");
-          } else {
-            std::memcpy(&bits, smem.data() + at, 2);
-          }
-          s += A[16 * h + k] * val(bits);
-        }
+        for (int k = 0; k < 16; ++k) s += A[16 * h + k] * opb.at<val>(smem, col, k);
         out[4 * j + e] = s;
       }
     }
   });
 }
+template <int N, int BF16>
+inline void yc_wgmma(float (&d)[N / 2], const yc_u32 (&a)[4], unsigned long long desc) {
+  yc_wgmma_issue<N, BF16>(d, &a, 0, desc);
+}
+template <int N, int BF16>
+inline void yc_wgmma_ss(float (&d)[N / 2], unsigned long long desc_a, unsigned long long desc_b) {
+  yc_wgmma_issue<N, BF16>(d, nullptr, desc_a, desc_b);
+}
+inline void yc_reg_fence(float&) {}
 inline void yc_wgmma_fence() {}
 inline void yc_wgmma_commit() {
   yc_self->wg_groups.push_back(std::move(yc_self->wg_pending));

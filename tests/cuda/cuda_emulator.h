@@ -11,9 +11,10 @@
 /// warp-collective exchanges computed from the PTX ISA's fragment layouts; cp.async copies are
 /// queued and land only at the cp.async.wait_group that covers them, so a kernel that reads a
 /// tile before waiting for it reads the sentinel NaNs shared memory starts with; a wgmma (warpgroup
-/// MMA, A from registers, B by a shared-memory descriptor) is computed at the yc_wgmma_wait that
-/// covers it, reading B then (a copy into B's bytes before that is reported, and so is an
-/// ldmatrix into its A fragment's array: the GPU reads those registers until the wait). Misaligned
+/// MMA, A from registers or by a shared-memory descriptor, B by a descriptor) is computed at the
+/// yc_wgmma_wait that covers it, reading its shared-memory operands then (a copy into their bytes
+/// before that is reported, and so is an ldmatrix into its A fragment's array: the GPU reads those
+/// registers until the wait). Misaligned
 /// or out-of-range shared-memory accesses by cp.async / ldmatrix are reported as errors.
 ///
 /// Generic kernels (GenericTemplate), which use no shared memory and no barrier, run in a fast

@@ -210,23 +210,27 @@ TEST(CudaNvrtc, TensorCoreTemplateBuilds) {
              "cvt.rn.f16.f32"});
 }
 
-// Warpgroup MMA (wg=1): the tc_configs with wg of yolov8n-like layers for sm_90 (fp16 and bf16,
-// im2col rows and halo tiles, several warp tiles' N) build for sm_90a, with wgmma in the PTX, no
+// Warpgroup MMA (wg=1 and 2): the tc_configs with wg of yolov8n-like layers for sm_90 (fp16 and
+// bf16, im2col rows and halo tiles, A from registers and from shared memory, several warp tiles'
+// N) build for sm_90a, with wgmma in the PTX, no
 // spills, and no wgmma that ptxas had to serialize (its warning "wgmma.mma_async instructions are
 // serialized": registers it could not keep apart while an MMA runs).
 TEST(CudaNvrtc, TensorCoreWarpgroupBuildsForSm90a) {
   Module m;
+  int ss = 0;
   for (DType d : {DType::kFloat16, DType::kBFloat16}) {
     for (CudaConvTask t : tasks(d, d)) {
       t.sm = 90;
       for (const ScheduleConfig& cfg : tc_configs(t)) {
-        if (cfg.get("wg") != 1) continue;
+        if (cfg.get("wg") == 0) continue;
+        ss += cfg.get("wg") == 2;
         const std::string sym = fmt::format("wg_{}", m.symbols.size());
         m.add(TensorCoreConvTemplate::emit(t, cfg, sym).source, sym, false);
       }
     }
   }
   ASSERT_GE(m.symbols.size(), 10u);
+  ASSERT_GE(ss, 6);
   NvrtcOptions opts;
   opts.arch = "sm_90";
   opts.extra_options = {"--ptxas-options=--verbose"};
@@ -238,6 +242,9 @@ TEST(CudaNvrtc, TensorCoreWarpgroupBuildsForSm90a) {
                           "wgmma.wait_group.sync.aligned"}) {
     EXPECT_NE(out.ptx.find(ins), std::string::npos) << ins;
   }
+  // Both forms: A from registers (4 of them) and from shared memory (a descriptor).
+  EXPECT_TRUE(std::regex_search(out.ptx, std::regex(R"(\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd)")));
+  EXPECT_TRUE(std::regex_search(out.ptx, std::regex(R"(\}, %rd\d+, %rd\d+, p, 1, 1, 0, 0;)")));
   for (const std::string& sym : m.symbols) {
     EXPECT_NE(out.ptx.find(".entry " + sym + "("), std::string::npos) << sym;
     EXPECT_EQ(ptxas_report(out.log, sym).first, 0) << sym << " spills";

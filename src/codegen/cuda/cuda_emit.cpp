@@ -30,7 +30,7 @@ const char* const kCudaDevicePrelude = R"(#ifndef YOLOC_CUDA_DEVICE_PRELUDE
 // One declaration of the dynamic shared memory for all kernels of a module (a block-scope
 // extern __shared__ array names the same object in every kernel, so its type must agree).
 #define YC_DYNAMIC_SMEM(T, name)                                       \
-  extern __shared__ __align__(16) unsigned char yc_dynamic_smem[]; \
+  extern __shared__ __align__(1024) unsigned char yc_dynamic_smem[]; \
   T* name = reinterpret_cast<T*>(yc_dynamic_smem)
 typedef unsigned short yc_u16;
 typedef unsigned int yc_u32;
@@ -111,6 +111,18 @@ YC_DEVICE void yc_mma_bf16(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b
 // in their discarded branches.
 template <int N, int BF16>
 YC_DEVICE void yc_wgmma(float (&d)[N / 2], const yc_u32 (&a)[4], unsigned long long desc) {}
+// The same with A (64 x 16) from shared memory too, described by `desc_a` (rows 16 w.. of the
+// 64 are warp w's rows of D): nothing of A in registers, so nothing for later loads to overwrite.
+template <int N, int BF16>
+YC_DEVICE void yc_wgmma_ss(float (&d)[N / 2], unsigned long long desc_a,
+                           unsigned long long desc_b) {}
+// Keeps the compiler from moving accesses of an accumulator across the asynchronous MMA's fence
+// and wait (no instruction).
+YC_DEVICE void yc_reg_fence(float& r) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("" : "+f"(r)::"memory");
+#endif
+}
 // (Declared for every target, as kernels name them in discarded branches; the instructions only
 // for sm_90a.)
 YC_DEVICE void yc_wgmma_fence() {
@@ -135,6 +147,13 @@ YC_DEVICE unsigned long long yc_wgmma_desc(const void* smem, unsigned lbo, unsig
   return static_cast<unsigned long long>((yc_smem_address(smem) & 0x3ffffu) >> 4) |
          static_cast<unsigned long long>(lbo >> 4) << 16 |
          static_cast<unsigned long long>(sbo >> 4) << 32;
+}
+// The same for rows of 16 * 2^b bytes (b = 1, 2, 3: 32, 64, 128) whose 16-byte chunks are
+// swizzled: the chunk at address bits [4, 4 + b) is XORed with bits [7, 7 + b), so that 8 rows of
+// one chunk column fall on distinct banks (the operand 2^(7 + b)-byte aligned; 8 rows `sbo` bytes
+// apart; wgmma's K-major swizzle modes 32B, 64B and 128B).
+YC_DEVICE unsigned long long yc_wgmma_desc_swizzled(const void* smem, unsigned sbo, int b) {
+  return yc_wgmma_desc(smem, 16, sbo) | static_cast<unsigned long long>(4 - b) << 62;
 }
 // Thread-block clusters (sm_90 and up). YC_CLUSTER_DIMS declares a kernel's cluster shape, so a
 // plain launch makes the clusters; a kernel that uses one says #error for older targets itself.
@@ -244,23 +263,35 @@ std::string wgmma_source(int n, bool bf16) {
     outs += fmt::format("{}\"+f\"(d[{}])", i ? ", " : "", i);
   }
   const char* t = bf16 ? "bf16" : "f16";
+  // The two forms: A from registers (immediates scale-a, scale-b, transpose-b) and A from shared
+  // memory (scale-a, scale-b, transpose-a, transpose-b); D accumulates (scale-d = 1).
+  const auto form = [&](const char* name, const std::string& params, const std::string& a_ops,
+                        const std::string& a_ins, int after_a, const char* imm) {
+    return fmt::format(
+        "template <>\n"
+        "YC_DEVICE void {name}<{n}, {b}>(float (&d)[{d}], {params},\n"
+        "                                   unsigned long long desc) {{\n"
+        "  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\n\"\n"
+        "               \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs}}}, \"\n"
+        "               \"{a_ops}, %{dc}, p, {imm};\\n}}\\n\"\n"
+        "               : {outs}\n"
+        "               : {a_ins}, \"l\"(desc), \"r\"(1)\n"
+        "               : \"memory\");\n"
+        "}}\n",
+        fmt::arg("name", name), fmt::arg("params", params), fmt::arg("a_ops", a_ops),
+        fmt::arg("a_ins", a_ins), fmt::arg("imm", imm), fmt::arg("n", n),
+        fmt::arg("b", bf16 ? 1 : 0), fmt::arg("d", d), fmt::arg("t", t), fmt::arg("regs", regs),
+        fmt::arg("outs", outs), fmt::arg("dc", d + after_a), fmt::arg("s", d + after_a + 1));
+  };
+  const std::string rs = form("yc_wgmma", "const yc_u32 (&a)[4]",
+                              fmt::format("{{%{}, %{}, %{}, %{}}}", d, d + 1, d + 2, d + 3),
+                              "\"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3])", 4, "1, 1, 0");
+  const std::string ss = form("yc_wgmma_ss", "unsigned long long desc_a", fmt::format("%{}", d),
+                              "\"l\"(desc_a)", 1, "1, 1, 0, 0");
   return fmt::format(
       "#if defined(__CUDA_ARCH_FEAT_SM90_ALL) && !defined(YC_WGMMA_{n}_{b})\n"
-      "#define YC_WGMMA_{n}_{b}\n"
-      "template <>\n"
-      "YC_DEVICE void yc_wgmma<{n}, {b}>(float (&d)[{d}], const yc_u32 (&a)[4],\n"
-      "                                   unsigned long long desc) {{\n"
-      "  asm volatile(\"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{s}, 0;\\n\"\n"
-      "               \"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs}}}, \"\n"
-      "               \"{{%{a0}, %{a1}, %{a2}, %{a3}}}, %{dc}, p, 1, 1, 0;\\n}}\\n\"\n"
-      "               : {outs}\n"
-      "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc), \"r\"(1)\n"
-      "               : \"memory\");\n"
-      "}}\n"
-      "#endif\n",
-      fmt::arg("n", n), fmt::arg("b", bf16 ? 1 : 0), fmt::arg("d", d), fmt::arg("t", t),
-      fmt::arg("regs", regs), fmt::arg("outs", outs), fmt::arg("a0", d), fmt::arg("a1", d + 1),
-      fmt::arg("a2", d + 2), fmt::arg("a3", d + 3), fmt::arg("dc", d + 4), fmt::arg("s", d + 5));
+      "#define YC_WGMMA_{n}_{b}\n{rs}{ss}#endif\n",
+      fmt::arg("n", n), fmt::arg("b", bf16 ? 1 : 0), fmt::arg("rs", rs), fmt::arg("ss", ss));
 }
 
 std::string cuda_prelude() { return std::string(kCudaDevicePrelude) + kCudaCommonPrelude; }

@@ -44,12 +44,15 @@ std::vector<int64_t> channel_tiles(int64_t k) {
 // The warp tiles of output channels: 16, 32 and 64, and 48 or 80 where a block tile is a
 // multiple of it and not of 32 (144 = 3 x 48 with at most 8 warps; the heads' 80 class channels
 // in one warp tile, 10 n8-tiles, so that a block of them need not be 16 channels wide, 5 warps
-// across, and at most 64 pixels tall).
+// across, and at most 64 pixels tall). For wgmma with A from shared memory (wg=2) also 128 and
+// 256 and the block tiles between 80 and 256 that are not multiples of 32 (144): one instruction
+// as wide as the block tile.
 std::vector<int64_t> warp_channel_tiles(int64_t k) {
-  std::set<int64_t> out = {16, 32, 64};
+  std::set<int64_t> out = {16, 32, 64, 128, 256};
   for (int64_t v : channel_tiles(k)) {
     for (int64_t w : {48, 80})
       if (v % w == 0 && v % 32 != 0) out.insert(w);
+    if (v > 80 && v % 32 != 0) out.insert(v);
   }
   return {out.begin(), out.end()};
 }
@@ -64,11 +67,12 @@ int64_t halo_elems(const CudaConvTask& task, int64_t bm, int64_t tw) {
 }
 
 // The pipeline's ring (of B tiles only after a halo tile of `halo` halves); with split-K at least
-// the fp32 tile of partial sums that reuses it.
+// the fp32 tile of partial sums that reuses it. Rows of bk + kPad halves, or of bk (`padded`
+// false: the swizzled tiles of wgmma with both operands in shared memory, the kernel's AS).
 int64_t shared_bytes(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int64_t splitk,
-                     int64_t halo = 0) {
-  const int64_t ring =
-      halo > 0 ? halo * 2 + stages * bn * (bk + kPad) * 2 : stages * (bm + bn) * (bk + kPad) * 2;
+                     int64_t halo = 0, bool padded = true) {
+  const int64_t row = (bk + (padded ? kPad : 0)) * 2;
+  const int64_t ring = halo > 0 ? halo * 2 + stages * bn * row : stages * (bm + bn) * row;
   return splitk > 1 ? std::max(ring, bm * bn * 4) : ring;
 }
 
@@ -92,9 +96,17 @@ constexpr const char* kTensorCoreKernel = R"(@WGMMA_SOURCE@enum : int {
   WARPS_N = BN / WN, THREADS = (BM / WM) * WARPS_N * 32,
   MI = WM / 16, NI = WN / 8,
   // Warpgroup MMA (sm_90a): a warpgroup of 4 warps computes 4 WM x WN (wgmma m64nWNk16, B from
-  // shared memory), its warp r the rows 16 r + 64 mi; without it a warp computes WM x WN with
-  // mma.sync, its rows 16 mi. MSTEP: the rows from one m-tile of a warp to its next.
+  // shared memory; WG = 2: A too), its warp r the rows 16 r + 64 mi; without it a warp computes
+  // WM x WN with mma.sync, its rows 16 mi. MSTEP: the rows from one m-tile of a warp to its next.
   WG = @WG@, MSTEP = WG ? 64 : 16, BF16 = @BF16@,
+  // WG = 2: the A tiles are stored as core matrices (as B's), and a step's wgmmas run while the
+  // next step is issued, so the copies run AHEAD = STAGES - 2 steps ahead (the slot a copy
+  // overwrites was read by the wgmmas two steps back, which every warpgroup has waited for).
+  AS = WG == 2, AHEAD = AS ? STAGES - 2 : STAGES - 1,
+  // AS: both tiles in rows of BK halves (2 BK bytes) swizzled in 16-byte chunks over 8 rows
+  // (wgmma's 32B, 64B or 128B swizzle: the tensor cores read 8 rows of a chunk column without
+  // bank conflicts); SWZ = log2(CPR), 0 without.
+  SWZ = !AS ? 0 : BK == 16 ? 1 : BK == 32 ? 2 : 3,
   // 16 bytes of padding per row: the 8 rows an ldmatrix reads then fall on distinct banks.
   LDS = BK + 8,
   KG8 = (KG + 7) / 8 * 8,
@@ -103,7 +115,8 @@ constexpr const char* kTensorCoreKernel = R"(@WGMMA_SOURCE@enum : int {
   A_CHUNKS = BM * CPR, B_CHUNKS = BN * CPR,
   A_ITERS = (A_CHUNKS + THREADS - 1) / THREADS,
   B_ITERS = (B_CHUNKS + THREADS - 1) / THREADS,
-  A_STAGE = BM * LDS, B_STAGE = BN * LDS,
+  // (AS: unpadded rows, so that every stage starts at a multiple of the swizzle's 8 rows.)
+  A_STAGE = BM * (AS ? BK : LDS), B_STAGE = BN * (AS ? BK : LDS),
   // 16-byte copies need 8 channels of one pixel at a 16-byte aligned address.
   NCHW_IN = @NCHW_IN@,  // x: dense NCHW float32, converted while gathering
   VEC = !NCHW_IN && C % 8 == 0 && IS % 8 == 0 && IO % 8 == 0,
@@ -127,6 +140,8 @@ constexpr const char* kTensorCoreKernel = R"(@WGMMA_SOURCE@enum : int {
 };
 static_assert(!HALO || (VEC && C % 16 == 0 && BM % TW == 0),
               "halo tiles: 16-byte copies, 16-deep slices within a tap");
+static_assert(!AS || (!HALO && AHEAD >= 1 && BK <= 64),
+              "A from shared memory: im2col rows, 3+ stages, rows of at most 128 bytes");
 
 // Output pixel (GEMM row) of row `row` of this block's tile; M for a halo tile's pixels past the
 // image's edge, which the epilogue skips.
@@ -179,9 +194,28 @@ YC_DEVICE void warp_step(float (&acc)[MI][NI][4], const yc_u16* a, int lda, cons
 }
 
 // The rows and the 16-byte chunk column a thread copies: THREADS is a multiple of CPR (32 | THREADS,
-// CPR <= 8), so chunk tid + j * THREADS of a tile is row tid / CPR + j * ROW_STEP, column tid % CPR
-// for every j, and each depth step's (tap, channel) arithmetic is done once per thread, not per
-// chunk.
+// CPR <= 8), so thread tid copies rows chunk_row(tid) + j * ROW_STEP of column chunk_col(tid) for
+// every j, and each depth step's (tap, channel) arithmetic is done once per thread, not per chunk.
+// Row-major (row tid / CPR, column tid % CPR), or with WG 8 consecutive threads on 8 consecutive
+// rows of a column: the 128 contiguous bytes of a core matrix, so that the 16-byte writes of a
+// quarter warp fall on distinct banks (WG's THREADS are a multiple of 128 >= 8 CPR).
+YC_DEVICE int chunk_col(int tid) { return WG ? tid / 8 % CPR : tid % CPR; }
+YC_DEVICE int chunk_row(int tid) { return WG ? tid / (8 * CPR) * 8 + tid % 8 : tid / CPR; }
+// The offset in halves of chunk (row, column) in a tile stored as
+enum Layout : int {
+  PADDED,   // rows of LDS halves
+  CORE,     // core matrices (8 rows x 8 depths, 128 contiguous bytes; the BK / 8 of 8 rows in a
+            // row, then the next 8 rows)
+  SWIZZLED  // rows of BK halves, chunk u = row * CPR + column stored at u ^ (u / 8 % CPR)
+};
+template <Layout L>
+YC_DEVICE int chunk_at(int row, int kc) {
+  if constexpr (L == PADDED) return row * LDS + kc * 8;
+  if constexpr (L == CORE) return (row >> 3) * (BK * 8) + kc * 64 + (row & 7) * 8;
+  const int u = row * CPR + kc;
+  return (u ^ ((u >> 3) & (CPR - 1))) * 8;
+}
+constexpr Layout A_LAYOUT = AS ? SWIZZLED : PADDED, B_LAYOUT = AS ? SWIZZLED : WG ? CORE : PADDED;
 enum : int {
   ROW_STEP = THREADS / CPR,
   // VEC: the window's taps inside the image as the bits of one word per row.
@@ -189,7 +223,8 @@ enum : int {
   // Element offsets of x (its whole buffer, a tap's reach below it included) fit an int.
   X_INT = static_cast<yc_i64>(N) * H * W * IS + IO < (1ll << 30)
 };
-static_assert(THREADS % CPR == 0, "a thread copies one chunk column");
+static_assert(THREADS % CPR == 0 && (!WG || THREADS % (8 * CPR) == 0),
+              "a thread copies one chunk column");
 typedef typename yc_if<X_INT, int, yc_i64>::type XIdx;
 
 // Per A row this thread copies, what every depth step needs: with TAP_BITS the element offset of
@@ -205,7 +240,7 @@ struct ARows {
 YC_DEVICE void a_rows(ARows& rows, int m0, int tid) {
 #pragma unroll
   for (int j = 0; j < A_ITERS; ++j) {
-    const int row = tid / CPR + j * ROW_STEP, m = m0 + row;
+    const int row = chunk_row(tid) + j * ROW_STEP, m = m0 + row;
     rows.pix[j] = 0;
     rows.taps[j] = 0u;
     rows.base[j] = 0;
@@ -235,7 +270,7 @@ YC_DEVICE void a_rows(ARows& rows, int m0, int tid) {
 // Depth step kt of the im2col rows of this thread's pixels into one stage of A.
 YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const ARows& rows, int kt,
                       int tid) {
-  const int kc = tid % CPR, row0 = tid / CPR;
+  const int kc = chunk_col(tid), row0 = chunk_row(tid);
   if constexpr (TAP_BITS) {
     // This thread's 8 channels of the step: one tap, one offset from that tap's pixel.
     const int kk = kt * BK + kc * 8;
@@ -250,7 +285,7 @@ YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const ARows& row
       // A pixel inside the image is at offset >= 0: unsigned, the address is one wide multiply-add.
       const XIdx off = ok ? rows.pix[j] + at : 0;
       const yc_u16* src = X_INT ? x + static_cast<unsigned>(off) : x + off;
-      yc_cp_async16<L1>(sa + row * LDS + kc * 8, src, ok ? 16 : 0);
+      yc_cp_async16<L1>(sa + chunk_at<A_LAYOUT>(row, kc), src, ok ? 16 : 0);
     }
   } else {
 #pragma unroll
@@ -258,7 +293,7 @@ YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const ARows& row
       const int row = row0 + j * ROW_STEP;
       if (BM % ROW_STEP != 0 && row >= BM) break;
       const int kk = kt * BK + kc * 8;
-      yc_u16* dst = sa + row * LDS + kc * 8;
+      yc_u16* dst = sa + chunk_at<A_LAYOUT>(row, kc);
       if constexpr (VEC) {
         const int c = kk % C, rs = kk / C, s = rs % KW, r = rs / KW;
         const int ih = rows.ih0[j] + r * DH, iw = rows.iw0[j] + s * DW;
@@ -321,20 +356,29 @@ YC_DEVICE int halo_tap(int kk) {
   return (r * DH * HWP + s * DW % SW * HWS + s * DW / SW) * CP + c;
 }
 
-// Depth step kt of output channels [n0, n0 + BN) of the packed weights into one stage of B: rows
-// of LDS halves, or with WG wgmma's core matrices (8 channels x 8 depths, 128 contiguous bytes),
-// the BK / 8 of 8 channels in a row, then the next 8 channels.
+// Depth step kt of output channels [n0, n0 + BN) of the packed weights into one stage of B (in
+// B_LAYOUT).
 YC_DEVICE void load_b(yc_u16* sb, const yc_u16* __restrict__ w, int n0, int kt, int tid) {
-  const int kc = tid % CPR, kk = kt * BK + kc * 8;
+  const int kc = chunk_col(tid), kk = kt * BK + kc * 8;
 #pragma unroll
   for (int j = 0; j < B_ITERS; ++j) {
-    const int row = tid / CPR + j * ROW_STEP;
+    const int row = chunk_row(tid) + j * ROW_STEP;
     if (BN % ROW_STEP != 0 && row >= BN) break;
     const int n = n0 + row;
     const bool ok = (K % BN == 0 || n < K) && (KG8 % BK == 0 || kk < KG8);
-    yc_u16* dst = WG ? sb + (row >> 3) * (BK * 8) + kc * 64 + (row & 7) * 8 : sb + row * LDS + kc * 8;
-    yc_cp_async16(dst, w + static_cast<unsigned>(ok ? n * KG8 + kk : 0), ok ? 16 : 0);
+    yc_cp_async16(sb + chunk_at<B_LAYOUT>(row, kc), w + static_cast<unsigned>(ok ? n * KG8 + kk : 0), ok ? 16 : 0);
   }
+}
+
+// The accumulators stay where the asynchronous wgmmas write them: no access is moved across the
+// fence before them or the wait after them.
+YC_DEVICE void acc_fence(float (&acc)[MI][NI][4]) {
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) yc_reg_fence(acc[mi][ni][e]);
 }
 
 // Split-K: the SPLITK blocks of a cluster (grid z, cluster dims (1, 1, SPLITK), so rank = z)
@@ -418,12 +462,12 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
       for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
 
 @B2B_LOAD@
-  // Steps kt0 .. kt0+STAGES-2 in flight before the first use; one commit group per step, empty
-  // past the last, so that wait<STAGES - 2> below always means "step kt has landed" (HALO's tile
+  // Steps kt0 .. kt0+AHEAD-1 in flight before the first use; one commit group per step, empty
+  // past the last, so that wait<AHEAD - 1> below always means "step kt has landed" (HALO's tile
   // joins the first group).
   if constexpr (HALO) load_halo(sa, x, tid);
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
+  for (int s = 0; s < AHEAD; ++s) {
     const int st = kt0 + s;
     if (st < kt1) {
       if constexpr (!HALO) load_a(sa + (st % STAGES) * A_STAGE, x, rows, st, tid);
@@ -432,18 +476,41 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
     yc_cp_async_commit();
   }
   for (int kt = kt0; kt < kt1; ++kt) {
-    yc_cp_async_wait<STAGES - 2>();
-    // Step kt is visible to all threads, and all are done with step kt - 1, whose buffer the
-    // copy issued next overwrites.
+    yc_cp_async_wait<AHEAD - 1>();
+    // Step kt is visible to all threads, and all are done with step kt + AHEAD - STAGES (kt - 1,
+    // or AS's kt - 2), whose buffer the copy issued next overwrites.
     YC_SYNC();
-    const int next = kt + STAGES - 1;
+    const int next = kt + AHEAD;
     if (next < kt1) {
       if constexpr (!HALO) load_a(sa + (next % STAGES) * A_STAGE, x, rows, next, tid);
       load_b(sb + (next % STAGES) * B_STAGE, w, n0, next, tid);
     }
     yc_cp_async_commit();
     const yc_u16* cb = sb + (kt % STAGES) * B_STAGE + warp_n * WN * LDS;
-    if constexpr (WG) {
+    if constexpr (AS) {
+      // Both operands by descriptors: the warpgroup's 64-row m-tiles of A and its WN channels of
+      // B, 16 deep a wgmma. This step's wgmmas run while the warps wait for and issue the next
+      // step's; they are waited for (wait<1>) one step later, before the barrier after which
+      // their slot is overwritten.
+      // Rows of 2 BK bytes, 8 rows 16 BK bytes apart; a 16-deep slice starts 32 bytes into them.
+      const yc_u16* ca = sa + (kt % STAGES) * A_STAGE + warp_m * 4 * WM * BK;
+      const yc_u16* cw = sb + (kt % STAGES) * B_STAGE + warp_n * WN * BK;
+      acc_fence(acc);
+      yc_wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < BK / 16; ++ks) {
+        const unsigned long long desc_b = yc_wgmma_desc_swizzled(cw + ks * 16, BK * 16, SWZ);
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+          const unsigned long long desc_a =
+              yc_wgmma_desc_swizzled(ca + mi * 64 * BK + ks * 16, BK * 16, SWZ);
+          yc_wgmma_ss<WN, BF16>(reinterpret_cast<float(&)[WN / 2]>(acc[mi]), desc_a, desc_b);
+        }
+      }
+      yc_wgmma_commit();
+      yc_wgmma_wait<1>();
+      acc_fence(acc);
+    } else if constexpr (WG) {
       // The A fragments of all the step's 16-deep slices first, then their wgmmas (B straight
       // from the step's tile), then the wait. A wgmma reads its A registers asynchronously, and
       // ptxas does not keep them apart from later writes: a fragment may not be rewritten before
@@ -504,6 +571,10 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
     }
   }
   yc_cp_async_wait<0>();
+  if constexpr (AS) {
+    yc_wgmma_wait<0>();
+    acc_fence(acc);
+  }
   if constexpr (SPLITK > 1) splitk_reduce(acc, reinterpret_cast<float*>(yc_smem), tid);
 @B2B_TAIL@
   // Accumulator e of tile (mi, ni) is row lane / 4 (+8 for e >= 2), column 2 * (lane % 4) + e % 2.
@@ -680,7 +751,8 @@ int64_t kernel_shared_bytes(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const int64_t stages = cfg.get("stages");
   const int64_t halo = cfg.get("halo");
   return t.b2b ? b2b_shared(t, bm, bn, bk, stages, halo).bytes
-               : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"), halo_elems(t, bm, halo));
+               : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"), halo_elems(t, bm, halo),
+                              cfg.get("wg") != 2);
 }
 
 // valid() less matches().
@@ -712,8 +784,13 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   if (splitk > 1 && staged_output(t, cfg)) return false;
   // Warpgroup MMA: sm_90 only (sm_90a code; later GPUs have no wgmma), whole warpgroups of one
   // column of warps, and neither split-K nor a b2b pair's second stage (mma.sync fragments).
-  if (cfg.get("wg") == 1 && (t.sm != kWgmmaSm || t.b2b || splitk != 1 || bm % (4 * wm) != 0))
-    return false;
+  const int64_t wg = cfg.get("wg");
+  if (wg != 0 && (t.sm != kWgmmaSm || t.b2b || splitk != 1 || bm % (4 * wm) != 0)) return false;
+  // A from shared memory too: im2col rows (a halo tile's pixels are not wgmma's layout), a ring of
+  // 3+ stages (one for the copies, one for the wgmmas in flight), and depth steps of at most 64
+  // (rows of up to 128 bytes, the widest swizzle). Warp tiles wider than
+  // 80 channels are for it only (one wgmma instruction; no B fragments in registers).
+  if (wg == 2 ? halo != 0 || cfg.get("stages") < 3 || bk > 64 : wn > 80) return false;
   if (staged_output(t, cfg)) {
     // The staged tile must fit in the ring, and the output and residual slices must keep 16-byte
     // pieces aligned (the K tail's last channels fall back to pairs inside epilogue_vec).
@@ -793,9 +870,10 @@ ScheduleSpace TensorCoreConvTemplate::space(const CudaConvTask& t) {
                      {0, 8, 16, 32},
                      0});
   s.knobs.push_back({"wg",
-                     "1: warpgroup MMA (wgmma, sm_90a) with the weights read from shared memory, "
-                     "else mma.sync",
-                     {0, 1},
+                     "warpgroup MMA (wgmma, sm_90a), 1: the weights read from shared memory, "
+                     "the pixels from registers; 2: both from shared memory, pipelined; "
+                     "0: mma.sync",
+                     {0, 1, 2},
                      0});
   return s;
 }
@@ -860,14 +938,15 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn"), stages = cfg.get("stages");
   const int64_t splitk = cfg.get("splitk");
-  const bool wg = cfg.get("wg") == 1, bf16 = t.dtype == DType::kBFloat16;
+  const int64_t wg = cfg.get("wg");
+  const bool bf16 = t.dtype == DType::kBFloat16;
   const char* act1 = cuda_act_function(t.conv.act, t.out_dtype);
   // wgmma: the instruction for this warp tile's N (outside the kernel's namespace), and the
   // marker that has nvrtc_compile build the kernel for sm_90a.
   const std::string wgmma =
       wg ? "}  // namespace @SYM@_ns\n#define YC_ARCH_SPECIFIC 1\n"
            "#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)\n"
-           "#error \"warpgroup MMA (wg=1) needs sm_90a\"\n#endif\n" +
+           "#error \"warpgroup MMA (wg) needs sm_90a\"\n#endif\n" +
                wgmma_source(static_cast<int>(wn), bf16) + "namespace @SYM@_ns {\n"
          : "";
   // Back-to-back: the second stage's declarations and functions, its weights loaded with the
@@ -875,7 +954,7 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
   CudaKernel k = conv_kernel(
       t, symbol, "", cfg.str(), kTensorCoreKernel,
       {{"@WGMMA_SOURCE@", wgmma},
-       {"@WG@", wg ? "1" : "0"},
+       {"@WG@", std::to_string(wg)},
        {"@BF16@", bf16 ? "1" : "0"},
        {"@B2B_FUNCTIONS@", t.b2b ? "namespace s2 {\n" + conv_common_source(t.second_stage()) +
                                        "}  // namespace s2\n" + kB2bFunctions
