@@ -1,6 +1,6 @@
 // yoloc tune MODEL --target cpu --records FILE [--trials N] [--time-budget 10m]
 //            [--strategy random|grid|evolutionary] [--threads N] [--batch N] [--devices 0]
-//            [--list-tasks] [--report FILE]
+//            [--list-tasks] [--report FILE] [--fix KNOB=VALUE]
 // yoloc tune MODEL --target cuda [--arch sm_90] [--precision fp16] [--devices 0,1] --records FILE
 //            ... (several GPUs of one kind measure a round's candidates in parallel)
 // Finds fast schedule configs for the model's kernels, appending every measurement to the
@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include <cstdlib>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -57,7 +58,21 @@ struct TuneCliOptions {
   InModelOptions in_model;
   uint64_t seed = 1;
   bool quiet = false;
+  std::vector<std::string> fix;  ///< KNOB=VALUE
 };
+
+/// --fix KNOB=VALUE (repeatable) -> {KNOB: VALUE}.
+std::map<std::string, int64_t> parse_fixed(const std::vector<std::string>& fix) {
+  static const std::regex re(R"(([A-Za-z_][A-Za-z0-9_]*)=(-?[0-9]+))");
+  std::map<std::string, int64_t> out;
+  for (const std::string& f : fix) {
+    std::smatch m;
+    if (!std::regex_match(f, m, re))
+      user_error("--fix '{}': expected KNOB=VALUE with an integer value, e.g. wg=2", f);
+    out[m[1]] = std::stoll(m[2]);
+  }
+  return out;
+}
 
 /// "90", "90s", "10m", "1.5h" -> seconds.
 double parse_duration(const std::string& s) {
@@ -160,6 +175,10 @@ void run_tune(const TuneCliOptions& o) {
   } else {
     target = tuner::resolve_target(o.target, devices[0], isa);
     tasks = tuner::tuning_tasks(*d.graph, isa);
+  }
+  if (!o.fix.empty()) {
+    tasks = tuner::fix_knobs(tasks, parse_fixed(o.fix));
+    if (tasks.empty()) user_error("--fix: no task of this model has those knob values");
   }
   // A CUDA kernel runs on the whole device: "threads" (records, queries) is 1.
   const int hardware = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -358,6 +377,9 @@ void add_tune(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   c->add_option("--seed", o->seed, "random seed of the search")->capture_default_str();
+  c->add_option("--fix", o->fix,
+                "KNOB=VALUE: tune only the tasks with this knob, searching only the configs with "
+                "this value (repeatable; e.g. wg=2, the wgmma configs of the tensor-core convs)");
   c->add_flag("-q,--quiet", o->quiet, "no progress display");
   c->callback([o] { run_tune(*o); });
 }

@@ -1,6 +1,9 @@
 #include "tuner/task_list.h"
 
 #include <algorithm>
+#include <set>
+
+#include "core/error.h"
 
 namespace yoloc::tuner {
 
@@ -22,6 +25,39 @@ void merge_task(std::vector<TuneTask>& tasks, TuneTask t) {
   }
   t.groups = {t.task.group};
   tasks.push_back(std::move(t));
+}
+
+std::vector<TuneTask> fix_knobs(const std::vector<TuneTask>& tasks,
+                                const std::map<std::string, int64_t>& fixed) {
+  std::vector<TuneTask> out;
+  std::set<std::string> seen;
+  for (const TuneTask& t : tasks) {
+    TuneTask f = t;
+    bool keep = true;
+    for (const auto& [name, value] : fixed) {
+      const auto k = std::find_if(f.task.space.knobs.begin(), f.task.space.knobs.end(),
+                                  [&](const codegen::Knob& x) { return x.name == name; });
+      if (k == f.task.space.knobs.end()) {
+        keep = false;
+        continue;
+      }
+      seen.insert(name);
+      keep = keep && std::find(k->domain.begin(), k->domain.end(), value) != k->domain.end();
+      k->domain = {value};
+    }
+    if (!keep) continue;
+    // Bred configs take knob values from measured ones too (of the whole space, resumed).
+    f.task.valid = [valid = t.task.valid, fixed](const codegen::ScheduleConfig& c) {
+      for (const auto& [name, value] : fixed)
+        if (c.get(name) != value) return false;
+      return valid(c);
+    };
+    out.push_back(std::move(f));
+  }
+  for (const auto& [name, value] : fixed)
+    if (!seen.count(name))
+      user_error("--fix {}={}: no task of this model has a knob '{}'", name, value, name);
+  return out;
 }
 
 std::vector<TuneTask> tuning_tasks(const Graph& g, codegen::cpu::CpuIsa isa) {

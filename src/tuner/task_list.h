@@ -5,6 +5,7 @@
 ///
 /// The search, the cost model, the scheduler and the records see only a task's target-neutral
 /// part (TaskInfo); the measurer of the task's target lowers it through the target's own task.
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -70,6 +71,14 @@ std::vector<TuneTask> tuning_tasks(const Graph& g,
 /// Appends `t` (its group: t.task.group) to `tasks`, or only its group to the task of `tasks`
 /// with the same workload key.
 void merge_task(std::vector<TuneTask>& tasks, TuneTask t);
+
+/// The tasks whose space has every knob of `fixed` with its value in the knob's domain, each
+/// searching only the configs with those values (the knob's domain is that value; the default
+/// config, the measurements' baseline, stays). For a search of one part of the spaces, e.g. the
+/// wgmma configs of the tensor-core convs ("wg" = 2). Raises a UserError naming a knob no task
+/// has.
+std::vector<TuneTask> fix_knobs(const std::vector<TuneTask>& tasks,
+                                const std::map<std::string, int64_t>& fixed);
 
 /// A guess of one run's seconds before anything is measured (for shares and scheduling): the
 /// larger of its compute time and its memory time at rough rates of one modern core (cpu) or

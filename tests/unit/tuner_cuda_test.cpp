@@ -124,6 +124,44 @@ TEST(TunerCuda, TasksCarryTheirArgumentSizes) {
 
 // The tuner times every back-to-back pair beside its two convs (compile fuses it where it was
 // faster): the pair is a task marked as an alternative, which the report's sums leave out.
+// --fix wg=2: only the tasks whose space has the knob (the tensor-core convs at sm_90), each
+// searching only configs with that value; sampled, mutated and bred configs all have it, the
+// default stays the baseline; a knob no task has is an error.
+TEST(TunerCuda, FixKnobsKeepsTheTasksWithTheKnobAndPinsIt) {
+  auto g = std::make_unique<Graph>();
+  Value* x = yoloc::testing::input(*g, "x", {1, 3, 32, 32});
+  Value* a = yoloc::testing::conv(*g, yoloc::testing::conv(*g, x, 3, 16, 3, 3), 16, 64, 3, 5);
+  g->outputs = {yoloc::testing::node(*g, "Sigmoid", {yoloc::testing::conv(*g, a, 64, 64, 3, 9)})};
+  const std::vector<TuneTask> all = cuda_tuning_tasks(*optimized_for_cuda(std::move(g)), 90);
+  const auto has_wg = [](const TuneTask& t) {
+    return std::any_of(t.task.space.knobs.begin(), t.task.space.knobs.end(),
+                       [](const codegen::Knob& k) { return k.name == "wg"; });
+  };
+  const auto with = std::count_if(all.begin(), all.end(), has_wg);
+  ASSERT_GE(with, 1);
+  ASSERT_LT(with, static_cast<std::ptrdiff_t>(all.size()));  // the image stem and others lack it
+  const std::vector<TuneTask> fixed = fix_knobs(all, {{"wg", 2}});
+  ASSERT_EQ(static_cast<std::ptrdiff_t>(fixed.size()), with);
+  Rng rng(3);
+  for (const TuneTask& t : fixed) {
+    ASSERT_TRUE(has_wg(t)) << t.key();
+    EXPECT_EQ(t.task.default_config.get("wg"), 0) << t.key();
+    int sampled = 0;
+    for (int i = 0; i < 20; ++i) {
+      const std::optional<ScheduleConfig> c = sample_valid(t.task, rng, 2000);
+      if (!c) continue;
+      ++sampled;
+      EXPECT_EQ(c->get("wg"), 2) << c->str();
+      EXPECT_EQ(mutate(t.task.space, *c, rng).get("wg"), 2);
+    }
+    EXPECT_GT(sampled, 0) << t.key();
+    // A config of the whole space (as resumed records and breeding bring) is not this search's.
+    EXPECT_FALSE(t.task.valid(t.task.default_config)) << t.task.default_config.str();
+  }
+  EXPECT_THROW(fix_knobs(all, {{"no_such_knob", 1}}), UserError);
+  EXPECT_TRUE(fix_knobs(all, {{"wg", 7}}).empty());
+}
+
 TEST(TunerCuda, TasksIncludeBackToBackPairsAsAlternatives) {
   auto g = std::make_unique<Graph>();
   Value* x = yoloc::testing::input(*g, "x", {1, 3, 12, 12});
