@@ -58,8 +58,16 @@
 /// H200 it computes what mma.sync does, and more slowly: in a batch-128 tune of yolov8n its best
 /// config was slower than mma.sync's on all 25 layers where both were measured: 1.14x to 1.5x on
 /// 18, up to 10x on the others (1.28x on the 64 -> 144 head conv, 519 against 405 us), so the
-/// tuner keeps mma.sync;
-/// it is the base for a pipelined Hopper main loop (B by TMA, A from shared memory).
+/// tuner keeps mma.sync.
+///
+/// wg=2: A from shared memory too (wgmma.mma_async with two descriptors): both tiles stored as
+/// rows of BK halves whose 16-byte chunks are swizzled over 8 rows (wgmma's 32B, 64B or 128B
+/// K-major modes for BK 16, 32, 64), each step's wgmmas left running while the warps wait for
+/// and issue the next step (wgmma.wait_group 1), so the copies run STAGES - 2 steps ahead (3+
+/// stages). Im2col rows only (no halo tiles); warp tiles up to 256 channels (one instruction
+/// as wide as the block tile). On an H200 at batch 128 it beats mma.sync on the 128- to
+/// 256-channel layers (down to 0.72x), not on the 16- and 32-channel ones; unswizzled core
+/// matrices were 1.55x slower at the median layer (bank conflicts on the tensor cores' reads).
 ///
 /// Weights: what pack_weights makes, [K][KG8] in the activation dtype, KG8 = KG rounded up to 8
 /// (zeros past KG): row n holds output channel n's kernel in (kh, kw, c) order.
@@ -82,7 +90,7 @@ class TensorCoreConvTemplate {
   /// only) and "epi" (1: the block's fp32 output tile is staged in shared memory over the ring
   /// and each thread finishes 8 channels of a pixel with epilogue_vec, 16-byte residual loads and
   /// output stores; an NCHW output keeps the fragment stores), "halo" (0: im2col rows through
-  /// the ring; 8, 16, 32: halo tiles that many pixels wide), "wg" (1: warpgroup MMA, see above).
+  /// the ring; 8, 16, 32: halo tiles that many pixels wide), "wg" (1, 2: warpgroup MMA, see above).
   /// "splitk", "l1", "epi", "halo" and "wg" came later: a stored config without them means 1, 0,
   /// 0, 0, 0 (Knob::absent). "bn" offers the
   /// powers of two from 16 to 256 and, where K is not a multiple of 64, the multiples of 16 that
@@ -99,8 +107,9 @@ class TensorCoreConvTemplate {
   /// when the input is copied in 16-byte pieces, C is a multiple of 16, halo divides bm, splitk=1,
   /// l1=0, and the halo tile plus the ring of weight tiles fit. For a b2b pair: bn >= N1 rounded
   /// up to 16, splitk=1, epi=0, and the ring (halo tile included, or the intermediate tile over
-  /// it) plus the second weights within kMaxSharedBytes. With wg=1: t.sm == 90, no b2b pair,
-  /// splitk=1, and bm a multiple of 4 wm (whole warpgroups in each column of warps).
+  /// it) plus the second weights within kMaxSharedBytes. With wg=1 or 2: t.sm == 90, no b2b pair,
+  /// splitk=1, and bm a multiple of 4 wm (whole warpgroups in each column of warps); with wg=2
+  /// also halo=0, 3+ stages and bk <= 64; "wn" wider than 80 only with wg=2.
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
   /// A heuristic config, valid for every matching task: a block tile fitted to K, shrunk until the
   /// grid has about a hundred blocks; then on sm_90 split-K doubled while the grid stays within
