@@ -404,13 +404,8 @@ TEST(CudaConvEmulated, TensorCoreHaloRules) {
   EXPECT_TRUE(TensorCoreConvTemplate::valid(wide, halo_cfg(wide, 64, 64, 32, 32, 32)));
 }
 
-// Warpgroup MMA (wg=1, sm_90): B through wgmma's shared-memory descriptors (core matrices),
-// A fragments from ldmatrix, a warp's rows 16 r + 64 mi. One and two warpgroups (along the pixels
-// and along the channels), 1 to 4 m-tiles a warp, warp tiles of 16 to 80 channels, depth steps of
-// 16 to 128, 2 to 4 stages (the emulation reads B when a wgmma completes, and reports a copy
-// into its bytes before that); im2col rows (16-byte and element-wise) and halo tiles (steps within
-// a tap, across taps, across a tap's end); staged and fragment epilogues, NCHW outputs, slices with
-// a residual, fp16 / bf16 in and out, fp32 out, K not a multiple of the tile.
+// The tasks of the warpgroup MMA tests: halo_tasks() and element-wise loads with odd slices, a
+// 1x1 to 80 channels, an NCHW output; for sm_90.
 std::vector<CudaConvTask> warpgroup_tasks() {
   const DType f16 = DType::kFloat16;
   std::vector<CudaConvTask> all = halo_tasks();
@@ -423,6 +418,13 @@ std::vector<CudaConvTask> warpgroup_tasks() {
   return all;
 }
 
+// Warpgroup MMA (wg=1, sm_90): B through wgmma's shared-memory descriptors (core matrices),
+// A fragments from ldmatrix, a warp's rows 16 r + 64 mi. One and two warpgroups (along the pixels
+// and along the channels), 1 to 4 m-tiles a warp, warp tiles of 16 to 80 channels, depth steps of
+// 16 to 128, 2 to 4 stages (the emulation reads B when a wgmma completes, and reports a copy
+// into its bytes before that); im2col rows (16-byte and element-wise) and halo tiles (steps within
+// a tap, across taps, across a tap's end); staged and fragment epilogues, NCHW outputs, slices with
+// a residual, fp16 / bf16 in and out, fp32 out, K not a multiple of the tile.
 TEST(CudaConvEmulated, TensorCoreWarpgroupMma) {
   const std::vector<CudaConvTask> all = warpgroup_tasks();
   std::vector<std::function<ScheduleConfig(ScheduleConfig)>> variants;
@@ -440,13 +442,13 @@ TEST(CudaConvEmulated, TensorCoreWarpgroupMma) {
             variants, 3);
 }
 
-// Warpgroup MMA with A from shared memory too (wg=2): the im2col rows stored as core matrices,
-// each step's wgmmas in flight while the next step is issued (the emulation reads A and B when a
-// wgmma completes, and reports a copy into their bytes before that). The tasks of the test above
-// (16-byte and element-wise loads, slices, NCHW and fp32 outputs, bf16) and the image stem
-// (NCHW fp32 input) and the YOLOv8 head's 144 channels; one and two warpgroups, 1 to 4 m-tiles,
-// warp tiles of 16 to 144 channels in one instruction, steps of 16 to 128, 3 and 4 stages, L1
-// copies, staged and fragment epilogues.
+// Warpgroup MMA with A from shared memory too (wg=2): both tiles as swizzled rows (32B, 64B and
+// 128B modes for steps of 16, 32 and 64), each step's wgmmas in flight while the next step is
+// issued (the emulation reads A and B through their descriptors when a wgmma completes, and
+// reports a copy into their bytes before that). The tasks of the test above (16-byte and
+// element-wise loads, slices, NCHW and fp32 outputs, bf16), the image stem (NCHW fp32 input) and
+// the YOLOv8 head's 144 channels; one and two warpgroups, 1 to 4 m-tiles, warp tiles of 16 to 144
+// channels in one instruction, 3 and 4 stages, L1 copies, staged and fragment epilogues.
 TEST(CudaConvEmulated, TensorCoreWarpgroupSharedA) {
   const DType f16 = DType::kFloat16;
   std::vector<CudaConvTask> all = warpgroup_tasks();

@@ -100,9 +100,9 @@ constexpr const char* kTensorCoreKernel = R"(@WGMMA_SOURCE@enum : int {
   // shared memory; WG = 2: A too), its warp r the rows 16 r + 64 mi; without it a warp computes
   // WM x WN with mma.sync, its rows 16 mi. MSTEP: the rows from one m-tile of a warp to its next.
   WG = @WG@, MSTEP = WG ? 64 : 16, BF16 = @BF16@,
-  // WG = 2: the A tiles are stored as core matrices (as B's), and a step's wgmmas run while the
-  // next step is issued, so the copies run AHEAD = STAGES - 2 steps ahead (the slot a copy
-  // overwrites was read by the wgmmas two steps back, which every warpgroup has waited for).
+  // WG = 2 (AS): a step's wgmmas run while the next step is issued, so the copies run
+  // AHEAD = STAGES - 2 steps ahead (the slot a copy overwrites was read by the wgmmas two steps
+  // back, which every warpgroup has waited for).
   AS = WG == 2, AHEAD = AS ? STAGES - 2 : STAGES - 1,
   // AS: both tiles in rows of BK halves (2 BK bytes) swizzled in 16-byte chunks over 8 rows
   // (wgmma's 32B, 64B or 128B swizzle: the tensor cores read 8 rows of a chunk column without
@@ -198,8 +198,9 @@ YC_DEVICE void warp_step(float (&acc)[MI][NI][4], const yc_u16* a, int lda, cons
 // CPR <= 8), so thread tid copies rows chunk_row(tid) + j * ROW_STEP of column chunk_col(tid) for
 // every j, and each depth step's (tap, channel) arithmetic is done once per thread, not per chunk.
 // Row-major (row tid / CPR, column tid % CPR), or with WG 8 consecutive threads on 8 consecutive
-// rows of a column: the 128 contiguous bytes of a core matrix, so that the 16-byte writes of a
-// quarter warp fall on distinct banks (WG's THREADS are a multiple of 128 >= 8 CPR).
+// rows of a column (a core matrix's 128 contiguous bytes, or a swizzled column's distinct
+// banks), so that the 16-byte writes of a quarter warp fall on distinct banks (WG's THREADS are
+// a multiple of 128 >= 8 CPR).
 YC_DEVICE int chunk_col(int tid) { return WG ? tid / 8 % CPR : tid % CPR; }
 YC_DEVICE int chunk_row(int tid) { return WG ? tid / (8 * CPR) * 8 + tid % 8 : tid / CPR; }
 // The offset in halves of chunk (row, column) in a tile stored as
@@ -367,7 +368,8 @@ YC_DEVICE void load_b(yc_u16* sb, const yc_u16* __restrict__ w, int n0, int kt, 
     if (BN % ROW_STEP != 0 && row >= BN) break;
     const int n = n0 + row;
     const bool ok = (K % BN == 0 || n < K) && (KG8 % BK == 0 || kk < KG8);
-    yc_cp_async16(sb + chunk_at<B_LAYOUT>(row, kc), w + static_cast<unsigned>(ok ? n * KG8 + kk : 0), ok ? 16 : 0);
+    yc_cp_async16(sb + chunk_at<B_LAYOUT>(row, kc),
+                  w + static_cast<unsigned>(ok ? n * KG8 + kk : 0), ok ? 16 : 0);
   }
 }
 
@@ -492,8 +494,8 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
       // Both operands by descriptors: the warpgroup's 64-row m-tiles of A and its WN channels of
       // B, 16 deep a wgmma. This step's wgmmas run while the warps wait for and issue the next
       // step's; they are waited for (wait<1>) one step later, before the barrier after which
-      // their slot is overwritten.
-      // Rows of 2 BK bytes, 8 rows 16 BK bytes apart; a 16-deep slice starts 32 bytes into them.
+      // their slot is overwritten. Rows of 2 BK bytes, 8 rows 16 BK bytes apart (SBO); a 16-deep
+      // slice starts 32 bytes into them.
       const yc_u16* ca = sa + (kt % STAGES) * A_STAGE + warp_m * 4 * WM * BK;
       const yc_u16* cw = sb + (kt % STAGES) * B_STAGE + warp_n * WN * BK;
       acc_fence(acc);
@@ -788,8 +790,8 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   if (wg != 0 && (t.sm != kWgmmaSm || t.b2b || splitk != 1 || bm % (4 * wm) != 0)) return false;
   // A from shared memory too: im2col rows (a halo tile's pixels are not wgmma's layout), a ring of
   // 3+ stages (one for the copies, one for the wgmmas in flight), and depth steps of at most 64
-  // (rows of up to 128 bytes, the widest swizzle). Warp tiles wider than
-  // 80 channels are for it only (one wgmma instruction; no B fragments in registers).
+  // (rows of up to 128 bytes, the widest swizzle). Warp tiles wider than 80 channels are for it
+  // only (one wgmma instruction; no B fragments in registers).
   if (wg == 2 ? halo != 0 || cfg.get("stages") < 3 || bk > 64 : wn > 80) return false;
   if (staged_output(t, cfg)) {
     // The staged tile must fit in the ring, and the output and residual slices must keep 16-byte
