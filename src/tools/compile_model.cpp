@@ -16,6 +16,7 @@
 #include "tuner/records.h"
 #ifdef YOLOC_HAVE_CUDA
 #include "codegen/cuda/cuda_compiler.h"
+#include "codegen/cuda/nvrtc_compiler.h"
 #include "codegen/cuda/tasks.h"
 #endif
 
@@ -126,10 +127,11 @@ CompileReport compile_for_cuda(const CompileOptions& o,
       if (r.batch == q.batch) cuda.b2b.seconds.emplace(key, r.median);
     }
     // Conv tasks with no records of this batch take their workload's best config at the
-    // nearest batch that has records (compile_cuda keeps it only where it is valid).
+    // nearest batch that has records (compile_cuda keeps it only where it is valid). The tasks
+    // as compile_cuda extracts them, for the target's arch.
     std::set<std::string> keys;
-    for (const codegen::cuda::CudaTask& t :
-         codegen::cuda::extract_cuda_tasks(g, 80, cuda.b2b, cuda.stem_pairs)) {
+    for (const codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(
+             g, codegen::cuda::parse_cuda_arch(cuda.arch), cuda.b2b, cuda.stem_pairs)) {
       keys.insert(t.key);
       if (const auto twin = codegen::cuda::nhwc_output_twin(t.key)) keys.insert(*twin);
     }

@@ -216,10 +216,8 @@ std::optional<B2bPair> b2b_pair(const Graph& g, const FusedGroup& first, int sm)
   s.bias = bias_of(o2.bias, c2.k);
   t.b2b = std::move(s);
   if (!TensorCoreConvTemplate::matches(t)) return std::nullopt;
-  B2bPair p{&first, second, std::move(t), {o1.x, o1.w, o1.bias, nullptr, o2.y}};
-  p.first_key = first_key;
-  p.second_key = t2.key();
-  return p;
+  return B2bPair{&first,    second,  std::move(t), {o1.x, o1.w, o1.bias, nullptr, o2.y},
+                 first_key, t2.key()};
 }
 
 /// Whether `policy` fuses pair p.
