@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "tuner/search_space.h"
 
 namespace yoloc::tuner {
 
@@ -26,6 +27,11 @@ void merge_task(std::vector<TuneTask>& tasks, TuneTask t) {
   t.groups = {t.task.group};
   tasks.push_back(std::move(t));
 }
+
+namespace {
+// Random configs fix_knobs tries before it takes a task to have no valid one with the values.
+constexpr int kFixTries = 20000;
+}  // namespace
 
 std::vector<TuneTask> fix_knobs(const std::vector<TuneTask>& tasks,
                                 const std::map<std::string, int64_t>& fixed) {
@@ -52,6 +58,10 @@ std::vector<TuneTask> fix_knobs(const std::vector<TuneTask>& tasks,
         if (c.get(name) != value) return false;
       return valid(c);
     };
+    // A task none of whose configs may take the values (a b2b pair with "wg" = 2) is left
+    // out, not measured for its default alone.
+    Rng rng(1);
+    if (!sample_valid(f.task, rng, kFixTries)) continue;
     out.push_back(std::move(f));
   }
   for (const auto& [name, value] : fixed)

@@ -72,9 +72,10 @@ std::vector<TuneTask> tuning_tasks(const Graph& g,
 /// with the same workload key.
 void merge_task(std::vector<TuneTask>& tasks, TuneTask t);
 
-/// The tasks whose space has every knob of `fixed` with its value in the knob's domain, each
-/// searching only the configs with those values (the knob's domain is that value; the default
-/// config, the measurements' baseline, stays). For a search of one part of the spaces, e.g. the
+/// The tasks whose space has every knob of `fixed` with its value in the knob's domain and a valid
+/// config with those values (found by random sampling), each searching only the configs with
+/// those values (the knob's domain is that value; the default config, the measurements'
+/// baseline, stays). For a search of one part of the spaces, e.g. the
 /// wgmma configs of the tensor-core convs ("wg" = 2). Raises a UserError naming a knob no task
 /// has.
 std::vector<TuneTask> fix_knobs(const std::vector<TuneTask>& tasks,

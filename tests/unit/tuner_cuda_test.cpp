@@ -124,24 +124,32 @@ TEST(TunerCuda, TasksCarryTheirArgumentSizes) {
 
 // The tuner times every back-to-back pair beside its two convs (compile fuses it where it was
 // faster): the pair is a task marked as an alternative, which the report's sums leave out.
-// --fix wg=2: only the tasks whose space has the knob (the tensor-core convs at sm_90), each
-// searching only configs with that value; sampled, mutated and bred configs all have it, the
-// default stays the baseline; a knob no task has is an error.
+// --fix wg=2: only the tasks whose space has the knob (the tensor-core convs at sm_90) and a
+// valid config with it (not the b2b pair, whose kernel has no wgmma form), each searching only
+// configs with that value; sampled, mutated and bred configs all have it, the default stays the
+// baseline; a knob no task has is an error.
 TEST(TunerCuda, FixKnobsKeepsTheTasksWithTheKnobAndPinsIt) {
   auto g = std::make_unique<Graph>();
   Value* x = yoloc::testing::input(*g, "x", {1, 3, 32, 32});
   Value* a = yoloc::testing::conv(*g, yoloc::testing::conv(*g, x, 3, 16, 3, 3), 16, 64, 3, 5);
-  g->outputs = {yoloc::testing::node(*g, "Sigmoid", {yoloc::testing::conv(*g, a, 64, 64, 3, 9)})};
+  Value* b = yoloc::testing::conv(*g, a, 64, 64, 3, 9);
+  // The 1x1 conv alone reading b: a b2b pair with b's conv.
+  Value* c = yoloc::testing::conv(*g, b, 64, 32, 1, 11);
+  g->outputs = {yoloc::testing::node(*g, "Sigmoid", {yoloc::testing::conv(*g, c, 32, 8, 3, 13)})};
   const std::vector<TuneTask> all = cuda_tuning_tasks(*optimized_for_cuda(std::move(g)), 90);
   const auto has_wg = [](const TuneTask& t) {
     return std::any_of(t.task.space.knobs.begin(), t.task.space.knobs.end(),
                        [](const codegen::Knob& k) { return k.name == "wg"; });
   };
   const auto with = std::count_if(all.begin(), all.end(), has_wg);
-  ASSERT_GE(with, 1);
+  const auto pairs =
+      std::count_if(all.begin(), all.end(), [](const TuneTask& t) { return t.task.alternative; });
+  ASSERT_EQ(pairs, 1);
+  ASSERT_GE(with, 2);
   ASSERT_LT(with, static_cast<std::ptrdiff_t>(all.size()));  // the image stem and others lack it
   const std::vector<TuneTask> fixed = fix_knobs(all, {{"wg", 2}});
-  ASSERT_EQ(static_cast<std::ptrdiff_t>(fixed.size()), with);
+  ASSERT_EQ(static_cast<std::ptrdiff_t>(fixed.size()), with - pairs);
+  for (const TuneTask& t : fixed) EXPECT_FALSE(t.task.alternative) << t.key();
   Rng rng(3);
   for (const TuneTask& t : fixed) {
     ASSERT_TRUE(has_wg(t)) << t.key();
