@@ -245,9 +245,10 @@ TEST(CudaConvEmulated, TensorCoreExactChannelTiles) {
                             DType::kFloat16, DType::kFloat16);
     return TensorCoreConvTemplate::space(t).knobs[4].domain;
   };
-  EXPECT_EQ(wn_domain(80), (V{16, 32, 64, 80}));
-  EXPECT_EQ(wn_domain(144), (V{16, 32, 48, 64}));
-  EXPECT_EQ(wn_domain(128), (V{16, 32, 64}));
+  // (128 and 256, and 144 for 144 channels: one warp tile as wide as the block's, wg=2 only.)
+  EXPECT_EQ(wn_domain(80), (V{16, 32, 64, 80, 128, 256}));
+  EXPECT_EQ(wn_domain(144), (V{16, 32, 48, 64, 128, 144, 256}));
+  EXPECT_EQ(wn_domain(128), (V{16, 32, 64, 128, 256}));
   std::vector<CudaConvTask> tasks = {
       sliced(ConvTask::make(1, 16, 6, 7, 80, 3, 1, 1, Activation::kSilu, true), f16, f16, {16, 0},
              {144, 64}, {80, 0}),
