@@ -99,14 +99,30 @@ struct yc_cluster {
   yc_barrier bar;                   // every thread of every block: barrier.cluster
   std::vector<yc_block*> blocks;    // by rank
 };
+// A thread's asynchronous operations of one kind (cp.async, wgmma) in commit groups: issued ones
+// wait in `pending` until a commit closes their group; wait(n) completes the oldest groups until
+// at most n are in flight (cp.async.wait_group, wgmma.wait_group).
+struct yc_async_groups {
+  std::deque<std::vector<std::function<void()>>> groups;  // committed, oldest first
+  std::vector<std::function<void()>> pending;              // issued, not yet committed
+  void commit() {
+    groups.push_back(std::move(pending));
+    pending.clear();
+  }
+  void wait(size_t n) {
+    while (groups.size() > n) {
+      for (auto& op : groups.front()) op();
+      groups.pop_front();
+    }
+  }
+  bool idle() const { return pending.empty() && groups.empty(); }
+};
 struct yc_thread {
   yc_block* block = nullptr;
   yc_cluster* cluster = nullptr;
   unsigned rank = 0;  // of the block in its cluster
-  std::deque<std::vector<std::function<void()>>> groups;  // committed cp.async groups
-  std::vector<std::function<void()>> pending;              // issued, not yet committed
-  std::deque<std::vector<std::function<void()>>> wg_groups;  // committed wgmma groups
-  std::vector<std::function<void()>> wg_pending;             // wgmmas issued, not committed
+  yc_async_groups copies;  // cp.async
+  yc_async_groups wgmmas;  // wgmma.mma_async
   std::multiset<const void*> wg_a;  // the A fragments (16 bytes each) of this thread's wgmmas in flight
 };
 inline yc_thread* yc_self = nullptr;
@@ -186,22 +202,16 @@ inline void yc_cp_async16(void* smem, const void* gmem, int src_bytes) {
         yc_fail("cp.async: writes shared memory that a wgmma in flight reads (wait for it first)");
       }
     }
-    yc_self->pending.push_back([smem, gmem, src_bytes] {
+    yc_self->copies.pending.push_back([smem, gmem, src_bytes] {
       if (src_bytes) std::memcpy(smem, gmem, 16);
       else std::memset(smem, 0, 16);
     });
   }
 }
-inline void yc_cp_async_commit() {
-  yc_self->groups.push_back(std::move(yc_self->pending));
-  yc_self->pending.clear();
-}
+inline void yc_cp_async_commit() { yc_self->copies.commit(); }
 template <int N>
 inline void yc_cp_async_wait() {
-  while (yc_self->groups.size() > static_cast<size_t>(N)) {
-    for (auto& copy : yc_self->groups.front()) copy();
-    yc_self->groups.pop_front();
-  }
+  yc_self->copies.wait(N);
 }
 
 inline void yc_cluster_sync() { yc_self->cluster->bar.arrive_and_wait(); }
@@ -398,7 +408,7 @@ inline void yc_wgmma_issue(float (&d)[N / 2], const yc_u32 (*a)[4], unsigned lon
   const void* a_at = a;
   if (a != nullptr) self->wg_a.insert(a_at);
   const int row0 = static_cast<int>(threadIdx.x / 32 % 4) * 16 + g;  // of the 64 rows of A
-  yc_self->wg_pending.push_back([=]() mutable {
+  yc_self->wgmmas.pending.push_back([=]() mutable {
     for (const auto& r : reads) block->wg_reads.erase(block->wg_reads.find(r));
     if (a_at != nullptr) self->wg_a.erase(self->wg_a.find(a_at));
     const std::vector<unsigned char>& smem = block->smem;
@@ -426,16 +436,10 @@ inline void yc_wgmma_ss(float (&d)[N / 2], unsigned long long desc_a, unsigned l
 }
 inline void yc_reg_fence(float&) {}
 inline void yc_wgmma_fence() {}
-inline void yc_wgmma_commit() {
-  yc_self->wg_groups.push_back(std::move(yc_self->wg_pending));
-  yc_self->wg_pending.clear();
-}
+inline void yc_wgmma_commit() { yc_self->wgmmas.commit(); }
 template <int N>
 inline void yc_wgmma_wait() {
-  while (yc_self->wg_groups.size() > static_cast<size_t>(N)) {
-    for (auto& mma : yc_self->wg_groups.front()) mma();
-    yc_self->wg_groups.pop_front();
-  }
+  yc_self->wgmmas.wait(N);
 }
 
 inline void yc_mma_f16(float (&d)[4], const yc_u32 (&a)[4], const yc_u32 (&b)[2]) {
@@ -461,10 +465,10 @@ inline yc_trampoline yc_kernel = nullptr;
 inline void* const* yc_kernel_args = nullptr;
 inline void yc_fiber_main() {
   yc_kernel(yc_kernel_args);
-  if (!yc_self->pending.empty() || !yc_self->groups.empty()) {
+  if (!yc_self->copies.idle()) {
     yc_fail("cp.async copies still in flight at the end of the kernel");
   }
-  if (!yc_self->wg_pending.empty() || !yc_self->wg_groups.empty()) {
+  if (!yc_self->wgmmas.idle()) {
     yc_fail("wgmma still in flight at the end of the kernel");
   }
   yc_running->done = true;
