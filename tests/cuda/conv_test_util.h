@@ -188,7 +188,7 @@ inline ScheduleConfig with_halo(ScheduleConfig c, int64_t halo, int64_t epi = 0)
 }
 
 /// c with warpgroup MMA (wgmma, sm_90a; one block a tile): A from registers (1) or from shared
-/// memory (2, im2col rows only).
+/// memory (2, im2col rows; with_halo(with_wg(c, 2), 8) for halo tiles).
 inline ScheduleConfig with_wg(ScheduleConfig c, int64_t mode = 1) {
   c.set("wg", mode);
   c.set("splitk", 1);
@@ -283,6 +283,31 @@ inline std::vector<ScheduleConfig> tc_configs(const CudaConvTask& t) {
       add(with_wg(space.complete(ScheduleConfig(
                       {{"bm", 64}, {"bn", bn}, {"bk", 32}, {"wm", 16}, {"wn", bn}, {"stages", 3}})),
                   2));
+  // And A from halo tiles 8 pixels wide: 1 and 2 m-tiles a warpgroup, two warpgroups, and two
+  // m-tiles of a 144-channel tile (144 accumulators a thread).
+  add(with_halo(
+      with_wg(space.complete(ScheduleConfig(
+                  {{"bm", 64}, {"bn", 32}, {"bk", 16}, {"wm", 16}, {"wn", 32}, {"stages", 3}})),
+              2),
+      8));
+  add(with_halo(
+      with_wg(space.complete(ScheduleConfig(
+                  {{"bm", 128}, {"bn", 64}, {"bk", 32}, {"wm", 32}, {"wn", 64}, {"stages", 4}})),
+              2),
+      8, 1));
+  add(with_halo(
+      with_wg(space.complete(ScheduleConfig(
+                  {{"bm", 128}, {"bn", 64}, {"bk", 64}, {"wm", 16}, {"wn", 64}, {"stages", 3}})),
+              2),
+      8));
+  for (int64_t bn : space.knobs[1].domain)
+    if (bn > 80 && bn % 32 != 0)
+      add(with_halo(
+          with_wg(
+              space.complete(ScheduleConfig(
+                  {{"bm", 128}, {"bn", bn}, {"bk", 32}, {"wm", 32}, {"wn", bn}, {"stages", 3}})),
+              2),
+          8, 1));
   return out;
 }
 

@@ -478,6 +478,35 @@ TEST(CudaConvEmulated, TensorCoreWarpgroupSharedA) {
             variants, 3);
 }
 
+// wg=2 with A from halo tiles 8 pixels wide: the tile stored as swizzled slabs of 16, 32 or 64
+// channels (32B, 64B and 128B modes), each m-tile's descriptor starting at its first pixel's row
+// at each tap (stride 2 through the column phases, dilation 2). halo_tasks() (16 to 48 channels,
+// edge tiles, slices, bf16, fp32 out, 1x1) and 64, 80 and 144 channels; one and two
+// warpgroups, one and two m-tiles, depth steps of 16 to 64 (within a tap, across taps, past the
+// depth), staged and fragment epilogues.
+TEST(CudaConvEmulated, TensorCoreWarpgroupHaloA) {
+  const DType f16 = DType::kFloat16;
+  std::vector<CudaConvTask> all = halo_tasks();
+  all.push_back(
+      CudaConvTask::dense(ConvTask::make(1, 64, 9, 17, 32, 3, 1, 1, Activation::kSilu), f16, f16));
+  all.push_back(
+      CudaConvTask::dense(ConvTask::make(1, 80, 10, 8, 80, 3, 1, 1, Activation::kSilu), f16, f16));
+  all.push_back(CudaConvTask::dense(ConvTask::make(1, 64, 12, 11, 144, 3, 2, 1, Activation::kSilu),
+                                    f16, f16));
+  for (CudaConvTask& t : all) t.sm = 90;
+  std::vector<std::function<ScheduleConfig(ScheduleConfig)>> variants;
+  for (int64_t epi : {0, 1})
+    variants.push_back(
+        [=](ScheduleConfig c) { return with_halo(with_wg(std::move(c), 2), 8, epi); });
+  run_valid(all,
+            {{{"bm", 64}, {"bn", 16}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 3}},
+             {{"bm", 128}, {"bn", 32}, {"bk", 32}, {"wm", 32}, {"wn", 32}, {"stages", 4}},
+             {{"bm", 128}, {"bn", 64}, {"bk", 64}, {"wm", 16}, {"wn", 64}, {"stages", 3}},
+             {{"bm", 64}, {"bn", 80}, {"bk", 32}, {"wm", 16}, {"wn", 80}, {"stages", 3}},
+             {{"bm", 128}, {"bn", 144}, {"bk", 32}, {"wm", 32}, {"wn", 144}, {"stages", 3}}},
+            variants, 4);
+}
+
 // wg=1: sm_90 only (wgmma is sm_90a's; later GPUs lack it), whole warpgroups of one column of warp
 // tiles (bm a multiple of 4 wm), no split-K, no b2b pair.
 TEST(CudaConvEmulated, TensorCoreWarpgroupRules) {
@@ -504,8 +533,8 @@ TEST(CudaConvEmulated, TensorCoreWarpgroupRules) {
     EXPECT_FALSE(valid_with(other, "wg", 2)) << sm;
     EXPECT_TRUE(valid_with(other, "wg", 0)) << sm;
   }
-  // wg=2 (A from shared memory): im2col rows only, 3+ stages; warp tiles wider than 80 channels
-  // are for it only.
+  // wg=2 (A from shared memory): im2col rows or halo tiles 8 pixels wide, 3+ stages; warp tiles
+  // wider than 80 channels, and up to 144 accumulators a thread, are for it only.
   ScheduleConfig ss = base;
   ss.set("wg", 2);
   EXPECT_TRUE(TensorCoreConvTemplate::valid(t, ss));
@@ -514,7 +543,30 @@ TEST(CudaConvEmulated, TensorCoreWarpgroupRules) {
   ss.set("stages", 3);
   ss.set("halo", 16);
   EXPECT_FALSE(TensorCoreConvTemplate::valid(t, ss));
+  ss.set("halo", 8);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, ss));
+  // 8 | C but not 16 | C: no halo tiles.
+  CudaConvTask odd =
+      CudaConvTask::dense(ConvTask::make(1, 24, 20, 20, 64, 3, 1, 1, Activation::kSilu),
+                          DType::kFloat16, DType::kFloat16);
+  odd.sm = 90;
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(odd, ss));
   ss.set("halo", 0);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(odd, ss));
+  {
+    CudaConvTask head =
+        CudaConvTask::dense(ConvTask::make(1, 32, 20, 20, 144, 3, 1, 1, Activation::kSilu),
+                            DType::kFloat16, DType::kFloat16);
+    head.sm = 90;
+    const ScheduleConfig wide = TensorCoreConvTemplate::space(head).complete(ScheduleConfig(
+        {{"bm", 128}, {"bn", 144}, {"bk", 32}, {"wm", 32}, {"wn", 144}, {"stages", 3}}));
+    EXPECT_TRUE(TensorCoreConvTemplate::valid(head, with_wg(wide, 2)));  // 144 accumulators
+    EXPECT_FALSE(TensorCoreConvTemplate::valid(head, with_wg(wide, 0)));
+    ScheduleConfig wider = with_wg(wide, 2);
+    wider.set("bm", 256);
+    wider.set("wm", 64);  // 288
+    EXPECT_FALSE(TensorCoreConvTemplate::valid(head, wider));
+  }
   ss.set("splitk", 2);
   EXPECT_FALSE(TensorCoreConvTemplate::valid(t, ss));
   ss.set("splitk", 1);

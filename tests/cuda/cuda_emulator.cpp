@@ -343,11 +343,12 @@ struct yc_wg_operand {
         b(static_cast<int>(desc >> 62) == 0 ? 0 : 4 - static_cast<int>(desc >> 62)) {}
   size_t start, lbo, sbo;
   int b;  // swizzle: rows of 2^b chunks; 0: none
-  // The bytes [first, second) of `rows` rows 16 deep (of whole 8-row groups when swizzled).
+  // The bytes [first, second) of `rows` rows 16 deep (of whole rows when swizzled: the XOR
+  // moves a chunk within its row; the start may be any row of the pattern).
   std::pair<size_t, size_t> bytes(int rows) const {
     if (b == 0) return {start, start + (rows / 8 - 1) * sbo + lbo + 128};
-    const size_t group = size_t{128} << b, lo = start / group * group;
-    return {lo, lo + (rows / 8 - 1) * sbo + group};
+    const size_t row = size_t{16} << b, lo = start / row * row;
+    return {lo, lo + (rows / 8 - 1) * sbo + 8 * row};
   }
   size_t address(int r, int k) const {
     if (b == 0) return start + (r / 8) * sbo + (k / 8) * lbo + (r % 8) * 16 + (k % 8) * 2;

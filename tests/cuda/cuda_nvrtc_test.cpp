@@ -217,13 +217,14 @@ TEST(CudaNvrtc, TensorCoreTemplateBuilds) {
 // serialized": registers it could not keep apart while an MMA runs).
 TEST(CudaNvrtc, TensorCoreWarpgroupBuildsForSm90a) {
   Module m;
-  int ss = 0;
+  int ss = 0, ss_halo = 0;
   for (DType d : {DType::kFloat16, DType::kBFloat16}) {
     for (CudaConvTask t : tasks(d, d)) {
       t.sm = 90;
       for (const ScheduleConfig& cfg : tc_configs(t)) {
         if (cfg.get("wg") == 0) continue;
         ss += cfg.get("wg") == 2;
+        ss_halo += cfg.get("wg") == 2 && cfg.get("halo") == 8;
         const std::string sym = fmt::format("wg_{}", m.symbols.size());
         m.add(TensorCoreConvTemplate::emit(t, cfg, sym).source, sym, false);
       }
@@ -231,6 +232,7 @@ TEST(CudaNvrtc, TensorCoreWarpgroupBuildsForSm90a) {
   }
   ASSERT_GE(m.symbols.size(), 10u);
   ASSERT_GE(ss, 6);
+  ASSERT_GE(ss_halo, 3);  // A from halo tiles
   NvrtcOptions opts;
   opts.arch = "sm_90";
   opts.extra_options = {"--ptxas-options=--verbose"};

@@ -14,6 +14,7 @@ namespace {
 
 constexpr int64_t kMaxWarps = 8;
 constexpr int64_t kMaxAccumulators = 128;  // fp32 registers per thread for the warp tile
+constexpr int64_t kMaxAccumulatorsWgmma = 144;  // wg=2: no A or B fragments in registers
 constexpr int64_t kPad = 8;                // halves of padding per shared-memory row
 constexpr int64_t kTargetBlocks = 128;     // about one wave on an A100 / H100
 // Split-K by default (sm_90): while the blocks stay within two per multiprocessor of an H100 /
@@ -58,12 +59,15 @@ std::vector<int64_t> warp_channel_tiles(int64_t k) {
 }
 
 // The halves of a halo tile of bm pixels in rows of tw (the kernel's HALO_ELEMS); 0 for tw = 0.
-int64_t halo_elems(const CudaConvTask& task, int64_t bm, int64_t tw) {
+// wg=2 stores it in swizzled slabs without padding (rows of each slab a multiple of 8, the whole
+// a multiple of 1024 bytes).
+int64_t halo_elems(const CudaConvTask& task, int64_t bm, int64_t tw, bool wg2 = false) {
   if (tw == 0) return 0;
   const ConvTask& t = task.conv;
   const int64_t th = bm / tw, hh = (th - 1) * t.sh + (t.kh - 1) * t.dh + 1;
   const int64_t hwd = (tw - 1) * t.sw + (t.kw - 1) * t.dw + 1;
-  return hh * cpu::ceil_div(hwd, t.sw) * t.sw * (t.c + 8);
+  const int64_t pixels = hh * cpu::ceil_div(hwd, t.sw) * t.sw;
+  return wg2 ? cpu::ceil_div(cpu::ceil_div(pixels, 8) * 8 * t.c, 512) * 512 : pixels * (t.c + 8);
 }
 
 // The pipeline's ring (of B tiles only after a halo tile of `halo` halves); with split-K at least
@@ -135,14 +139,26 @@ constexpr const char* kTensorCoreKernel = R"(@WGMMA_SOURCE@enum : int {
   HH = (TH - 1) * SH + (KH - 1) * DH + 1, HWD = (TW - 1) * SW + (KW - 1) * DW + 1,
   HWS = (HWD + SW - 1) / SW, HWP = HWS * SW,
   CP = C + 8,
-  HALO_ELEMS = HALO ? HH * HWP * CP : 0,
+  // AS with HALO: the tensor cores read A from the tile, so it is stored as wgmma's swizzled rows:
+  // in slabs of SLAB channels (64, 32 or 16: the widest dividing C), each slab the window's
+  // pixels (in the order above) as rows of SLAB halves, 16-byte chunks swizzled over 8 rows like
+  // the ring's tiles (128B, 64B or 32B mode). A slab holds HALO_PIX rows (a multiple of 8), so
+  // every slab starts on its swizzle pattern. With rows of TW = 8 pixels, the 8 pixels of an
+  // output row at one tap are 8 consecutive rows of a slab, and the next output row is
+  // SH * HWP rows further: one descriptor per m-tile (8 output rows) and 16-deep slice.
+  SLAB = !(AS && HALO) ? 8 : C % 64 == 0 ? 64 : C % 32 == 0 ? 32 : 16,
+  SLAB_SWZ = SLAB == 64 ? 3 : SLAB == 32 ? 2 : 1,
+  HALO_PIX = (HH * HWP + 7) / 8 * 8,
+  // (AS: rounded up to 1024 bytes, where the ring's swizzled tiles start.)
+  HALO_ELEMS = !HALO ? 0 : AS ? (HALO_PIX * C + 511) / 512 * 512 : HH * HWP * CP,
   HALO_CHUNKS = HH * HWD * (C / 8),
   B_AT = HALO ? HALO_ELEMS : STAGES * A_STAGE  // halves before the ring of B tiles
 };
 static_assert(!HALO || (VEC && C % 16 == 0 && BM % TW == 0),
               "halo tiles: 16-byte copies, 16-deep slices within a tap");
-static_assert(!AS || (!HALO && AHEAD >= 1 && BK <= 64),
-              "A from shared memory: im2col rows, 3+ stages, rows of at most 128 bytes");
+static_assert(!AS || ((!HALO || TW == 8) && AHEAD >= 1 && BK <= 64),
+              "A from shared memory: im2col rows or halo rows of 8 pixels, 3+ stages, rows of at "
+              "most 128 bytes");
 
 // Output pixel (GEMM row) of row `row` of this block's tile; M for a halo tile's pixels past the
 // image's edge, which the epilogue skips.
@@ -346,9 +362,27 @@ YC_DEVICE void load_halo(yc_u16* sx, const yc_u16* __restrict__ x, int tid) {
                     static_cast<unsigned>(iw) < static_cast<unsigned>(W);
     const yc_i64 at = (static_cast<yc_i64>(img) * H * W + static_cast<yc_i64>(ih) * W + iw) * IS +
                       IO + cc * 8;
-    yc_cp_async16(sx + (hy * HWP + hx % SW * HWS + hx / SW) * CP + cc * 8, x + (ok ? at : 0),
-                  ok ? 16 : 0);
+    const int q = hy * HWP + hx % SW * HWS + hx / SW;  // the pixel's place in the tile
+    int dst = q * CP + cc * 8;
+    if constexpr (AS) {
+      // Chunk cc % (SLAB / 8) of row q of slab cc / (SLAB / 8), swizzled as chunk_at<SWIZZLED>.
+      const int u = q * (SLAB / 8) + cc % (SLAB / 8);
+      dst = cc / (SLAB / 8) * (HALO_PIX * SLAB) + (u ^ ((u >> 3) & (SLAB / 8 - 1))) * 8;
+    }
+    yc_cp_async16(sx + dst, x + (ok ? at : 0), ok ? 16 : 0);
   }
+}
+
+// AS with HALO: the descriptor of A for the 16-deep slice at depth kk (tap (r, s), channels
+// [c, c + 16) of one slab) of the m-tile whose first row is tile row `row0` (8 output rows of 8
+// pixels from output row row0 / 8): its first pixel's row in the slab, 8-row groups (output
+// rows) SH * HWP rows apart. Only the stored layout is swizzled; the descriptor may start on any
+// row of it, as the pattern is anchored at the slab's start.
+YC_DEVICE unsigned long long halo_desc(const yc_u16* sx, int kk, int row0) {
+  const int tap = kk / C, c = kk - tap * C, r = tap / KW, s = tap - r * KW;
+  const int q = (row0 / TW * SH + r * DH) * HWP + s * DW % SW * HWS + s * DW / SW;
+  return yc_wgmma_desc_swizzled(sx + c / SLAB * (HALO_PIX * SLAB) + q * SLAB + c % SLAB,
+                                SH * HWP * SLAB * 2, SLAB_SWZ);
 }
 
 // HALO: the offset in the halo tile of depth index kk (tap (r, s), channel c) from that of tap
@@ -502,11 +536,14 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
       yc_wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < BK / 16; ++ks) {
+        // (HALO: the last step's slices past the depth have no tap; their weights are zeros.)
+        if (HALO && KG % BK != 0 && kt * BK + ks * 16 >= KG) break;
         const unsigned long long desc_b = yc_wgmma_desc_swizzled(cw + ks * 16, BK * 16, SWZ);
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
           const unsigned long long desc_a =
-              yc_wgmma_desc_swizzled(ca + mi * 64 * BK + ks * 16, BK * 16, SWZ);
+              HALO ? halo_desc(sa, kt * BK + ks * 16, warp_m * 4 * WM + mi * 64)
+                   : yc_wgmma_desc_swizzled(ca + mi * 64 * BK + ks * 16, BK * 16, SWZ);
           yc_wgmma_ss<WN, BF16>(reinterpret_cast<float(&)[WN / 2]>(acc[mi]), desc_a, desc_b);
         }
       }
@@ -754,7 +791,8 @@ int64_t kernel_shared_bytes(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const int64_t stages = cfg.get("stages");
   const int64_t halo = cfg.get("halo");
   return t.b2b ? b2b_shared(t, bm, bn, bk, stages, halo).bytes
-               : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"), halo_elems(t, bm, halo));
+               : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"),
+                              halo_elems(t, bm, halo, cfg.get("wg") == 2));
 }
 
 // valid() less matches().
@@ -788,11 +826,15 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   // column of warps, and neither split-K nor a b2b pair's second stage (mma.sync fragments).
   const int64_t wg = cfg.get("wg");
   if (wg != 0 && (t.sm != kWgmmaSm || t.b2b || splitk != 1 || bm % (4 * wm) != 0)) return false;
-  // A from shared memory too: im2col rows (a halo tile's pixels are not wgmma's layout), a ring of
-  // 3+ stages (one for the copies, one for the wgmmas in flight), and depth steps of at most 64
-  // (rows of up to 128 bytes, the widest swizzle). Warp tiles wider than 80 channels are for it
-  // only (one wgmma instruction; no B fragments in registers).
-  if (wg == 2 ? halo != 0 || cfg.get("stages") < 3 || bk > 64 : wn > 80) return false;
+  // A from shared memory too: im2col rows, or halo tiles 8 pixels wide (an m-tile is then 8
+  // output rows of 8 pixels, which one descriptor addresses at every tap), a ring of 3+ stages
+  // (one for the copies, one for the wgmmas in flight), and depth steps of at most 64 (rows of up
+  // to 128 bytes, the widest swizzle). Warp tiles wider than 80 channels are for it only (one
+  // wgmma instruction; no B fragments in registers), and so are 144 accumulators a thread (two
+  // m-tiles of the 144-channel heads).
+  if (wg == 2 ? (halo != 0 && halo != 8) || cfg.get("stages") < 3 || bk > 64 : wn > 80)
+    return false;
+  const int64_t max_acc = wg == 2 ? kMaxAccumulatorsWgmma : kMaxAccumulators;
   if (staged_output(t, cfg)) {
     // The staged tile must fit in the ring, and the output and residual slices must keep 16-byte
     // pieces aligned (the K tail's last channels fall back to pairs inside epilogue_vec).
@@ -804,7 +846,7 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
         (t.conv.residual && !aligned(t.res)))
       return false;
   }
-  return warps <= kMaxWarps && wm * wn / 32 <= kMaxAccumulators &&
+  return warps <= kMaxWarps && wm * wn / 32 <= max_acc &&
          kernel_shared_bytes(t, cfg) <= kMaxSharedBytes;
 }
 

@@ -64,10 +64,17 @@
 /// rows of BK halves whose 16-byte chunks are swizzled over 8 rows (wgmma's 32B, 64B or 128B
 /// K-major modes for BK 16, 32, 64), each step's wgmmas left running while the warps wait for
 /// and issue the next step (wgmma.wait_group 1), so the copies run STAGES - 2 steps ahead (3+
-/// stages). Im2col rows only (no halo tiles); warp tiles up to 256 channels (one instruction
-/// as wide as the block tile). On an H200 at batch 128 it beats mma.sync on the 128- to
+/// stages). Warp tiles up to 256 channels (one instruction as wide as the block tile), up to 144
+/// accumulators a thread. On an H200 at batch 128 it beats mma.sync on the 128- to
 /// 256-channel layers (down to 0.72x), not on the 16- and 32-channel ones; unswizzled core
 /// matrices were 1.55x slower at the median layer (bank conflicts on the tensor cores' reads).
+/// With halo tiles 8 pixels wide (halo=8), A is read by the tensor cores from the halo tile
+/// itself: stored in slabs of 64, 32 or 16 channels as swizzled rows of one pixel, an m-tile is
+/// 8 output rows of 8 pixels, whose pixels at a tap are 8 consecutive rows of a slab and whose
+/// output rows are a fixed stride apart, so one descriptor per m-tile and 16-deep slice starts at
+/// that tap's first pixel (the swizzle is anchored at the slab's start, not the descriptor's).
+/// A 3x3 conv then reads its input about 1.3 times instead of 9 times, and only the weights
+/// stream.
 ///
 /// Weights: what pack_weights makes, [K][KG8] in the activation dtype, KG8 = KG rounded up to 8
 /// (zeros past KG): row n holds output channel n's kernel in (kh, kw, c) order.
@@ -109,7 +116,8 @@ class TensorCoreConvTemplate {
   /// up to 16, splitk=1, epi=0, and the ring (halo tile included, or the intermediate tile over
   /// it) plus the second weights within kMaxSharedBytes. With wg=1 or 2: t.sm == 90, no b2b pair,
   /// splitk=1, and bm a multiple of 4 wm (whole warpgroups in each column of warps); with wg=2
-  /// also halo=0, 3+ stages and bk <= 64; "wn" wider than 80 only with wg=2.
+  /// also halo 0 or 8, 3+ stages and bk <= 64; "wn" wider than 80 and up to 144 accumulators
+  /// only with wg=2.
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
   /// A heuristic config, valid for every matching task: a block tile fitted to K, shrunk until the
   /// grid has about a hundred blocks; then on sm_90 split-K doubled while the grid stays within
