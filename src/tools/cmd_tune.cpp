@@ -1,6 +1,6 @@
 // yoloc tune MODEL --target cpu --records FILE [--trials N] [--time-budget 10m]
 //            [--strategy random|grid|evolutionary] [--threads N] [--batch N] [--devices 0]
-//            [--list-tasks] [--report FILE] [--fix KNOB=VALUE]
+//            [--list-tasks] [--report FILE] [--fix KNOB=VALUE] [--only REGEX]
 // yoloc tune MODEL --target cuda [--arch sm_90] [--precision fp16] [--devices 0,1] --records FILE
 //            ... (several GPUs of one kind measure a round's candidates in parallel)
 // Finds fast schedule configs for the model's kernels, appending every measurement to the
@@ -59,6 +59,7 @@ struct TuneCliOptions {
   uint64_t seed = 1;
   bool quiet = false;
   std::vector<std::string> fix;  ///< KNOB=VALUE
+  std::string only;              ///< a regular expression of the task keys to tune
 };
 
 /// --fix KNOB=VALUE (repeatable) -> {KNOB: VALUE}.
@@ -175,6 +176,11 @@ void run_tune(const TuneCliOptions& o) {
   } else {
     target = tuner::resolve_target(o.target, devices[0], isa);
     tasks = tuner::tuning_tasks(*d.graph, isa);
+  }
+  if (!o.only.empty()) {
+    tasks = tuner::only_matching(tasks, o.only);
+    if (tasks.empty())
+      user_error("--only '{}': no task key of this model matches (see --list-tasks)", o.only);
   }
   if (!o.fix.empty()) {
     tasks = tuner::fix_knobs(tasks, parse_fixed(o.fix));
@@ -380,6 +386,9 @@ void add_tune(CLI::App& app) {
   c->add_option("--fix", o->fix,
                 "KNOB=VALUE: tune only the tasks with this knob, searching only the configs with "
                 "this value (repeatable; e.g. wg=2, the wgmma configs of the tensor-core convs)");
+  c->add_option("--only", o->only,
+                "REGEX: tune only the tasks whose workload key (--list-tasks) it matches, e.g. "
+                "' 3x3 ' for the 3x3 convs");
   c->add_flag("-q,--quiet", o->quiet, "no progress display");
   c->callback([o] { run_tune(*o); });
 }

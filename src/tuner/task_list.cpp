@@ -1,6 +1,7 @@
 #include "tuner/task_list.h"
 
 #include <algorithm>
+#include <regex>
 #include <set>
 
 #include "core/error.h"
@@ -67,6 +68,20 @@ std::vector<TuneTask> fix_knobs(const std::vector<TuneTask>& tasks,
   for (const auto& [name, value] : fixed)
     if (!seen.count(name))
       user_error("--fix {}={}: no task of this model has a knob '{}'", name, value, name);
+  return out;
+}
+
+std::vector<TuneTask> only_matching(const std::vector<TuneTask>& tasks,
+                                    const std::string& pattern) {
+  std::regex re;
+  try {
+    re = std::regex(pattern);
+  } catch (const std::regex_error& e) {
+    user_error("--only '{}': not a regular expression ({})", pattern, e.what());
+  }
+  std::vector<TuneTask> out;
+  for (const TuneTask& t : tasks)
+    if (std::regex_search(t.key(), re)) out.push_back(t);
   return out;
 }
 

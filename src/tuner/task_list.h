@@ -81,6 +81,11 @@ void merge_task(std::vector<TuneTask>& tasks, TuneTask t);
 std::vector<TuneTask> fix_knobs(const std::vector<TuneTask>& tasks,
                                 const std::map<std::string, int64_t>& fixed);
 
+/// The tasks whose workload key matches `pattern` (an ECMAScript regular expression searched in
+/// the key, e.g. " 3x3 " for the 3x3 convs), in their order. Raises a UserError for a pattern
+/// that is no regular expression.
+std::vector<TuneTask> only_matching(const std::vector<TuneTask>& tasks, const std::string& pattern);
+
 /// A guess of one run's seconds before anything is measured (for shares and scheduling): the
 /// larger of its compute time and its memory time at rough rates of one modern core (cpu) or
 /// of a data-centre GPU (cuda, plus a launch).

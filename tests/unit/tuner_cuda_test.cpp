@@ -170,6 +170,27 @@ TEST(TunerCuda, FixKnobsKeepsTheTasksWithTheKnobAndPinsIt) {
   EXPECT_TRUE(fix_knobs(all, {{"wg", 7}}).empty());
 }
 
+// --only REGEX: the tasks whose key it matches, in order; none for a key no task has; a bad
+// pattern is an error.
+TEST(TunerCuda, OnlyMatchingSelectsTasksByKey) {
+  auto g = std::make_unique<Graph>();
+  Value* x = yoloc::testing::input(*g, "x", {1, 3, 32, 32});
+  Value* a = yoloc::testing::conv(*g, yoloc::testing::conv(*g, x, 3, 16, 3, 3), 16, 64, 3, 5);
+  g->outputs = {yoloc::testing::node(*g, "Sigmoid", {yoloc::testing::conv(*g, a, 64, 32, 1, 7)})};
+  const std::vector<TuneTask> all = cuda_tuning_tasks(*optimized_for_cuda(std::move(g)), 90);
+  std::vector<std::string> threes;
+  for (const TuneTask& t : all)
+    if (t.key().find(" 3x3 ") != std::string::npos) threes.push_back(t.key());
+  ASSERT_GE(threes.size(), 2u);
+  ASSERT_LT(threes.size(), all.size());  // the 1x1 conv and sigmoid (a generic kernel) is not one
+  std::vector<std::string> got;
+  for (const TuneTask& t : only_matching(all, " 3x3 ")) got.push_back(t.key());
+  EXPECT_EQ(got, threes);
+  EXPECT_EQ(only_matching(all, "^cuda_conv2d_nhwc .* k64 3x3 ").size(), 1u);
+  EXPECT_TRUE(only_matching(all, "no such key").empty());
+  EXPECT_THROW(only_matching(all, "c(64"), UserError);
+}
+
 TEST(TunerCuda, TasksIncludeBackToBackPairsAsAlternatives) {
   auto g = std::make_unique<Graph>();
   Value* x = yoloc::testing::input(*g, "x", {1, 3, 12, 12});
