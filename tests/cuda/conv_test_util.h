@@ -591,7 +591,20 @@ inline std::vector<ScheduleConfig> b2b_configs(const CudaConvTask& t) {
       // Halo tiles (first stages of 16k channels): rows of 8, 16 and 32 pixels.
       {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"wm", 32}, {"wn", 32}, {"stages", 3}, {"halo", 8}},
       {{"bm", 32}, {"bn", 80}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 2}, {"halo", 16}},
-      {{"bm", 128}, {"bn", 32}, {"bk", 64}, {"wm", 32}, {"wn", 32}, {"stages", 2}, {"halo", 32}}};
+      {{"bm", 128}, {"bn", 32}, {"bk", 64}, {"wm", 32}, {"wn", 32}, {"stages", 2}, {"halo", 32}},
+      // A wgmma first stage (wg=2, tasks for sm_90): im2col rows and halo tiles of 8, one and two
+      // warpgroups, one and two m-tiles.
+      // clang-format off
+      {{"bm", 64}, {"bn", 64}, {"bk", 32}, {"wm", 16}, {"wn", 64}, {"stages", 3}, {"wg", 2}},
+      {{"bm", 64}, {"bn", 80}, {"bk", 32}, {"wm", 16}, {"wn", 80}, {"stages", 3}, {"wg", 2}},
+      {{"bm", 128}, {"bn", 80}, {"bk", 32}, {"wm", 32}, {"wn", 80}, {"stages", 3}, {"wg", 2},
+       {"halo", 8}},
+      {{"bm", 128}, {"bn", 64}, {"bk", 64}, {"wm", 32}, {"wn", 64}, {"stages", 4}, {"wg", 2},
+       {"halo", 8}},
+      {{"bm", 128}, {"bn", 32}, {"bk", 16}, {"wm", 16}, {"wn", 32}, {"stages", 3}, {"wg", 2},
+       {"halo", 8}}
+      // clang-format on
+  };
   for (const auto& v : tries) {
     const ScheduleConfig c = space.complete(ScheduleConfig(v));
     if (TensorCoreConvTemplate::valid(t, c) && std::find(out.begin(), out.end(), c) == out.end())

@@ -87,6 +87,34 @@ TEST(CudaB2bEmulated, Fp16Pairs) {
   run_pairs(cases);
 }
 
+// The pairs above for sm_90 with a wgmma first stage (wg=2; A from im2col rows or from halo
+// tiles 8 pixels wide), whose second stage runs on the rows of the first's accumulators.
+TEST(CudaB2bEmulated, WarpgroupFirstStage) {
+  std::vector<CudaConvTask> tasks = {
+      with_b2b(dense(ConvTask::make(1, 16, 9, 10, 32, 3, 1, 1, silu), f16), 48, silu, {80, 16},
+               false, f16, 1),
+      with_b2b(sliced(ConvTask::make(2, 16, 11, 9, 64, 3, 2, 1, silu), f16, f16, {48, 16}, {64, 0},
+                      {64, 0}),
+               64, none, {144, 0}, true, f16, 2),
+      with_b2b(dense(ConvTask::make(1, 32, 7, 9, 80, 3, 1, 1, silu), f16), 80, none, {144, 64},
+               true, f16, 3),
+      with_b2b(dense(ConvTask::make(1, 16, 8, 8, 64, 3, 2, 1, silu), bf16), 64, silu, {128, 0},
+               false, bf16, 5)};
+  std::vector<std::pair<CudaConvTask, ScheduleConfig>> todo;
+  for (CudaConvTask& t : tasks) {
+    t.sm = 90;
+    int n = 0;
+    for (const ScheduleConfig& c : b2b_configs(t)) {
+      if (c.get("wg") != 2) continue;
+      todo.emplace_back(t, c);
+      n += 1 + (c.get("halo") == 8) * 100;
+    }
+    EXPECT_GE(n % 100, 2) << t.key();
+    EXPECT_GE(n / 100, 1) << t.key() << ": no halo-tile wgmma config";
+  }
+  run_pairs(todo);
+}
+
 TEST(CudaB2bEmulated, Bf16Pair) {
   run_pairs(with_configs({with_b2b(dense(ConvTask::make(1, 16, 8, 8, 64, 3, 2, 1, silu), bf16),
                                    64, silu, {128, 0}, false, bf16, 5)}));

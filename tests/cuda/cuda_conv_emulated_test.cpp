@@ -583,8 +583,12 @@ TEST(CudaConvEmulated, TensorCoreWarpgroupRules) {
   EXPECT_TRUE(TensorCoreConvTemplate::valid(pair, p));
   p.set("wg", 1);
   EXPECT_FALSE(TensorCoreConvTemplate::valid(pair, p));
-  p.set("wg", 2);
-  EXPECT_FALSE(TensorCoreConvTemplate::valid(pair, p));
+  p.set("wg", 2);  // a wgmma first stage (the second stays mma.sync), of whole warpgroups
+  p.set("bm", 64);
+  p.set("wm", 16);
+  p.set("wn", p.get("bn"));
+  p.set("stages", 3);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(pair, p)) << p.str();
   // The defaults and stored configs without the knob mean mma.sync.
   EXPECT_EQ(TensorCoreConvTemplate::default_config(t).get("wg"), 0);
   EXPECT_EQ(TensorCoreConvTemplate::space(t).complete(ScheduleConfig({{"bm", 64}})).get("wg"), 0);

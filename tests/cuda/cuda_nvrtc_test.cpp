@@ -212,7 +212,7 @@ TEST(CudaNvrtc, TensorCoreTemplateBuilds) {
 
 // Warpgroup MMA (wg=1 and 2): the tc_configs with wg of yolov8n-like layers for sm_90 (fp16 and
 // bf16, im2col rows and halo tiles, A from registers and from shared memory, several warp tiles'
-// N) build for sm_90a, with wgmma in the PTX, no
+// N; b2b pairs with a wg=2 first stage) build for sm_90a, with wgmma in the PTX, no
 // spills, and no wgmma that ptxas had to serialize (its warning "wgmma.mma_async instructions are
 // serialized": registers it could not keep apart while an MMA runs).
 TEST(CudaNvrtc, TensorCoreWarpgroupBuildsForSm90a) {
@@ -230,9 +230,20 @@ TEST(CudaNvrtc, TensorCoreWarpgroupBuildsForSm90a) {
       }
     }
   }
+  // yolov8n's b2b pairs with a wgmma first stage.
+  int pairs = 0;
+  for (const B2bLayer& l : yolov8n_b2b_layers(DType::kFloat16, 90)) {
+    for (const ScheduleConfig& cfg : b2b_configs(l.task)) {
+      if (cfg.get("wg") != 2) continue;
+      const std::string sym = fmt::format("wg_{}", m.symbols.size());
+      m.add(TensorCoreConvTemplate::emit(l.task, cfg, sym).source, sym, false);
+      ++pairs;
+    }
+  }
   ASSERT_GE(m.symbols.size(), 10u);
   ASSERT_GE(ss, 6);
   ASSERT_GE(ss_halo, 3);  // A from halo tiles
+  ASSERT_GE(pairs, 4);
   NvrtcOptions opts;
   opts.arch = "sm_90";
   opts.extra_options = {"--ptxas-options=--verbose"};

@@ -694,16 +694,18 @@ YC_DEVICE void b2b_load_w2(yc_u16* sw, const yc_u16* __restrict__ w2, int tid) {
 // The first stage's bias and activation into the intermediate tile st (over the ring), rounded
 // to its storage type as the unfused pair stores it and zero past its K channels; then the second
 // GEMM (BM x K2P, depth N1P) from st and the second weights sw, a column tile of BN at a time in
-// the first stage's warp layout, and the second stage's epilogue.
+// the first stage's warp layout (rows wrow0 + mi * MSTEP: a wgmma first stage's accumulators
+// are mma.sync's fragments of those rows, so its second stage is mma.sync's too), and the second
+// stage's epilogue.
 YC_DEVICE void b2b_tail(const float (&acc)[MI][NI][4], const float* __restrict__ bias,
                         const yc_u16* sw, yc_u16* st, const float* __restrict__ bias2,
-                        s2::OutT* __restrict__ y, int lane, int warp_m, int warp_n) {
-  YC_SYNC();  // every warp is past its last ldmatrix of the ring
+                        s2::OutT* __restrict__ y, int lane, int wrow0, int warp_n) {
+  YC_SYNC();  // every warp is past its last read of the ring (ldmatrix, or waited-for wgmma)
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
     for (int ni = 0; ni < NI; ++ni) {
-      const int row = warp_m * WM + mi * 16 + (lane >> 2);
+      const int row = wrow0 + mi * MSTEP + (lane >> 2);
       const int col = warp_n * WN + ni * 8 + (lane & 3) * 2;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -725,12 +727,11 @@ YC_DEVICE void b2b_tail(const float (&acc)[MI][NI][4], const float* __restrict__
         for (int e = 0; e < 4; ++e) acc2[mi][ni][e] = 0.f;
 #pragma unroll
     for (int ks = 0; ks < N1P / 16; ++ks) {
-      warp_step(acc2, st + warp_m * WM * LDT, LDT, sw + (nc + warp_n * WN) * LDW, LDW, ks * 16,
-                lane);
+      warp_step(acc2, st + wrow0 * LDT, LDT, sw + (nc + warp_n * WN) * LDW, LDW, ks * 16, lane);
     }
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
-      const int row = warp_m * WM + mi * 16 + (lane >> 2);
+      const int row = wrow0 + mi * MSTEP + (lane >> 2);
       const int m = out_pixel(row), m8 = out_pixel(row + 8);
 #pragma unroll
       for (int ni = 0; ni < NI; ++ni) {
@@ -776,13 +777,13 @@ struct B2bShared {
   int64_t n1p, k2p, bytes;
 };
 B2bShared b2b_shared(const CudaConvTask& t, int64_t bm, int64_t bn, int64_t bk, int64_t stages,
-                     int64_t halo) {
+                     int64_t halo, bool wg2 = false) {
   B2bShared s;
   s.n1p = cpu::ceil_div(t.conv.k, 16) * 16;
   s.k2p = cpu::ceil_div(t.b2b->k, bn) * bn;
-  s.bytes =
-      std::max(shared_bytes(bm, bn, bk, stages, 1, halo_elems(t, bm, halo)), bm * (bn + kPad) * 2) +
-      s.k2p * (s.n1p + kPad) * 2;
+  s.bytes = std::max(shared_bytes(bm, bn, bk, stages, 1, halo_elems(t, bm, halo, wg2)),
+                     bm * (bn + kPad) * 2) +
+            s.k2p * (s.n1p + kPad) * 2;
   return s;
 }
 
@@ -790,7 +791,7 @@ int64_t kernel_shared_bytes(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t stages = cfg.get("stages");
   const int64_t halo = cfg.get("halo");
-  return t.b2b ? b2b_shared(t, bm, bn, bk, stages, halo).bytes
+  return t.b2b ? b2b_shared(t, bm, bn, bk, stages, halo, cfg.get("wg") == 2).bytes
                : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"),
                               halo_elems(t, bm, halo, cfg.get("wg") == 2));
 }
@@ -823,9 +824,11 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   // A split tile's fragments are finished by the blocks that own them (splitk_owns), not staged.
   if (splitk > 1 && staged_output(t, cfg)) return false;
   // Warpgroup MMA: sm_90 only (sm_90a code; later GPUs have no wgmma), whole warpgroups of one
-  // column of warps, and neither split-K nor a b2b pair's second stage (mma.sync fragments).
+  // column of warps, no split-K. A b2b pair's first stage may be wg=2 (its second stage stays
+  // mma.sync, on the accumulators' rows), not wg=1 (slower everywhere it was measured).
   const int64_t wg = cfg.get("wg");
-  if (wg != 0 && (t.sm != kWgmmaSm || t.b2b || splitk != 1 || bm % (4 * wm) != 0)) return false;
+  if (wg != 0 && (t.sm != kWgmmaSm || (wg == 1 && t.b2b) || splitk != 1 || bm % (4 * wm) != 0))
+    return false;
   // A from shared memory too: im2col rows, or halo tiles 8 pixels wide (an m-tile is then 8
   // output rows of 8 pixels, which one descriptor addresses at every tap), a ring of 3+ stages
   // (one for the copies, one for the wgmmas in flight), and depth steps of at most 64 (rows of up
@@ -1011,7 +1014,7 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
        {"@B2B_LOAD@",
         t.b2b ? "  b2b_load_w2(yc_smem + W2_AT, static_cast<const yc_u16*>(w2_), tid);" : ""},
        {"@B2B_TAIL@", t.b2b ? "  b2b_tail(acc, bias, yc_smem + W2_AT, yc_smem, bias2, "
-                              "static_cast<s2::OutT*>(y_), lane, warp_m, warp_n);\n"
+                              "static_cast<s2::OutT*>(y_), lane, wrow0, warp_n);\n"
                               "  return;"
                             : ""},
        {"@ACT1@", act1},

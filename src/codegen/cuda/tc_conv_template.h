@@ -74,7 +74,8 @@
 /// output rows are a fixed stride apart, so one descriptor per m-tile and 16-deep slice starts at
 /// that tap's first pixel (the swizzle is anchored at the slab's start, not the descriptor's).
 /// A 3x3 conv then reads its input about 1.3 times instead of 9 times, and only the weights
-/// stream.
+/// stream. A b2b pair's first stage may be wg=2 too: its accumulators are mma.sync's fragments
+/// of the warps' rows, so the intermediate tile and the second stage (mma.sync) are as above.
 ///
 /// Weights: what pack_weights makes, [K][KG8] in the activation dtype, KG8 = KG rounded up to 8
 /// (zeros past KG): row n holds output channel n's kernel in (kh, kw, c) order.
@@ -114,8 +115,8 @@ class TensorCoreConvTemplate {
   /// when the input is copied in 16-byte pieces, C is a multiple of 16, halo divides bm, splitk=1,
   /// l1=0, and the halo tile plus the ring of weight tiles fit. For a b2b pair: bn >= N1 rounded
   /// up to 16, splitk=1, epi=0, and the ring (halo tile included, or the intermediate tile over
-  /// it) plus the second weights within kMaxSharedBytes. With wg=1 or 2: t.sm == 90, no b2b pair,
-  /// splitk=1, and bm a multiple of 4 wm (whole warpgroups in each column of warps); with wg=2
+  /// it) plus the second weights within kMaxSharedBytes. With wg=1 or 2: t.sm == 90, splitk=1,
+  /// and bm a multiple of 4 wm (whole warpgroups in each column of warps), wg=1 no b2b pair; wg=2
   /// also halo 0 or 8, 3+ stages and bk <= 64; "wn" wider than 80 and up to 144 accumulators
   /// only with wg=2.
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
