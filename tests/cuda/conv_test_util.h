@@ -285,29 +285,15 @@ inline std::vector<ScheduleConfig> tc_configs(const CudaConvTask& t) {
                   2));
   // And A from halo tiles 8 pixels wide: 1 and 2 m-tiles a warpgroup, two warpgroups, and two
   // m-tiles of a 144-channel tile (144 accumulators a thread).
-  add(with_halo(
-      with_wg(space.complete(ScheduleConfig(
-                  {{"bm", 64}, {"bn", 32}, {"bk", 16}, {"wm", 16}, {"wn", 32}, {"stages", 3}})),
-              2),
-      8));
-  add(with_halo(
-      with_wg(space.complete(ScheduleConfig(
-                  {{"bm", 128}, {"bn", 64}, {"bk", 32}, {"wm", 32}, {"wn", 64}, {"stages", 4}})),
-              2),
-      8, 1));
-  add(with_halo(
-      with_wg(space.complete(ScheduleConfig(
-                  {{"bm", 128}, {"bn", 64}, {"bk", 64}, {"wm", 16}, {"wn", 64}, {"stages", 3}})),
-              2),
-      8));
+  const auto wg2_halo = [&](const std::map<std::string, int64_t>& shape, int64_t epi) {
+    add(with_halo(with_wg(space.complete(ScheduleConfig(shape)), 2), 8, epi));
+  };
+  wg2_halo({{"bm", 64}, {"bn", 32}, {"bk", 16}, {"wm", 16}, {"wn", 32}, {"stages", 3}}, 0);
+  wg2_halo({{"bm", 128}, {"bn", 64}, {"bk", 32}, {"wm", 32}, {"wn", 64}, {"stages", 4}}, 1);
+  wg2_halo({{"bm", 128}, {"bn", 64}, {"bk", 64}, {"wm", 16}, {"wn", 64}, {"stages", 3}}, 0);
   for (int64_t bn : space.knobs[1].domain)
     if (bn > 80 && bn % 32 != 0)
-      add(with_halo(
-          with_wg(
-              space.complete(ScheduleConfig(
-                  {{"bm", 128}, {"bn", bn}, {"bk", 32}, {"wm", 32}, {"wn", bn}, {"stages", 3}})),
-              2),
-          8, 1));
+      wg2_halo({{"bm", 128}, {"bn", bn}, {"bk", 32}, {"wm", 32}, {"wn", bn}, {"stages", 3}}, 1);
   return out;
 }
 

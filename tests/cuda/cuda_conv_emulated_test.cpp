@@ -510,10 +510,15 @@ TEST(CudaConvEmulated, TensorCoreWarpgroupHaloA) {
 // wg=1: sm_90 only (wgmma is sm_90a's; later GPUs lack it), whole warpgroups of one column of warp
 // tiles (bm a multiple of 4 wm), no split-K, no b2b pair.
 TEST(CudaConvEmulated, TensorCoreWarpgroupRules) {
-  CudaConvTask t =
-      CudaConvTask::dense(ConvTask::make(1, 32, 20, 20, 64, 3, 1, 1, Activation::kSilu),
-                          DType::kFloat16, DType::kFloat16);
-  t.sm = 90;
+  // A 3x3 conv of c channels to k at 20x20, fp16, for sm_90.
+  const auto conv90 = [](int64_t c, int64_t k) {
+    CudaConvTask task =
+        CudaConvTask::dense(ConvTask::make(1, c, 20, 20, k, 3, 1, 1, Activation::kSilu),
+                            DType::kFloat16, DType::kFloat16);
+    task.sm = 90;
+    return task;
+  };
+  const CudaConvTask t = conv90(32, 64);
   const ScheduleConfig base = with_wg(TensorCoreConvTemplate::space(t).complete(ScheduleConfig(
       {{"bm", 128}, {"bn", 64}, {"bk", 32}, {"wm", 32}, {"wn", 64}, {"stages", 3}})));
   EXPECT_TRUE(TensorCoreConvTemplate::valid(t, base));
@@ -545,19 +550,12 @@ TEST(CudaConvEmulated, TensorCoreWarpgroupRules) {
   EXPECT_FALSE(TensorCoreConvTemplate::valid(t, ss));
   ss.set("halo", 8);
   EXPECT_TRUE(TensorCoreConvTemplate::valid(t, ss));
-  // 8 | C but not 16 | C: no halo tiles.
-  CudaConvTask odd =
-      CudaConvTask::dense(ConvTask::make(1, 24, 20, 20, 64, 3, 1, 1, Activation::kSilu),
-                          DType::kFloat16, DType::kFloat16);
-  odd.sm = 90;
+  const CudaConvTask odd = conv90(24, 64);  // 8 | C but not 16 | C: no halo tiles
   EXPECT_FALSE(TensorCoreConvTemplate::valid(odd, ss));
   ss.set("halo", 0);
   EXPECT_TRUE(TensorCoreConvTemplate::valid(odd, ss));
   {
-    CudaConvTask head =
-        CudaConvTask::dense(ConvTask::make(1, 32, 20, 20, 144, 3, 1, 1, Activation::kSilu),
-                            DType::kFloat16, DType::kFloat16);
-    head.sm = 90;
+    const CudaConvTask head = conv90(32, 144);
     const ScheduleConfig wide = TensorCoreConvTemplate::space(head).complete(ScheduleConfig(
         {{"bm", 128}, {"bn", 144}, {"bk", 32}, {"wm", 32}, {"wn", 144}, {"stages", 3}}));
     EXPECT_TRUE(TensorCoreConvTemplate::valid(head, with_wg(wide, 2)));  // 144 accumulators

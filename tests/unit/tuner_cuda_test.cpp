@@ -124,10 +124,11 @@ TEST(TunerCuda, TasksCarryTheirArgumentSizes) {
 
 // The tuner times every back-to-back pair beside its two convs (compile fuses it where it was
 // faster): the pair is a task marked as an alternative, which the report's sums leave out.
-// --fix wg=2: only the tasks whose space has the knob (the tensor-core convs at sm_90) and a
-// valid config with it (not the b2b pair, whose kernel has no wgmma form), each searching only
-// configs with that value; sampled, mutated and bred configs all have it, the default stays the
-// baseline; a knob no task has is an error.
+// --fix wg=2: only the tasks whose space has the knob (the tensor-core convs at sm_90, the b2b
+// pair among them) and a valid config with it, each searching only configs with that value;
+// sampled, mutated and bred configs all have it, the default stays the baseline. --fix wg=1
+// leaves the pair out (no valid config: its kernel has no wg=1 form). A knob no task has is an
+// error.
 TEST(TunerCuda, FixKnobsKeepsTheTasksWithTheKnobAndPinsIt) {
   auto g = std::make_unique<Graph>();
   Value* x = yoloc::testing::input(*g, "x", {1, 3, 32, 32});
@@ -148,8 +149,10 @@ TEST(TunerCuda, FixKnobsKeepsTheTasksWithTheKnobAndPinsIt) {
   ASSERT_GE(with, 2);
   ASSERT_LT(with, static_cast<std::ptrdiff_t>(all.size()));  // the image stem and others lack it
   const std::vector<TuneTask> fixed = fix_knobs(all, {{"wg", 2}});
-  ASSERT_EQ(static_cast<std::ptrdiff_t>(fixed.size()), with - pairs);
-  for (const TuneTask& t : fixed) EXPECT_FALSE(t.task.alternative) << t.key();
+  ASSERT_EQ(static_cast<std::ptrdiff_t>(fixed.size()), with);
+  const std::vector<TuneTask> fixed1 = fix_knobs(all, {{"wg", 1}});
+  ASSERT_EQ(static_cast<std::ptrdiff_t>(fixed1.size()), with - pairs);
+  for (const TuneTask& t : fixed1) EXPECT_FALSE(t.task.alternative) << t.key();
   Rng rng(3);
   for (const TuneTask& t : fixed) {
     ASSERT_TRUE(has_wg(t)) << t.key();

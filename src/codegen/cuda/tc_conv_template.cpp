@@ -146,7 +146,7 @@ constexpr const char* kTensorCoreKernel = R"(@WGMMA_SOURCE@enum : int {
   // every slab starts on its swizzle pattern. With rows of TW = 8 pixels, the 8 pixels of an
   // output row at one tap are 8 consecutive rows of a slab, and the next output row is
   // SH * HWP rows further: one descriptor per m-tile (8 output rows) and 16-deep slice.
-  SLAB = !(AS && HALO) ? 8 : C % 64 == 0 ? 64 : C % 32 == 0 ? 32 : 16,
+  SLAB = !(AS && HALO) ? 8 : C % 64 == 0 ? 64 : C % 32 == 0 ? 32 : 16,  // (8: unused)
   SLAB_SWZ = SLAB == 64 ? 3 : SLAB == 32 ? 2 : 1,
   HALO_PIX = (HH * HWP + 7) / 8 * 8,
   // (AS: rounded up to 1024 bytes, where the ring's swizzled tiles start.)
