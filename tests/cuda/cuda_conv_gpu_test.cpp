@@ -509,9 +509,10 @@ TEST(CudaGpu, ConvWithUpsampledCopy) {
 
 // yolov8n's back-to-back pairs at batch 1 (what the CUDA target fuses, yolov8n_b2b_layers), fp16:
 // the fused kernel (default config) against the reference of the two convs, the intermediate
-// rounded as stored; then the time of the fused kernel and of the two unfused kernels (their
-// default configs) one after the other, printed (not asserted: the fusion saves a launch, which
-// a CUDA graph of the whole network shows better than back-to-back launches here).
+// rounded as stored (on sm_90 also the b2b_configs with a wgmma first stage, wg=2); then the time
+// of the fused kernel and of the two unfused kernels (their default configs) one after the
+// other, printed (not asserted: the fusion saves a launch, which a CUDA graph of the whole
+// network shows better than back-to-back launches here).
 TEST(CudaGpu, B2bPairsOfYolov8nMatchReferenceAndTime) {
   YOLOC_REQUIRE_GPU();
   NvrtcOptions opts;
@@ -520,9 +521,17 @@ TEST(CudaGpu, B2bPairsOfYolov8nMatchReferenceAndTime) {
   const std::vector<B2bLayer> layers = yolov8n_b2b_layers(DType::kFloat16, sm);
   std::string source;
   std::vector<std::array<CudaKernel, 3>> kernels;  // fused, first alone, second alone
+  // Fused with a wgmma first stage (sm_90): config, kernel.
+  std::vector<std::vector<std::pair<std::string, CudaKernel>>> wgmma(layers.size());
   for (size_t i = 0; i < layers.size(); ++i) {
     const CudaConvTask& t = layers[i].task;
     const CudaConvTask a = first_stage(t), b = t.second_stage();
+    for (const ScheduleConfig& c : b2b_configs(t)) {
+      if (c.get("wg") != 2) continue;
+      wgmma[i].emplace_back(c.str(), TensorCoreConvTemplate::emit(
+                                         t, c, fmt::format("fused{}_wg{}", i, wgmma[i].size())));
+      source += wgmma[i].back().second.source;
+    }
     kernels.push_back(
         {TensorCoreConvTemplate::emit(t, TensorCoreConvTemplate::default_config(t),
                                       fmt::format("fused{}", i)),
@@ -576,6 +585,16 @@ TEST(CudaGpu, B2bPairsOfYolov8nMatchReferenceAndTime) {
     stream.synchronize();
     dy.download(y.data());
     EXPECT_TRUE(check_output(b, y, want, 0x5a));
+    for (const auto& [config, k] : wgmma[i]) {
+      SCOPED_TRACE(config);
+      std::vector<uint8_t> yw(y.size(), 0x5a);
+      dy.upload(yw.data());
+      rt::launch(kernel_function(module, k), rt::LaunchDims{k.grid, k.block, k.shared_bytes},
+                 fused_args, &stream);
+      stream.synchronize();
+      dy.download(yw.data());
+      EXPECT_TRUE(check_output(b, yw, want, 0x5a));
+    }
     // The unfused pair gives the same (up to the intermediate's rounding of different sums).
     std::vector<uint8_t> y2(y.size(), 0x5a);
     dy.upload(y2.data());
