@@ -322,9 +322,10 @@ std::vector<CudaConvTask> halo_tasks() {
 // Every valid variant(space.complete(shape)) of each task, shape and variant, at least `min` per
 // task; then run_configs.
 using Shape = std::map<std::string, int64_t>;
+// Functions of a completed config to the variant a test runs (knobs set on top of a shape).
+using Variants = std::vector<std::function<ScheduleConfig(ScheduleConfig)>>;
 void run_valid(const std::vector<CudaConvTask>& tasks, const std::vector<Shape>& shapes,
-               const std::vector<std::function<ScheduleConfig(ScheduleConfig)>>& variants,
-               int64_t min) {
+               const Variants& variants, int64_t min) {
   std::vector<std::pair<CudaConvTask, ScheduleConfig>> todo;
   for (const CudaConvTask& t : tasks) {
     const ScheduleSpace space = TensorCoreConvTemplate::space(t);
@@ -345,7 +346,7 @@ void run_valid(const std::vector<CudaConvTask>& tasks, const std::vector<Shape>&
 // Halo tiles on halo_tasks(), 16-deep slices in steps of 16 to 64 (within a tap, across taps,
 // across a tap's end), staged and fragment epilogues.
 TEST(CudaConvEmulated, TensorCoreHaloTiles) {
-  std::vector<std::function<ScheduleConfig(ScheduleConfig)>> variants;
+  Variants variants;
   for (int64_t halo : {8, 16, 32}) {
     for (int64_t epi : {0, 1})
       variants.push_back([=](ScheduleConfig c) { return with_halo(std::move(c), halo, epi); });
@@ -428,7 +429,7 @@ std::vector<CudaConvTask> warpgroup_tasks() {
 // a residual, fp16 / bf16 in and out, fp32 out, K not a multiple of the tile.
 TEST(CudaConvEmulated, TensorCoreWarpgroupMma) {
   const std::vector<CudaConvTask> all = warpgroup_tasks();
-  std::vector<std::function<ScheduleConfig(ScheduleConfig)>> variants;
+  Variants variants;
   for (const auto& [halo, epi] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {16, 1}, {8, 0}})
     variants.push_back(
         [=](ScheduleConfig c) { return with_wg(with_halo(std::move(c), halo, epi)); });
@@ -459,7 +460,7 @@ TEST(CudaConvEmulated, TensorCoreWarpgroupSharedA) {
   all.push_back(image);
   all.push_back(CudaConvTask::dense(ConvTask::make(1, 64, 6, 5, 144, 1, 1, 0), f16, f16));
   for (CudaConvTask& t : all) t.sm = 90;
-  std::vector<std::function<ScheduleConfig(ScheduleConfig)>> variants;
+  Variants variants;
   for (const auto& [l1, epi] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {1, 1}})
     variants.push_back([=](ScheduleConfig c) {
       c.set("l1", l1);
@@ -494,7 +495,7 @@ TEST(CudaConvEmulated, TensorCoreWarpgroupHaloA) {
   all.push_back(CudaConvTask::dense(ConvTask::make(1, 64, 12, 11, 144, 3, 2, 1, Activation::kSilu),
                                     f16, f16));
   for (CudaConvTask& t : all) t.sm = 90;
-  std::vector<std::function<ScheduleConfig(ScheduleConfig)>> variants;
+  Variants variants;
   for (int64_t epi : {0, 1})
     variants.push_back(
         [=](ScheduleConfig c) { return with_halo(with_wg(std::move(c), 2), 8, epi); });

@@ -226,12 +226,14 @@ enum Layout : int {
             // row, then the next 8 rows)
   SWIZZLED  // rows of BK halves, chunk u = row * CPR + column stored at u ^ (u / 8 % CPR)
 };
+// The offset in halves of chunk u of rows of `cpr` 16-byte chunks stored swizzled: at
+// u ^ (u / 8 % cpr) (wgmma's 32B, 64B, 128B modes for cpr 2, 4, 8).
+YC_DEVICE int swizzled_chunk(int u, int cpr) { return (u ^ ((u >> 3) & (cpr - 1))) * 8; }
 template <Layout L>
 YC_DEVICE int chunk_at(int row, int kc) {
   if constexpr (L == PADDED) return row * LDS + kc * 8;
   if constexpr (L == CORE) return (row >> 3) * (BK * 8) + kc * 64 + (row & 7) * 8;
-  const int u = row * CPR + kc;
-  return (u ^ ((u >> 3) & (CPR - 1))) * 8;
+  return swizzled_chunk(row * CPR + kc, CPR);
 }
 constexpr Layout A_LAYOUT = AS ? SWIZZLED : PADDED, B_LAYOUT = AS ? SWIZZLED : WG ? CORE : PADDED;
 enum : int {
@@ -365,9 +367,9 @@ YC_DEVICE void load_halo(yc_u16* sx, const yc_u16* __restrict__ x, int tid) {
     const int q = hy * HWP + hx % SW * HWS + hx / SW;  // the pixel's place in the tile
     int dst = q * CP + cc * 8;
     if constexpr (AS) {
-      // Chunk cc % (SLAB / 8) of row q of slab cc / (SLAB / 8), swizzled as chunk_at<SWIZZLED>.
-      const int u = q * (SLAB / 8) + cc % (SLAB / 8);
-      dst = cc / (SLAB / 8) * (HALO_PIX * SLAB) + (u ^ ((u >> 3) & (SLAB / 8 - 1))) * 8;
+      // Chunk cc % (SLAB / 8) of row q of slab cc / (SLAB / 8).
+      dst = cc / (SLAB / 8) * (HALO_PIX * SLAB) +
+            swizzled_chunk(q * (SLAB / 8) + cc % (SLAB / 8), SLAB / 8);
     }
     yc_cp_async16(sx + dst, x + (ok ? at : 0), ok ? 16 : 0);
   }
@@ -791,9 +793,9 @@ int64_t kernel_shared_bytes(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t stages = cfg.get("stages");
   const int64_t halo = cfg.get("halo");
-  return t.b2b ? b2b_shared(t, bm, bn, bk, stages, halo, cfg.get("wg") == 2).bytes
-               : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"),
-                              halo_elems(t, bm, halo, cfg.get("wg") == 2));
+  const bool wg2 = cfg.get("wg") == 2;
+  return t.b2b ? b2b_shared(t, bm, bn, bk, stages, halo, wg2).bytes
+               : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"), halo_elems(t, bm, halo, wg2));
 }
 
 // valid() less matches().
