@@ -1,6 +1,6 @@
 // yoloc tune MODEL --target cpu --records FILE [--trials N] [--time-budget 10m]
 //            [--strategy random|grid|evolutionary] [--threads N] [--batch N] [--devices 0]
-//            [--list-tasks] [--report FILE] [--fix KNOB=VALUE] [--only REGEX]
+//            [--list-tasks] [--report FILE] [--fix KNOB=VALUE] [--only REGEX] [--sweep KNOB]
 // yoloc tune MODEL --target cuda [--arch sm_90] [--precision fp16] [--devices 0,1] --records FILE
 //            ... (several GPUs of one kind measure a round's candidates in parallel)
 // Finds fast schedule configs for the model's kernels, appending every measurement to the
@@ -60,6 +60,7 @@ struct TuneCliOptions {
   bool quiet = false;
   std::vector<std::string> fix;  ///< KNOB=VALUE
   std::string only;              ///< a regular expression of the task keys to tune
+  std::string sweep;             ///< a knob to sweep on the best configs first
 };
 
 /// --fix KNOB=VALUE (repeatable) -> {KNOB: VALUE}.
@@ -222,6 +223,7 @@ void run_tune(const TuneCliOptions& o) {
     t.round_size = o.round_size;
     t.early_stopping = o.early_stopping;
     t.seed = o.seed;
+    t.sweep = o.sweep;
     t.verify_rounds = o.verify_rounds;
     t.verify_top = o.verify_top;
     t.measure.threads = threads;
@@ -389,6 +391,9 @@ void add_tune(CLI::App& app) {
   c->add_option("--only", o->only,
                 "REGEX: tune only the tasks whose workload key (--list-tasks) it matches, e.g. "
                 "' 3x3 ' for the 3x3 convs");
+  c->add_option("--sweep", o->sweep,
+                "KNOB: first measure each task's best configs with every other value of this "
+                "knob (e.g. a knob added since the records were made), then search as usual");
   c->add_flag("-q,--quiet", o->quiet, "no progress display");
   c->callback([o] { run_tune(*o); });
 }

@@ -34,6 +34,8 @@ struct TaskRun {
   // The best config of the workload at the nearest tuned batch, for a task without records of
   // its own: a candidate of its first round, next to the default.
   std::optional<ScheduleConfig> transfer;
+  // The sweep's configs (TuneOptions::sweep) not planned yet, measured ahead of the search's.
+  std::deque<ScheduleConfig> sweep;
 };
 
 /// Candidates of one task: planned, built, then measured and recorded.
@@ -115,6 +117,8 @@ class Tuner {
   /// task has stopped, or the trials left are all under way.
   std::optional<Round> plan(bool verifying);
   std::optional<Round> plan_search();
+  // Fills TaskRun::sweep for TuneOptions::sweep.
+  void plan_sweep();
   /// Measures a built round and takes in its results (but for the cost model's training).
   void measure(Round& r);
   /// A built round not measured (its task stopped while it was built): the scheduler's round
@@ -184,6 +188,7 @@ void Tuner::resume(const RecordSet& existing) {
     runs_[i].transfer = cfg;
     ++sum_.transferred;
   }
+  if (!o_.sweep.empty()) plan_sweep();
   if (sum_.resumed > 0 || sum_.stale > 0)
     progress_.note(
         fmt::format("resuming from {}: {} records of these tasks ({} of other "
@@ -192,6 +197,46 @@ void Tuner::resume(const RecordSet& existing) {
   if (sum_.transferred > 0)
     progress_.note(fmt::format("{} tasks start from their best config at the nearest tuned batch",
                                sum_.transferred));
+  if (sum_.swept > 0)
+    progress_.note(
+        fmt::format("sweep of '{}': {} configs first (the best measured ones with "
+                    "each other value)",
+                    o_.sweep, sum_.swept));
+}
+
+void Tuner::plan_sweep() {
+  bool any = false;
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    const TaskInfo& task = tasks_[i].task;
+    const codegen::Knob* knob = task.space.find(o_.sweep);
+    if (!knob) continue;
+    any = true;
+    TaskRun& run = runs_[i];
+    std::vector<std::pair<ScheduleConfig, double>> best = run.search.measured;
+    std::stable_sort(best.begin(), best.end(),
+                     [](const auto& a, const auto& b) { return a.second < b.second; });
+    // For each value v, the best configs that take it (valid with v set on them); those
+    // measured with v already count among them. The best of each value first, then the next.
+    std::vector<std::vector<ScheduleConfig>> ranks(kSweepTop);
+    for (int64_t v : knob->domain) {
+      size_t taken = 0;
+      for (const auto& [measured, s] : best) {
+        if (taken == ranks.size()) break;
+        ScheduleConfig c = measured;
+        c.set(o_.sweep, v);
+        if (task.valid(c)) ranks[taken++].push_back(std::move(c));
+      }
+    }
+    std::set<std::string> planned;
+    for (std::vector<ScheduleConfig>& rank : ranks) {
+      for (ScheduleConfig& c : rank) {
+        if (run.search.tried.contains(c.str()) || !planned.insert(c.str()).second) continue;
+        run.sweep.push_back(std::move(c));
+        ++sum_.swept;
+      }
+    }
+  }
+  if (!any) user_error("--sweep {}: no task being tuned has a knob '{}'", o_.sweep, o_.sweep);
 }
 
 double Tuner::record(int i, const std::vector<ScheduleConfig>& configs,
@@ -265,6 +310,12 @@ std::optional<Round> Tuner::plan_search() {
         run.search.tried.insert(run.transfer->str());
         --n;
       }
+    }
+    for (; n > 0 && !run.sweep.empty(); run.sweep.pop_front()) {
+      if (run.search.tried.contains(run.sweep.front().str())) continue;
+      run.search.tried.insert(run.sweep.front().str());
+      r.configs.push_back(std::move(run.sweep.front()));
+      --n;
     }
     for (ScheduleConfig& c : strategy_->propose(run.search, n)) r.configs.push_back(std::move(c));
     if (r.configs.empty()) {

@@ -38,6 +38,9 @@
 
 namespace yoloc::tuner {
 
+/// The best measured configs a sweep (TuneOptions::sweep) sets each value of its knob on.
+inline constexpr int kSweepTop = 2;
+
 struct TuneOptions {
   TuneTarget target;
   std::string records;       ///< the records file (appended; read first to resume)
@@ -58,6 +61,10 @@ struct TuneOptions {
   double verify_share = 0.1;
   /// Build the next rounds while the current one is measured (else one after the other).
   bool overlap = true;
+  /// A knob to sweep first (e.g. a new one nobody measured): before its search, each task with
+  /// the knob measures, for every other value of its domain, the best measured configs (up to
+  /// kSweepTop) that take that value when it is set on them. Empty: none.
+  std::string sweep;
   MeasureOptions measure;
 };
 
@@ -69,6 +76,8 @@ struct TuneSummary {
   /// Tasks without records of their own that started from their workload's best config at the
   /// nearest tuned batch of the file (nearest_batch_records), measured in their first round.
   int transferred = 0;
+  /// Configs the sweep (TuneOptions::sweep) planned ahead of the search, over all tasks.
+  int swept = 0;
   /// Wall seconds of the run, of building (while a build was under way: builds at once count
   /// once) and of measuring.
   double seconds = 0, build_s = 0, run_s = 0;

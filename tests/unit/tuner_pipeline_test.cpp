@@ -174,6 +174,85 @@ TEST(TunerPipeline, ANewBatchStartsFromTheNearestTunedBatchsBestConfig) {
   EXPECT_EQ(tune(tasks, o2, m2, quiet).transferred, 0);
 }
 
+// --sweep KNOB: the first rounds measure the best recorded configs with each other value of the
+// knob (those valid with it), right after the default, the best config's first; a knob no task
+// has is an error.
+TEST(TunerPipeline, ASweepMeasuresTheBestConfigsWithEachValueFirst) {
+  TempDir dir;
+  const std::vector<TuneTask> tasks = one_conv_task();
+  const TuneTask& t = tasks[0];
+  TuneOptions o = options(dir, "sweep.jsonl");
+  // Two recorded configs: `best` (1 ms) and `second` (2 ms).
+  SearchState st;
+  st.task = &t;
+  st.tried.insert(t.task.default_config.str());
+  const std::vector<ScheduleConfig> picks = make_strategy("random", nullptr, 3)->propose(st, 2);
+  ASSERT_EQ(picks.size(), 2u);
+  const ScheduleConfig &best = picks[0], &second = picks[1];
+  for (const auto& [cfg, s] : {std::pair{best, 1e-3}, std::pair{second, 2e-3}}) {
+    Record r;
+    r.key = t.key();
+    r.template_name = t.task.template_name;
+    r.target = o.target;
+    r.config = cfg;
+    r.times = {s};
+    r.median = s;
+    RecordWriter(o.records).write(r);
+  }
+  // A knob that `best` is valid with at another value.
+  std::string knob;
+  std::vector<ScheduleConfig> want;  // best with each other value, in the domain's order
+  for (const codegen::Knob& k : t.task.space.knobs) {
+    want.clear();
+    for (int64_t v : k.domain) {
+      ScheduleConfig c = best;
+      c.set(k.name, v);
+      if (v != best.get(k.name) && t.task.valid(c)) want.push_back(c);
+    }
+    if (!want.empty()) {
+      knob = k.name;
+      break;
+    }
+  }
+  ASSERT_FALSE(knob.empty());
+  o.sweep = knob;
+  o.trials = 48;
+  ProgressDisplay quiet(stderr, false);
+  LoggingMeasurer m;
+  const TuneSummary s = tune(tasks, o, m, quiet);
+  EXPECT_GE(s.swept, static_cast<int>(want.size()));
+  ASSERT_GT(m.ran.size(), static_cast<size_t>(s.swept));
+  EXPECT_EQ(m.ran[0], t.key() + "|" + t.task.default_config.str());
+  // The swept configs come first (best or second with the knob changed), every `want` among
+  // them, each before any of second's.
+  std::set<std::string> of_best, of_second;
+  for (int64_t v : t.task.space.find(knob)->domain) {
+    ScheduleConfig b = best, c = second;
+    b.set(knob, v);
+    c.set(knob, v);
+    of_best.insert(t.key() + "|" + b.str());
+    of_second.insert(t.key() + "|" + c.str());
+  }
+  std::set<std::string> swept;
+  bool seconds_begun = false;
+  for (int i = 1; i <= s.swept; ++i) {
+    const std::string& ran = m.ran[static_cast<size_t>(i)];
+    swept.insert(ran);
+    EXPECT_TRUE(of_best.contains(ran) || of_second.contains(ran)) << ran;
+    if (of_best.contains(ran)) {
+      EXPECT_FALSE(seconds_begun) << ran << " after one of the second best's";
+    } else {
+      seconds_begun = true;
+    }
+  }
+  for (const ScheduleConfig& c : want) EXPECT_TRUE(swept.contains(t.key() + "|" + c.str()));
+  TuneOptions bad = options(dir, "sweep.jsonl");
+  bad.sweep = "no-such-knob";
+  bad.trials = 4;
+  LoggingMeasurer m2;
+  EXPECT_THROW(tune(tasks, bad, m2, quiet), UserError);
+}
+
 TEST(TunerPipeline, BuildsTheNextRoundWhileTheCurrentOneIsMeasured) {
   TempDir dir;
   const std::vector<TuneTask> tasks = one_conv_task();
