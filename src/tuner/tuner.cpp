@@ -300,23 +300,20 @@ std::optional<Round> Tuner::plan_search() {
     Round r;
     r.task = i;
     r.first = !run.planned;
+    // A config planned ahead of the search, where it is untried and the round has room.
+    const auto take = [&](const ScheduleConfig& c) {
+      if (n == 0 || !run.search.tried.insert(c.str()).second) return;
+      r.configs.push_back(c);
+      --n;
+    };
     if (r.first) {
       // The reference, measured again in every run: it also gives the run's default time.
       r.configs.push_back(task.task.default_config);
       run.search.tried.insert(task.task.default_config.str());
       n = std::max(n - 1, 0);
-      if (run.transfer && !run.search.tried.contains(run.transfer->str()) && n > 0) {
-        r.configs.push_back(*run.transfer);
-        run.search.tried.insert(run.transfer->str());
-        --n;
-      }
+      if (run.transfer) take(*run.transfer);
     }
-    for (; n > 0 && !run.sweep.empty(); run.sweep.pop_front()) {
-      if (run.search.tried.contains(run.sweep.front().str())) continue;
-      run.search.tried.insert(run.sweep.front().str());
-      r.configs.push_back(std::move(run.sweep.front()));
-      --n;
-    }
+    for (; n > 0 && !run.sweep.empty(); run.sweep.pop_front()) take(run.sweep.front());
     for (ScheduleConfig& c : strategy_->propose(run.search, n)) r.configs.push_back(std::move(c));
     if (r.configs.empty()) {
       scheduler_.finish(i);  // every valid config is measured or under way

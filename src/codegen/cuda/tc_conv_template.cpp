@@ -61,7 +61,7 @@ std::vector<int64_t> warp_channel_tiles(int64_t k) {
 // The halves of a halo tile of bm pixels in rows of tw (the kernel's HALO_ELEMS); 0 for tw = 0.
 // wg=2 stores it in swizzled slabs without padding (rows of each slab a multiple of 8, the whole
 // a multiple of 1024 bytes).
-int64_t halo_elems(const CudaConvTask& task, int64_t bm, int64_t tw, bool wg2 = false) {
+int64_t halo_elems(const CudaConvTask& task, int64_t bm, int64_t tw, bool wg2) {
   if (tw == 0) return 0;
   const ConvTask& t = task.conv;
   const int64_t th = bm / tw, hh = (th - 1) * t.sh + (t.kh - 1) * t.dh + 1;
@@ -772,30 +772,22 @@ bool takes(const CudaConvTask& task) {
          out_ok(b.out_dtype) && b.w.numel() == b.k * t.k && b.bias.numel() == b.k;
 }
 
-// A b2b pair's sizes in shared memory: the intermediate's padded depth, the second stage's
-// channels in column tiles of bn, and the bytes of the ring (or the intermediate tile over it) and
-// of the second weights after it (kB2bFunctions).
-struct B2bShared {
-  int64_t n1p, k2p, bytes;
-};
-B2bShared b2b_shared(const CudaConvTask& t, int64_t bm, int64_t bn, int64_t bk, int64_t stages,
-                     int64_t halo, bool wg2 = false) {
-  B2bShared s;
-  s.n1p = cpu::ceil_div(t.conv.k, 16) * 16;
-  s.k2p = cpu::ceil_div(t.b2b->k, bn) * bn;
-  s.bytes = std::max(shared_bytes(bm, bn, bk, stages, 1, halo_elems(t, bm, halo, wg2)),
-                     bm * (bn + kPad) * 2) +
-            s.k2p * (s.n1p + kPad) * 2;
-  return s;
+// A b2b pair's bytes of shared memory: the ring after a halo tile of `halo` halves (or the
+// intermediate tile over it), then the second weights, their depth padded to 16 and their
+// channels to column tiles of bn (kB2bFunctions).
+int64_t b2b_shared_bytes(const CudaConvTask& t, int64_t bm, int64_t bn, int64_t bk, int64_t stages,
+                         int64_t halo) {
+  const int64_t n1p = cpu::ceil_div(t.conv.k, 16) * 16, k2p = cpu::ceil_div(t.b2b->k, bn) * bn;
+  return std::max(shared_bytes(bm, bn, bk, stages, 1, halo), bm * (bn + kPad) * 2) +
+         k2p * (n1p + kPad) * 2;
 }
 
 int64_t kernel_shared_bytes(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t stages = cfg.get("stages");
-  const int64_t halo = cfg.get("halo");
-  const bool wg2 = cfg.get("wg") == 2;
-  return t.b2b ? b2b_shared(t, bm, bn, bk, stages, halo, wg2).bytes
-               : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"), halo_elems(t, bm, halo, wg2));
+  const int64_t halo = halo_elems(t, bm, cfg.get("halo"), cfg.get("wg") == 2);
+  return t.b2b ? b2b_shared_bytes(t, bm, bn, bk, stages, halo)
+               : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"), halo);
 }
 
 // valid() less matches().
