@@ -175,6 +175,7 @@ inline ScheduleConfig with_l1_epi(ScheduleConfig c, int64_t l1, int64_t epi) {
   c.set("epi", epi);
   if (!c.values().contains("halo")) c.set("halo", 0);
   if (!c.values().contains("wg")) c.set("wg", 0);
+  if (!c.values().contains("minb")) c.set("minb", 0);
   return c;
 }
 

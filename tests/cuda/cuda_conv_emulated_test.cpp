@@ -508,6 +508,90 @@ TEST(CudaConvEmulated, TensorCoreWarpgroupHaloA) {
             variants, 4);
 }
 
+// Rings of 5 and 6 stages (sm_90's 227 KiB of shared memory): mma.sync and wgmma, im2col rows and
+// halo tiles, steps that wrap the ring at other than a power of two; with a register bound
+// (minb), which changes nothing the emulation sees.
+TEST(CudaConvEmulated, TensorCoreDeepRings) {
+  const DType f16 = DType::kFloat16;
+  std::vector<CudaConvTask> all = {
+      CudaConvTask::dense(ConvTask::make(1, 64, 9, 17, 32, 3, 1, 1, Activation::kSilu), f16, f16),
+      CudaConvTask::dense(ConvTask::make(1, 48, 10, 8, 80, 3, 2, 1, Activation::kSilu), f16, f16),
+      CudaConvTask::dense(ConvTask::make(1, 96, 6, 5, 144, 1, 1, 0), f16, f16)};
+  for (CudaConvTask& t : all) t.sm = 90;
+  Variants variants;
+  for (int64_t stages : {5, 6}) {
+    variants.push_back([=](ScheduleConfig c) {
+      c.set("stages", stages);
+      c.set("minb", 2);
+      return c;
+    });
+    variants.push_back([=](ScheduleConfig c) {
+      c.set("stages", stages);
+      return with_wg(std::move(c), 2);
+    });
+    variants.push_back([=](ScheduleConfig c) {
+      c.set("stages", stages);
+      return with_halo(with_wg(std::move(c), 2), 8, 1);
+    });
+  }
+  run_valid(all,
+            {{{"bm", 64}, {"bn", 32}, {"bk", 16}, {"wm", 16}, {"wn", 32}, {"stages", 5}},
+             {{"bm", 128}, {"bn", 80}, {"bk", 32}, {"wm", 32}, {"wn", 80}, {"stages", 5}}},
+            variants, 5);
+}
+
+// Shared memory within what the task's architecture allows a block (227 KiB on sm_90, 99 KiB on
+// sm_86), and a register bound (minb) only where the accumulators and 32 more registers fit
+// under it.
+TEST(CudaConvEmulated, TensorCoreSharedMemoryAndRegisterBounds) {
+  CudaConvTask t =
+      CudaConvTask::dense(ConvTask::make(128, 64, 80, 80, 144, 3, 1, 1, Activation::kSilu),
+                          DType::kFloat16, DType::kFloat16);
+  t.sm = 90;
+  const ScheduleSpace space = TensorCoreConvTemplate::space(t);
+  // The 64 -> 144 head conv with 64-deep steps in a ring of 6: 6 x 144 x 64 x 2 bytes of weights
+  // alone, 108 KiB.
+  const ScheduleConfig deep = with_halo(
+      with_wg(space.complete(ScheduleConfig(
+                  {{"bm", 128}, {"bn", 144}, {"bk", 64}, {"wm", 16}, {"wn", 144}, {"stages", 6}})),
+              2),
+      8, 1);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, deep)) << deep.str();
+  EXPECT_GT(TensorCoreConvTemplate::emit(t, deep, "k").shared_bytes, kMaxSharedBytes);
+  ScheduleConfig three = deep;
+  three.set("stages", 3);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, three));
+  // 8 warps of 16 x 144 (72 accumulators): 2 blocks leave 128 registers a thread, 3 leave 85,
+  // 4 leave 64.
+  for (const auto& [minb, ok] :
+       std::vector<std::pair<int64_t, bool>>{{2, true}, {3, false}, {4, false}}) {
+    ScheduleConfig c = three;
+    c.set("minb", minb);
+    EXPECT_EQ(TensorCoreConvTemplate::valid(t, c), ok) << c.str();
+    if (ok) {
+      EXPECT_NE(TensorCoreConvTemplate::emit(t, c, "k").source.find(
+                    "YC_LAUNCH_BOUNDS_MIN(k_ns::THREADS, 2)"),
+                std::string::npos);
+    }
+  }
+  t.sm = 86;
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(t, deep));  // and no wgmma either
+  // mma.sync on im2col rows, 32-deep steps: 6 stages of (128 + 144) rows of 40 halves, 128 KiB.
+  ScheduleConfig sync = deep;
+  sync.set("wg", 0);
+  sync.set("bk", 32);
+  sync.set("wm", 64);
+  sync.set("wn", 48);
+  sync.set("halo", 0);
+  sync.set("epi", 0);
+  t.sm = 90;
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, sync)) << sync.str();
+  t.sm = 86;
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(t, sync)) << sync.str();
+  sync.set("stages", 3);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, sync)) << sync.str();
+}
+
 // wg=1: sm_90 only (wgmma is sm_90a's; later GPUs lack it), whole warpgroups of one column of warp
 // tiles (bm a multiple of 4 wm), no split-K, no b2b pair.
 TEST(CudaConvEmulated, TensorCoreWarpgroupRules) {
@@ -619,7 +703,8 @@ TEST(CudaConvEmulated, TensorCoreStagedEpilogueValidity) {
                            {"l1", 0},
                            {"epi", epi},
                            {"halo", 0},
-                           {"wg", 0}});
+                           {"wg", 0},
+                           {"minb", 0}});
   };
   const CudaConvTask dense = CudaConvTask::dense(conv, f16, f16);
   // 64 x (32 + 8) floats = 10240 bytes over a ring of 2 x (64 + 32) x (16 + 8) halves = 9216.

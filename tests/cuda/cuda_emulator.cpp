@@ -31,6 +31,7 @@ constexpr const char* kHostPrelude = R"HOST(#define YOLOC_CUDA_DEVICE_PRELUDE
 // loaded in one process (whose kernel namespaces share names) never bind to each other's helpers.
 #define YC_KERNEL extern "C" __attribute__((visibility("default")))
 #define YC_LAUNCH_BOUNDS(n)
+#define YC_LAUNCH_BOUNDS_MIN(n, m)
 #define YC_CLUSTER_DIMS(x, y, z)
 #define YC_KERNEL_ENTRY() ((void)0)
 #define __align__(n) alignas(n)

@@ -317,7 +317,8 @@ TEST(CudaNvrtc, TensorCoreSplitKBuildsForSm90) {
                         {"l1", 0},
                         {"epi", 0},
                         {"halo", 0},
-                        {"wg", 0}});
+                        {"wg", 0},
+                        {"minb", 0}});
     if (TensorCoreConvTemplate::valid(t, big)) cfgs.push_back(big);
     for (const ScheduleConfig& cfg : cfgs) {
       const std::string sym = fmt::format("tc_{}", m.symbols.size());

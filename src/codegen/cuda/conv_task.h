@@ -143,6 +143,12 @@ struct CudaKernel {
 /// sm_89 allow the least, 99 KiB).
 inline constexpr int64_t kMaxSharedBytes = 99 * 1024;
 
+/// Shared memory a block may opt in to on sm_XX: 227 KiB on sm_90 and sm_100, 163 KiB on sm_80
+/// and sm_87, kMaxSharedBytes elsewhere (CUDA programming guide, "Compute capabilities").
+inline constexpr int64_t max_shared_bytes(int sm) {
+  return sm == 90 || sm == 100 ? 227 * 1024 : sm == 80 || sm == 87 ? 163 * 1024 : kMaxSharedBytes;
+}
+
 /// "f32", "f16", "bf16" (the dtypes the CUDA templates store); "?" otherwise.
 const char* short_dtype_name(DType t);
 /// True for the dtypes the CUDA templates store activations in: fp32, fp16, bf16.

@@ -12,6 +12,7 @@ const char* const kCudaDevicePrelude = R"(#ifndef YOLOC_CUDA_DEVICE_PRELUDE
 #define YC_DEVICE __device__ __forceinline__
 #define YC_KERNEL extern "C" __global__
 #define YC_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+#define YC_LAUNCH_BOUNDS_MIN(n, m) __launch_bounds__(n, m)
 #define YC_SYNC() __syncthreads()
 // The first statement of every kernel. A kernel launched with programmatic stream serialization
 // (sm_90 and later; the runtime sets it, see CudaProgram::pdl) may be launched while the kernel

@@ -459,7 +459,7 @@ YC_DEVICE void splitk_reduce(float (&acc)[MI][NI][4], float* red, int tid) {
 }
 @B2B_FUNCTIONS@}  // namespace @SYM@_ns
 @SPLITK_ARCH_CHECK@
-YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @CLUSTER_DIMS@
+YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
     @SYM@(const void* x_, const void* w_, const float* __restrict__ bias, const void* res_,
           void* y_, void* up_ @B2B_PARAMS@) {
   YC_KERNEL_ENTRY();
@@ -843,8 +843,13 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
         (t.conv.residual && !aligned(t.res)))
       return false;
   }
+  // With minb, ptxas caps a thread's registers at 64 Ki / (minb x threads): it must leave the
+  // accumulators and 32 more (a wgmma needs all its accumulators in registers at once, and ptxas
+  // refuses below that: "Insufficient registers").
+  const int64_t minb = cfg.get("minb");
+  if (minb > 0 && 65536 / (minb * warps * 32) < wm * wn / 32 + 32) return false;
   return warps <= kMaxWarps && wm * wn / 32 <= max_acc &&
-         kernel_shared_bytes(t, cfg) <= kMaxSharedBytes;
+         kernel_shared_bytes(t, cfg) <= max_shared_bytes(t.sm);
 }
 
 // The b2b pair's heuristic config: the narrowest tile of channels that holds the first stage's,
@@ -879,7 +884,8 @@ std::optional<ScheduleConfig> b2b_default(const CudaConvTask& t) {
                                       {"l1", 0},
                                       {"epi", 0},
                                       {"halo", 0},
-                                      {"wg", 0}});
+                                      {"wg", 0},
+                                      {"minb", 0}});
             if (fits(t, cfg)) return cfg;
           }
   return std::nullopt;
@@ -898,7 +904,7 @@ ScheduleSpace TensorCoreConvTemplate::space(const CudaConvTask& t) {
   s.knobs.push_back({"bk", "GEMM depth per pipeline step", {16, 32, 64, 128}});
   s.knobs.push_back({"wm", "output pixels per warp tile", {16, 32, 64}});
   s.knobs.push_back({"wn", "output channels per warp tile", warp_channel_tiles(t.conv.k)});
-  s.knobs.push_back({"stages", "shared-memory pipeline depth", {2, 3, 4}});
+  s.knobs.push_back({"stages", "shared-memory pipeline depth", {2, 3, 4, 5, 6}});
   // Records written before split-K lack it: they meant one block per tile.
   s.knobs.push_back(
       {"splitk", "blocks of a cluster sharing a tile's depth steps (sm_90)", {1, 2, 4, 8}, 1});
@@ -915,6 +921,11 @@ ScheduleSpace TensorCoreConvTemplate::space(const CudaConvTask& t) {
                      "the pixels from registers; 2: both from shared memory, pipelined; "
                      "0: mma.sync",
                      {0, 1, 2},
+                     0});
+  s.knobs.push_back({"minb",
+                     "blocks per multiprocessor the compiler must leave registers for "
+                     "(__launch_bounds__'s second argument); 0: no bound",
+                     {0, 2, 3, 4},
                      0});
   return s;
 }
@@ -967,7 +978,8 @@ ScheduleConfig TensorCoreConvTemplate::default_config(const CudaConvTask& t) {
                       {"l1", 0},
                       {"epi", 0},
                       {"halo", 0},
-                      {"wg", 0}});
+                      {"wg", 0},
+                      {"minb", 0}});
   YOLOC_CHECK(valid(t, cfg), "default tensor-core conv config {} invalid for {}", cfg.str(),
               t.key());
   return cfg;
@@ -1025,6 +1037,10 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
                                      "#endif\n"
                                    : ""},
        {"@CLUSTER_DIMS@", splitk > 1 ? fmt::format("YC_CLUSTER_DIMS(1, 1, {})", splitk) : ""},
+       {"@LAUNCH_BOUNDS@",
+        cfg.get("minb") > 0
+            ? fmt::format("YC_LAUNCH_BOUNDS_MIN({}_ns::THREADS, {})", symbol, cfg.get("minb"))
+            : fmt::format("YC_LAUNCH_BOUNDS({}_ns::THREADS)", symbol)},
        {"@L1@", std::to_string(cfg.get("l1"))},
        {"@EPI@", staged_output(t, cfg) ? "1" : "0"},
        {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},

@@ -98,9 +98,12 @@ class TensorCoreConvTemplate {
   /// only) and "epi" (1: the block's fp32 output tile is staged in shared memory over the ring
   /// and each thread finishes 8 channels of a pixel with epilogue_vec, 16-byte residual loads and
   /// output stores; an NCHW output keeps the fragment stores), "halo" (0: im2col rows through
-  /// the ring; 8, 16, 32: halo tiles that many pixels wide), "wg" (1, 2: warpgroup MMA, see above).
-  /// "splitk", "l1", "epi", "halo" and "wg" came later: a stored config without them means 1, 0,
-  /// 0, 0, 0 (Knob::absent). "bn" offers the
+  /// the ring; 8, 16, 32: halo tiles that many pixels wide), "wg" (1, 2: warpgroup MMA, see above),
+  /// "minb" (0: no bound; else __launch_bounds__'s minimum blocks per multiprocessor, so that
+  /// ptxas caps the registers a thread may use: more resident warps, perhaps spills).
+  /// "splitk", "l1", "epi", "halo", "wg" and "minb" came later: a stored config without them
+  /// means 1, 0, 0, 0, 0, 0 (Knob::absent). "stages" runs from 2 to 6 (5 and 6 fit sm_90's
+  /// shared memory, not the others'). "bn" offers the
   /// powers of two from 16 to 256 and, where K is not a multiple of 64, the multiples of 16 that
   /// divide K (80; 48 and 144 for 144 channels), so that no tensor-core work goes to padding
   /// channels; "wn" then also offers 48 (a 144-channel tile in 3 warps) or 80 (an 80-channel tile
@@ -108,17 +111,17 @@ class TensorCoreConvTemplate {
   static ScheduleSpace space(const CudaConvTask& t);
   /// True when cfg is a point of space(t) with wm | bm, wn | bn, at most 8 warps, at most 128
   /// accumulators per thread and its shared memory (with split-K at least BM*BN floats) within
-  /// kMaxSharedBytes; split-K only for t.sm >= 90 and at least one depth step per split; with
-  /// l1=1, when the input is copied in 16-byte pieces (NHWC, channels, stride and offset
-  /// multiples of 8); with epi=1 and an NHWC output, also when the staged tile fits the ring and
-  /// the output (and residual) slice strides and offsets are multiples of 16 bytes; with halo > 0,
-  /// when the input is copied in 16-byte pieces, C is a multiple of 16, halo divides bm, splitk=1,
-  /// l1=0, and the halo tile plus the ring of weight tiles fit. For a b2b pair: bn >= N1 rounded
-  /// up to 16, splitk=1, epi=0, and the ring (halo tile included, or the intermediate tile over
-  /// it) plus the second weights within kMaxSharedBytes. With wg=1 or 2: t.sm == 90, splitk=1,
-  /// and bm a multiple of 4 wm (whole warpgroups in each column of warps), wg=1 no b2b pair; wg=2
-  /// also halo 0 or 8, 3+ stages and bk <= 64; "wn" wider than 80 and up to 144 accumulators
-  /// only with wg=2.
+  /// max_shared_bytes(t.sm) (227 KiB on sm_90); split-K only for t.sm >= 90 and at least one depth
+  /// step per split; with l1=1, when the input is copied in 16-byte pieces (NHWC, channels, stride
+  /// and offset multiples of 8); with epi=1 and an NHWC output, also when the staged tile fits the
+  /// ring and the output (and residual) slice strides and offsets are multiples of 16 bytes; with
+  /// halo > 0, when the input is copied in 16-byte pieces, C is a multiple of 16, halo divides bm,
+  /// splitk=1, l1=0, and the halo tile plus the ring of weight tiles fit. For a b2b pair: bn >= N1
+  /// rounded up to 16, splitk=1, epi=0, and the ring (halo tile included, or the intermediate tile
+  /// over it) plus the second weights within max_shared_bytes(t.sm). With wg=1 or 2: t.sm == 90,
+  /// splitk=1, and bm a multiple of 4 wm (whole warpgroups in each column of warps), wg=1 no b2b
+  /// pair; wg=2 also halo 0 or 8, 3+ stages and bk <= 64; "wn" wider than 80 and up to 144
+  /// accumulators only with wg=2.
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
   /// A heuristic config, valid for every matching task: a block tile fitted to K, shrunk until the
   /// grid has about a hundred blocks; then on sm_90 split-K doubled while the grid stays within
