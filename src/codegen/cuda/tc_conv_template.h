@@ -121,7 +121,8 @@ class TensorCoreConvTemplate {
   /// over it) plus the second weights within max_shared_bytes(t.sm). With wg=1 or 2: t.sm == 90,
   /// splitk=1, and bm a multiple of 4 wm (whole warpgroups in each column of warps), wg=1 no b2b
   /// pair; wg=2 also halo 0 or 8, 3+ stages and bk <= 64; "wn" wider than 80 and up to 144
-  /// accumulators only with wg=2.
+  /// accumulators only with wg=2. With minb > 0, when 64 Ki / (minb x threads) registers hold a
+  /// thread's accumulators and 32 more (below its accumulators ptxas refuses a wgmma kernel).
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
   /// A heuristic config, valid for every matching task: a block tile fitted to K, shrunk until the
   /// grid has about a hundred blocks; then on sm_90 split-K doubled while the grid stays within
