@@ -848,8 +848,10 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   // refuses below that: "Insufficient registers").
   const int64_t minb = cfg.get("minb");
   if (minb > 0 && 65536 / (minb * warps * 32) < wm * wn / 32 + 32) return false;
-  return warps <= kMaxWarps && wm * wn / 32 <= max_acc &&
-         kernel_shared_bytes(t, cfg) <= max_shared_bytes(t.sm);
+  // A b2b pair keeps 99 KiB: its larger forms (second stages of 256 channels, 128 KiB of second
+  // weights) would be new pairs, not yet run on a GPU.
+  const int64_t max_shared = t.b2b ? kMaxSharedBytes : max_shared_bytes(t.sm);
+  return warps <= kMaxWarps && wm * wn / 32 <= max_acc && kernel_shared_bytes(t, cfg) <= max_shared;
 }
 
 // The b2b pair's heuristic config: the narrowest tile of channels that holds the first stage's,

@@ -118,11 +118,12 @@ class TensorCoreConvTemplate {
   /// halo > 0, when the input is copied in 16-byte pieces, C is a multiple of 16, halo divides bm,
   /// splitk=1, l1=0, and the halo tile plus the ring of weight tiles fit. For a b2b pair: bn >= N1
   /// rounded up to 16, splitk=1, epi=0, and the ring (halo tile included, or the intermediate tile
-  /// over it) plus the second weights within max_shared_bytes(t.sm). With wg=1 or 2: t.sm == 90,
-  /// splitk=1, and bm a multiple of 4 wm (whole warpgroups in each column of warps), wg=1 no b2b
-  /// pair; wg=2 also halo 0 or 8, 3+ stages and bk <= 64; "wn" wider than 80 and up to 144
-  /// accumulators only with wg=2. With minb > 0, when 64 Ki / (minb x threads) registers hold a
-  /// thread's accumulators and 32 more (below its accumulators ptxas refuses a wgmma kernel).
+  /// over it) plus the second weights within kMaxSharedBytes (99 KiB on every architecture). With
+  /// wg=1 or 2: t.sm == 90, splitk=1, and bm a multiple of 4 wm (whole warpgroups in each column of
+  /// warps), wg=1 no b2b pair; wg=2 also halo 0 or 8, 3+ stages and bk <= 64; "wn" wider than 80
+  /// and up to 144 accumulators only with wg=2. With minb > 0, when 64 Ki / (minb x threads)
+  /// registers hold a thread's accumulators and 32 more (below its accumulators ptxas refuses a
+  /// wgmma kernel).
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
   /// A heuristic config, valid for every matching task: a block tile fitted to K, shrunk until the
   /// grid has about a hundred blocks; then on sm_90 split-K doubled while the grid stays within
