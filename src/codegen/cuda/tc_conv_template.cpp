@@ -832,6 +832,7 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   if (wg == 2 ? (halo != 0 && halo != 8) || cfg.get("stages") < 3 || bk > 64 : wn > 80)
     return false;
   const int64_t max_acc = wg == 2 ? kMaxAccumulatorsWgmma : kMaxAccumulators;
+  const int64_t acc = wm * wn / 32, shared = kernel_shared_bytes(t, cfg);
   if (staged_output(t, cfg)) {
     // The staged tile must fit in the ring, and the output and residual slices must keep 16-byte
     // pieces aligned (the K tail's last channels fall back to pairs inside epilogue_vec).
@@ -839,19 +840,18 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
     const auto aligned = [&](const ChannelSlice& s) {
       return s.stride % vec == 0 && s.offset % vec == 0;
     };
-    if (staged_bytes(bm, bn) > kernel_shared_bytes(t, cfg) || !aligned(t.out) ||
-        (t.conv.residual && !aligned(t.res)))
+    if (staged_bytes(bm, bn) > shared || !aligned(t.out) || (t.conv.residual && !aligned(t.res)))
       return false;
   }
   // With minb, ptxas caps a thread's registers at 64 Ki / (minb x threads): it must leave the
   // accumulators and 32 more (a wgmma needs all its accumulators in registers at once, and ptxas
   // refuses below that: "Insufficient registers").
   const int64_t minb = cfg.get("minb");
-  if (minb > 0 && 65536 / (minb * warps * 32) < wm * wn / 32 + 32) return false;
+  if (minb > 0 && 65536 / (minb * warps * 32) < acc + 32) return false;
   // A b2b pair keeps 99 KiB: its larger forms (second stages of 256 channels, 128 KiB of second
   // weights) would be new pairs, not yet run on a GPU.
   const int64_t max_shared = t.b2b ? kMaxSharedBytes : max_shared_bytes(t.sm);
-  return warps <= kMaxWarps && wm * wn / 32 <= max_acc && kernel_shared_bytes(t, cfg) <= max_shared;
+  return warps <= kMaxWarps && acc <= max_acc && shared <= max_shared;
 }
 
 // The b2b pair's heuristic config: the narrowest tile of channels that holds the first stage's,
