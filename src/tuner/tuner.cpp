@@ -162,9 +162,11 @@ void Tuner::resume(const RecordSet& existing) {
     if (it == index.end() || !record_matches(r, query) || r.mode != "kernel") continue;
     const TuneTask& task = tasks_[it->second];
     TaskRun& run = runs_[it->second];
-    // A record may predate knobs added since (Knob::absent): read in today's form.
+    // A record may predate knobs added since (Knob::absent): read in today's form. One whose
+    // config the template's rules no longer admit (its shared memory capped since, ...) is not
+    // resumed: neither a best to beat nor one to re-measure.
     const ScheduleConfig cfg = task.task.space.complete(r.config);
-    if (!cfg.in_space(task.task.space)) continue;
+    if (!cfg.in_space(task.task.space) || !task.task.valid(cfg)) continue;
     ++sum_.resumed;
     run.search.tried.insert(cfg.str());
     model_.add(task, cfg, r.ok() ? r.median : -1);

@@ -209,6 +209,39 @@ TEST(TunerLoop, FinalRemeasurementTakesTheDefaultAndTheBest) {
   EXPECT_EQ(again, (std::multiset<int64_t>{1, 1, 1, 8, 8, 8, 16, 16, 16}));
 }
 
+// Records of a config that the template's rules admitted when it was measured and no longer do
+// (a limit tightened since): not resumed, so neither the best to beat nor re-measured (a real
+// measurer refuses an invalid config).
+TEST(TunerLoop, RecordsTheRulesNoLongerAdmitAreNotResumed) {
+  TempDir dir;
+  const auto g = small_tuning_graph();
+  std::vector<TuneTask> tasks;
+  for (TuneTask& t : tuning_tasks(*g))
+    if (t.task.template_name == "elementwise") tasks.push_back(std::move(t));
+  ASSERT_EQ(tasks.size(), 1u);
+  TuneOptions o;
+  o.target = host_cpu_target();
+  o.records = dir.path("r.jsonl");
+  o.trials = 5;  // the whole space: unroll 1 (default), 2, 4, 8, 16 (the fastest)
+  o.strategy = "grid";
+  o.verify_rounds = 0;
+  ProgressDisplay quiet(stderr, false);
+  FakeMeasurer first;
+  tune(tasks, o, first, quiet);
+  // Now unroll 16 is ruled out: the re-measurement takes the best two of the others.
+  tasks[0].task.valid = [](const codegen::ScheduleConfig& c) { return c.get("unroll") != 16; };
+  o.verify_top = 2;
+  o.verify_rounds = 1;
+  FakeMeasurer again;
+  const TuneSummary s = tune(tasks, o, again, quiet);
+  EXPECT_EQ(s.resumed, 4);
+  EXPECT_EQ(s.verify_trials, 3);
+  EXPECT_EQ(std::multiset<std::string>(again.measured.begin(), again.measured.end())
+                .count(tasks[0].task.default_config.str()),
+            2u);  // the reference, and the re-measurement
+  for (const std::string& c : again.measured) EXPECT_EQ(c.find("unroll=16"), std::string::npos);
+}
+
 TEST(TunerLoop, BudgetsStopTheRun) {
   TempDir dir;
   const auto g = small_tuning_graph();
