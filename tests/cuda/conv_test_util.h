@@ -176,6 +176,7 @@ inline ScheduleConfig with_l1_epi(ScheduleConfig c, int64_t l1, int64_t epi) {
   if (!c.values().contains("halo")) c.set("halo", 0);
   if (!c.values().contains("wg")) c.set("wg", 0);
   if (!c.values().contains("minb")) c.set("minb", 0);
+  if (!c.values().contains("pers")) c.set("pers", 0);
   return c;
 }
 
@@ -286,8 +287,11 @@ inline std::vector<ScheduleConfig> tc_configs(const CudaConvTask& t) {
                   2));
   // And A from halo tiles 8 pixels wide: 1 and 2 m-tiles a warpgroup, two warpgroups, and two
   // m-tiles of a 144-channel tile (144 accumulators a thread).
-  const auto wg2_halo = [&](const std::map<std::string, int64_t>& shape, int64_t epi) {
-    add(with_halo(with_wg(space.complete(ScheduleConfig(shape)), 2), 8, epi));
+  const auto wg2_halo = [&](const std::map<std::string, int64_t>& shape, int64_t epi,
+                            int64_t pers = 0) {
+    ScheduleConfig c = with_halo(with_wg(space.complete(ScheduleConfig(shape)), 2), 8, epi);
+    c.set("pers", pers);
+    add(c);
   };
   wg2_halo({{"bm", 64}, {"bn", 32}, {"bk", 16}, {"wm", 16}, {"wn", 32}, {"stages", 3}}, 0);
   wg2_halo({{"bm", 128}, {"bn", 64}, {"bk", 32}, {"wm", 32}, {"wn", 64}, {"stages", 4}}, 1);
@@ -295,6 +299,11 @@ inline std::vector<ScheduleConfig> tc_configs(const CudaConvTask& t) {
   for (int64_t bn : space.knobs[1].domain)
     if (bn > 80 && bn % 32 != 0)
       wg2_halo({{"bm", 128}, {"bn", bn}, {"bk", 32}, {"wm", 32}, {"wn", bn}, {"stages", 3}}, 1);
+  // Persistent blocks (the weights stay in shared memory, each block walks tiles): one team with
+  // fragment and staged epilogues, one and two warpgroups, and two teams.
+  wg2_halo({{"bm", 128}, {"bn", 64}, {"bk", 64}, {"wm", 16}, {"wn", 64}, {"stages", 3}}, 0, 1);
+  wg2_halo({{"bm", 64}, {"bn", 32}, {"bk", 32}, {"wm", 16}, {"wn", 32}, {"stages", 3}}, 1, 1);
+  wg2_halo({{"bm", 128}, {"bn", 64}, {"bk", 64}, {"wm", 16}, {"wn", 64}, {"stages", 3}}, 0, 2);
   return out;
 }
 

@@ -592,6 +592,102 @@ TEST(CudaConvEmulated, TensorCoreSharedMemoryAndRegisterBounds) {
   EXPECT_TRUE(TensorCoreConvTemplate::valid(t, sync)) << sync.str();
 }
 
+// Persistent blocks (wg=2 on halo tiles 8 pixels wide): every depth step's weight tile loaded
+// once, then tile after tile: one team with the next tile's halo copied into the other buffer
+// while this one's wgmmas run (pers=1), or two teams of warps with a buffer each, synchronised by
+// named barriers (pers=2). The emulation caps the grid at kPersistentBlocks blocks, so each
+// block walks several tiles, edge tiles among them, and reports a copy into a halo buffer whose
+// wgmmas have not completed. The tasks of TensorCoreWarpgroupHaloA; one and two warpgroups a
+// team, depth steps of 16 to 64 (past the depth too), fragment and staged epilogues.
+TEST(CudaConvEmulated, TensorCorePersistent) {
+  const DType f16 = DType::kFloat16;
+  // halo_tasks()' 16 channels (batch 2), stride 2 (bf16) and dilation 2 (fp32 out).
+  const std::vector<CudaConvTask> halo = halo_tasks();
+  std::vector<CudaConvTask> all(halo.begin(), halo.begin() + 3);
+  all.push_back(
+      CudaConvTask::dense(ConvTask::make(1, 64, 9, 17, 32, 3, 1, 1, Activation::kSilu), f16, f16));
+  all.push_back(
+      CudaConvTask::dense(ConvTask::make(1, 80, 20, 12, 80, 3, 1, 1, Activation::kSilu), f16, f16));
+  all.push_back(CudaConvTask::dense(ConvTask::make(1, 64, 20, 12, 144, 3, 1, 1, Activation::kSilu),
+                                    f16, f16));
+  for (CudaConvTask& t : all) t.sm = 90;
+  Variants variants;
+  for (const auto& [pers, epi] : std::vector<std::pair<int64_t, int64_t>>{{1, 0}, {1, 1}, {2, 0}}) {
+    variants.push_back([=](ScheduleConfig c) {
+      c = with_halo(with_wg(std::move(c), 2), 8, epi);
+      c.set("pers", pers);
+      return c;
+    });
+  }
+  const std::vector<Shape> shapes = {
+      {{"bm", 64}, {"bn", 16}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 3}},
+      {{"bm", 128}, {"bn", 32}, {"bk", 32}, {"wm", 32}, {"wn", 32}, {"stages", 3}},
+      {{"bm", 128}, {"bn", 64}, {"bk", 64}, {"wm", 16}, {"wn", 64}, {"stages", 3}},
+      {{"bm", 64}, {"bn", 80}, {"bk", 32}, {"wm", 16}, {"wn", 80}, {"stages", 3}},
+      {{"bm", 128}, {"bn", 144}, {"bk", 32}, {"wm", 32}, {"wn", 144}, {"stages", 3}}};
+  // Every shape has a task with more tiles than the emulated grid's blocks.
+  for (const Shape& v : shapes) {
+    bool loops = false;
+    for (const CudaConvTask& t : all) {
+      const ScheduleConfig c =
+          variants[0](TensorCoreConvTemplate::space(t).complete(ScheduleConfig(v)));
+      if (!TensorCoreConvTemplate::valid(t, c)) continue;
+      const CudaKernel k = TensorCoreConvTemplate::emit(t, c, "k");
+      EXPECT_TRUE(k.persistent);
+      loops = loops || k.grid[0] > EmulatedKernels::kPersistentBlocks;
+    }
+    EXPECT_TRUE(loops) << ScheduleConfig(v).str();
+  }
+  run_valid(all, shapes, variants, 4);
+}
+
+// What persistent blocks need: wg=2 on halo tiles 8 pixels wide, no b2b pair; the two halo buffers,
+// every step's weight tile and a staged output tile within the block's shared memory.
+TEST(CudaConvEmulated, TensorCorePersistentRules) {
+  CudaConvTask t =
+      CudaConvTask::dense(ConvTask::make(128, 64, 80, 80, 144, 3, 1, 1, Activation::kSilu),
+                          DType::kFloat16, DType::kFloat16);
+  t.sm = 90;
+  ScheduleConfig c = with_halo(
+      with_wg(TensorCoreConvTemplate::space(t).complete(ScheduleConfig(
+                  {{"bm", 128}, {"bn", 144}, {"bk", 64}, {"wm", 16}, {"wn", 144}, {"stages", 3}})),
+              2),
+      8, 0);
+  c.set("pers", 1);
+  const auto valid_with = [&](const ScheduleConfig& base, const char* knob, int64_t v) {
+    ScheduleConfig x = base;
+    x.set(knob, v);
+    return TensorCoreConvTemplate::valid(t, x);
+  };
+  // 2 halo buffers of 184 pixels x 64 channels, 9 steps of 144 x 64 weights: 212,992 bytes.
+  ASSERT_TRUE(TensorCoreConvTemplate::valid(t, c)) << c.str();
+  const CudaKernel k = TensorCoreConvTemplate::emit(t, c, "k");
+  EXPECT_EQ(k.shared_bytes, 2u * 184 * 64 * 2 + 9u * 144 * 64 * 2);
+  EXPECT_TRUE(k.persistent);
+  EXPECT_EQ(k.grid[0], 128u * 10 * 5);    // every tile: the launch caps it
+  EXPECT_FALSE(valid_with(c, "epi", 1));  // + 128 x 152 floats of staged output
+  EXPECT_FALSE(valid_with(c, "halo", 0));
+  EXPECT_FALSE(valid_with(c, "wg", 1));
+  ScheduleConfig plain = c;
+  plain.set("pers", 0);
+  EXPECT_FALSE(TensorCoreConvTemplate::emit(t, plain, "k").persistent);
+  // Two teams of 8 warps: the same shared memory (a halo buffer each), twice the threads, two
+  // tiles a block; fragment epilogues only, and registers for the 72 accumulators + 32.
+  ScheduleConfig teams = c;
+  teams.set("pers", 2);
+  ASSERT_TRUE(TensorCoreConvTemplate::valid(t, teams));
+  const CudaKernel k2 = TensorCoreConvTemplate::emit(t, teams, "k");
+  EXPECT_EQ(k2.shared_bytes, k.shared_bytes);
+  EXPECT_EQ(k2.block[0], 2 * k.block[0]);
+  EXPECT_EQ(k2.grid[0], k.grid[0] / 2);
+  EXPECT_FALSE(valid_with(teams, "epi", 1));
+  // 2 blocks of 512 threads leave 64 registers a thread, of 256 threads 128.
+  EXPECT_FALSE(valid_with(teams, "minb", 2));
+  EXPECT_TRUE(valid_with(c, "minb", 2));
+  t.sm = 86;
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(t, c));
+}
+
 // wg=1: sm_90 only (wgmma is sm_90a's; later GPUs lack it), whole warpgroups of one column of warp
 // tiles (bm a multiple of 4 wm), no split-K, no b2b pair.
 TEST(CudaConvEmulated, TensorCoreWarpgroupRules) {
@@ -704,7 +800,8 @@ TEST(CudaConvEmulated, TensorCoreStagedEpilogueValidity) {
                            {"epi", epi},
                            {"halo", 0},
                            {"wg", 0},
-                           {"minb", 0}});
+                           {"minb", 0},
+                           {"pers", 0}});
   };
   const CudaConvTask dense = CudaConvTask::dense(conv, f16, f16);
   // 64 x (32 + 8) floats = 10240 bytes over a ring of 2 x (64 + 32) x (16 + 8) halves = 9216.

@@ -22,6 +22,7 @@ constexpr const char* kHostPrelude = R"HOST(#define YOLOC_CUDA_DEVICE_PRELUDE
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -42,7 +43,7 @@ typedef long long yc_i64;
 struct yc_dim3 {
   unsigned x = 0, y = 0, z = 0;
 };
-inline yc_dim3 threadIdx, blockIdx;
+inline yc_dim3 threadIdx, blockIdx, gridDim;
 
 // Every CUDA thread of the running cluster is a fiber (a ucontext with a stack of its own) on the
 // calling thread; a barrier's waiters yield to the scheduler (yc_emulate) until the last one
@@ -88,6 +89,7 @@ struct yc_block {
   yc_block(unsigned threads, size_t bytes)
       : bar(threads), smem(bytes, 0xff), warps(new yc_warp[threads / 32]) {}
   yc_barrier bar;
+  std::map<unsigned, yc_barrier> named;  // bar.sync id, n (1 to 15)
   std::vector<unsigned char> smem;  // 0xff bytes: NaN in f32, f16 and bf16
   std::unique_ptr<yc_warp[]> warps;
   // The shared-memory byte ranges [first, second) the block's wgmmas in flight read (B, and A
@@ -157,6 +159,18 @@ inline bool yc_in_global(const void* p, size_t n) {
 inline bool yc_aligned(const void* p, size_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
 
 #define YC_SYNC() yc_self->block->bar.arrive_and_wait()
+// bar.sync id, n: the block's barrier id, which every use must give the same count.
+inline void yc_bar_sync(unsigned id, unsigned n) {
+  auto& named = yc_self->block->named;
+  auto it = named.try_emplace(id, n).first;
+  if (id == 0 || id > 15 || n % 32 != 0 || it->second.n != n) {
+    yc_fail("bar.sync " + std::to_string(id) + ", " + std::to_string(n) +
+            ": not a named barrier 1-15 of whole warps, or another count than its other uses");
+    return;
+  }
+  it->second.arrive_and_wait();
+}
+#define YC_BAR_SYNC(id, n) yc_bar_sync(id, n)
 #define YC_DYNAMIC_SMEM(T, name) T* name = reinterpret_cast<T*>(yc_self->block->smem.data())
 
 inline float yc_half_to_float(yc_u16 h) {
@@ -490,6 +504,7 @@ extern "C" __attribute__((visibility("default"))) const char* yc_emulate(
   for (int i = 0; i < ranges; ++i) yc_globals.push_back({range_data[i], range_bytes[i]});
   yc_kernel = fn;
   yc_kernel_args = args;
+  gridDim = {g[0], g[1], g[2]};
   const unsigned size = cl[0] * cl[1] * cl[2], count = size * threads;
   // One stack per thread of a cluster, with a guard page below it; reused by every cluster.
   constexpr size_t kPage = 4096, kStack = 256 * 1024;
@@ -561,6 +576,7 @@ constexpr const char* kGenericRunner = R"HOST(
 extern "C" __attribute__((visibility("default"))) const char* yc_emulate_sequential(
     yc_trampoline fn, unsigned gx, unsigned threads, void* const* args) {
   yc_error.clear();
+  gridDim = {gx, 1, 1};
   for (unsigned bx = 0; bx < gx; ++bx) {
     for (unsigned t = 0; t < threads; ++t) {
       threadIdx = {t, 0, 0};
@@ -661,7 +677,11 @@ std::string EmulatedKernels::launch(const CudaKernel& k, const std::vector<Buffe
     data.push_back(b.data);
     bytes.push_back(b.bytes);
   }
-  return emulate(lib_.symbol("yc_call_" + k.symbol), k.grid.data(), k.cluster.data(), k.block[0],
+  // A persistent kernel on a GPU of kPersistentBlocks multiprocessors: each block walks several
+  // tiles.
+  std::array<unsigned, 3> grid = k.grid;
+  if (k.persistent) grid[0] = std::min(grid[0], kPersistentBlocks);
+  return emulate(lib_.symbol("yc_call_" + k.symbol), grid.data(), k.cluster.data(), k.block[0],
                  k.shared_bytes, ptrs.data(), data.data(), bytes.data(),
                  static_cast<int>(args.size()));
 }

@@ -17,6 +17,10 @@
 /// registers until the wait). Misaligned
 /// or out-of-range shared-memory accesses by cp.async / ldmatrix are reported as errors.
 ///
+/// A persistent kernel (CudaKernel::persistent) runs with its grid's x capped at
+/// kPersistentBlocks, as on a GPU that holds that many of its blocks at once, so that each block
+/// walks several tiles.
+///
 /// Generic kernels (GenericTemplate), which use no shared memory and no barrier, run in a fast
 /// mode instead: the threads of the grid one after another on the calling thread.
 ///
@@ -33,6 +37,8 @@ namespace yoloc::codegen::cuda::testing {
 
 class EmulatedKernels {
  public:
+  static constexpr unsigned kPersistentBlocks = 3;
+
   /// Builds the kernels (each CudaKernel::source, as emitted) into one shared object.
   explicit EmulatedKernels(const std::vector<CudaKernel>& kernels);
 

@@ -217,7 +217,7 @@ TEST(CudaNvrtc, TensorCoreTemplateBuilds) {
 // serialized": registers it could not keep apart while an MMA runs).
 TEST(CudaNvrtc, TensorCoreWarpgroupBuildsForSm90a) {
   Module m;
-  int ss = 0, ss_halo = 0;
+  int ss = 0, ss_halo = 0, persistent = 0;
   for (DType d : {DType::kFloat16, DType::kBFloat16}) {
     for (CudaConvTask t : tasks(d, d)) {
       t.sm = 90;
@@ -225,6 +225,7 @@ TEST(CudaNvrtc, TensorCoreWarpgroupBuildsForSm90a) {
         if (cfg.get("wg") == 0) continue;
         ss += cfg.get("wg") == 2;
         ss_halo += cfg.get("wg") == 2 && cfg.get("halo") == 8;
+        persistent += cfg.get("pers") == 1;
         const std::string sym = fmt::format("wg_{}", m.symbols.size());
         m.add(TensorCoreConvTemplate::emit(t, cfg, sym).source, sym, false);
       }
@@ -243,6 +244,7 @@ TEST(CudaNvrtc, TensorCoreWarpgroupBuildsForSm90a) {
   ASSERT_GE(m.symbols.size(), 10u);
   ASSERT_GE(ss, 6);
   ASSERT_GE(ss_halo, 3);  // A from halo tiles
+  ASSERT_GE(persistent, 3);  // persistent blocks, one and two teams
   ASSERT_GE(pairs, 4);
   NvrtcOptions opts;
   opts.arch = "sm_90";
@@ -318,7 +320,8 @@ TEST(CudaNvrtc, TensorCoreSplitKBuildsForSm90) {
                         {"epi", 0},
                         {"halo", 0},
                         {"wg", 0},
-                        {"minb", 0}});
+                        {"minb", 0},
+                        {"pers", 0}});
     if (TensorCoreConvTemplate::valid(t, big)) cfgs.push_back(big);
     for (const ScheduleConfig& cfg : cfgs) {
       const std::string sym = fmt::format("tc_{}", m.symbols.size());

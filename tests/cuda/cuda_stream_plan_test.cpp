@@ -171,5 +171,26 @@ TEST(CudaProgramWrites, AnIndexOutsideTheArgsIsAClearError) {
   }
 }
 
+// "persistent" (a kernel that walks its tiles, grid x capped at launch): read, written back only
+// when set, absent in earlier artifacts (false), a clear error when not a boolean.
+TEST(CudaProgramPersistent, ParsedWrittenBackAndChecked) {
+  artifact::Manifest m = one_launch(nullptr);
+  EXPECT_FALSE(parse_cuda_program(m, "a.ycm").launches[0].persistent);
+  EXPECT_FALSE(
+      cuda_program_to_json(parse_cuda_program(m, "a.ycm"))["launches"][0].contains("persistent"));
+  m.program["launches"][0]["persistent"] = true;
+  const CudaProgram p = parse_cuda_program(m, "a.ycm");
+  EXPECT_TRUE(p.launches[0].persistent);
+  EXPECT_EQ(cuda_program_to_json(p)["launches"][0]["persistent"], true);
+  m.program["launches"][0]["persistent"] = 1;
+  try {
+    parse_cuda_program(m, "a.ycm");
+    ADD_FAILURE() << "accepted \"persistent\": 1";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("program.launches[0].persistent"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace yoloc::runtime::cuda

@@ -341,6 +341,7 @@ TEST(TunerCuda, CompileAppliesConfigsStoredBeforeKnobs) {
   now.set("halo", 0);
   now.set("wg", 0);
   now.set("minb", 0);
+  now.set("pers", 0);
   ASSERT_FALSE(t->task.valid(old));
   ASSERT_TRUE(t->task.valid(now));
   codegen::cuda::CudaCompileOptions o;

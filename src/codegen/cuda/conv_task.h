@@ -137,6 +137,9 @@ struct CudaKernel {
   /// (YC_CLUSTER_DIMS), so that a plain launch makes the clusters; the grid is a multiple of it.
   std::array<unsigned, 3> cluster{1, 1, 1};
   unsigned shared_bytes = 0;  ///< dynamic shared memory (above 48 KiB the kernel must opt in)
+  /// The kernel walks the tiles of grid x in a grid-stride loop (gridDim.x apart): the launch
+  /// may cap grid x at the blocks the GPU holds at once (occupancy x multiprocessors).
+  bool persistent = false;
 };
 
 /// Shared memory a kernel may use on every target yoloc compiles for (sm_80 and up: sm_86 and

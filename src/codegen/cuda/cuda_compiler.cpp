@@ -164,6 +164,7 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
       launch.grid = k.grid;
       launch.block = k.block;
       launch.shared_bytes = k.shared_bytes;
+      launch.persistent = k.persistent;
       launch.args = args;
       launch.writes = writes;
       launch.task = {{"group", t.group_name}, {"template", t.template_name}, {"key", t.key},

@@ -14,6 +14,8 @@ const char* const kCudaDevicePrelude = R"(#ifndef YOLOC_CUDA_DEVICE_PRELUDE
 #define YC_LAUNCH_BOUNDS(n) __launch_bounds__(n)
 #define YC_LAUNCH_BOUNDS_MIN(n, m) __launch_bounds__(n, m)
 #define YC_SYNC() __syncthreads()
+// A barrier of `n` threads (whole warps) of the block, numbered id (1 to 15; __syncthreads is 0).
+#define YC_BAR_SYNC(id, n) asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory")
 // The first statement of every kernel. A kernel launched with programmatic stream serialization
 // (sm_90 and later; the runtime sets it, see CudaProgram::pdl) may be launched while the kernel
 // before it still runs: it waits here, before it touches memory, until that kernel has finished

@@ -98,7 +98,9 @@ constexpr const char* kTensorCoreKernel = R"(@WGMMA_SOURCE@enum : int {
   BM = @BM@, BN = @BN@, BK = @BK@, WM = @WM@, WN = @WN@, STAGES = @STAGES@, SPLITK = @SPLITK@,
   L1 = @L1@,    // A tiles copied through L1 (cp.async.ca): the taps of a kxk window re-read pixels
   EPI = @EPI@,  // the output tile staged in shared memory, stored in 16-byte pieces
-  WARPS_N = BN / WN, THREADS = (BM / WM) * WARPS_N * 32,
+  WARPS_N = BN / WN, TEAM_THREADS = (BM / WM) * WARPS_N * 32,
+  // Persistent blocks (PERS, see NTILES): one team of warps, or two (TEAM_THREADS each).
+  PERS = @PERS@, TEAMS = PERS == 2 ? 2 : 1, THREADS = TEAM_THREADS * TEAMS,
   MI = WM / 16, NI = WN / 8,
   // Warpgroup MMA (sm_90a): a warpgroup of 4 warps computes 4 WM x WN (wgmma m64nWNk16, B from
   // shared memory; WG = 2: A too), its warp r the rows 16 r + 64 mi; without it a warp computes
@@ -152,21 +154,32 @@ constexpr const char* kTensorCoreKernel = R"(@WGMMA_SOURCE@enum : int {
   // (AS: rounded up to 1024 bytes, where the ring's swizzled tiles start.)
   HALO_ELEMS = !HALO ? 0 : AS ? (HALO_PIX * C + 511) / 512 * 512 : HH * HWP * CP,
   HALO_CHUNKS = HH * HWD * (C / 8),
-  B_AT = HALO ? HALO_ELEMS : STAGES * A_STAGE  // halves before the ring of B tiles
+  // Persistent blocks (PERS, wg=2 on halo tiles): the weight tiles of every depth step stay in
+  // shared memory (KT of them after two halo buffers), and a team computes tile after tile
+  // (blockIdx.x * TEAMS + team, then every (gridDim.x * TEAMS)-th of the NTILES). One team copies
+  // the next tile's halo into the other buffer while this one's wgmmas run; two teams have a
+  // buffer each, and copy the next tile's halo once their wgmmas are done. The staged output tile
+  // (EPI, one team only) has shared memory of its own, after the weights.
+  NTILES = HALO ? N * TILES : (M + BM - 1) / BM,
+  B_AT = HALO ? (PERS ? 2 : 1) * HALO_ELEMS : STAGES * A_STAGE,  // halves before the B tiles
+  EPI_AT = PERS ? B_AT + KT * B_STAGE : 0  // halves before the staged output tile
 };
 static_assert(!HALO || (VEC && C % 16 == 0 && BM % TW == 0),
               "halo tiles: 16-byte copies, 16-deep slices within a tap");
 static_assert(!AS || ((!HALO || TW == 8) && AHEAD >= 1 && BK <= 64),
               "A from shared memory: im2col rows or halo rows of 8 pixels, 3+ stages, rows of at "
               "most 128 bytes");
+static_assert(!PERS || (AS && HALO && SPLITK == 1 && (TEAMS == 1 || !EPI)),
+              "persistent blocks: wg=2 on halo tiles, fragment epilogues for two teams");
 
-// Output pixel (GEMM row) of row `row` of this block's tile; M for a halo tile's pixels past the
-// image's edge, which the epilogue skips.
-YC_DEVICE int out_pixel(int row) {
+// Output pixel (GEMM row) of row `row` of tile `tile` (a block's blockIdx.x, or with PERS each
+// of the tiles it walks); M for a halo tile's pixels past the image's edge, which the epilogue
+// skips.
+YC_DEVICE int out_pixel(int tile, int row) {
   if constexpr (!HALO) {
-    return static_cast<int>(blockIdx.x) * BM + row;
+    return tile * BM + row;
   } else {
-    const int tile = static_cast<int>(blockIdx.x), img = tile / TILES, t = tile % TILES;
+    const int img = tile / TILES, t = tile % TILES;
     const int oh = t / TILES_X * TH + row / TW, ow = t % TILES_X * TW + row % TW;
     return oh < OH && ow < OW ? (img * OH + oh) * OW + ow : M;
   }
@@ -353,11 +366,13 @@ YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const ARows& row
   }
 }
 
-// HALO: the input window of this block's tile, all C channels, zeros outside the image.
-YC_DEVICE void load_halo(yc_u16* sx, const yc_u16* __restrict__ x, int tid) {
-  const int tile = static_cast<int>(blockIdx.x), img = tile / TILES, t = tile % TILES;
+// HALO: the input window of tile `tile`, all C channels, zeros outside the image; copied by NT
+// threads, this one thread tid of them.
+template <int NT = THREADS>
+YC_DEVICE void load_halo(yc_u16* sx, const yc_u16* __restrict__ x, int tile, int tid) {
+  const int img = tile / TILES, t = tile % TILES;
   const int ih0 = t / TILES_X * TH * SH - PH, iw0 = t % TILES_X * TW * SW - PW;
-  for (int chunk = tid; chunk < HALO_CHUNKS; chunk += THREADS) {
+  for (int chunk = tid; chunk < HALO_CHUNKS; chunk += NT) {
     const int cc = chunk % (C / 8), px = chunk / (C / 8), hx = px % HWD, hy = px / HWD;
     const int ih = ih0 + hy, iw = iw0 + hx;
     const bool ok = static_cast<unsigned>(ih) < static_cast<unsigned>(H) &&
@@ -457,6 +472,56 @@ YC_DEVICE void splitk_reduce(float (&acc)[MI][NI][4], float* red, int tid) {
   // A block's shared memory lives while it runs: none exits before its peers have read it.
   yc_cluster_sync();
 }
+// The epilogue of tile `tile`'s BM x BN accumulators (columns from n0): bias, activation,
+// residual, output (and upsampled copy) stores.
+YC_DEVICE void store_tile(const float (&acc)[MI][NI][4], OutT* y, OutT* up, const OutT* res,
+                          const float* __restrict__ bias, int tile, int n0, int tid, int lane,
+                          int wrow0, int warp_n, yc_u16* smem) {
+  // Accumulator e of tile (mi, ni) is row lane / 4 (+8 for e >= 2), column 2 * (lane % 4) + e % 2.
+  if constexpr (EPI) {
+    // Those pairs make 4-byte stores, 8 pixels apart: few bytes per transaction when the output
+    // has few channels. Instead the tile goes through shared memory (over the pipeline ring, once
+    // every warp is past its last ldmatrix; a persistent block's own area), and each thread finishes 8 channels of one pixel: a
+    // warp then reads the residual and writes the output in 16-byte pieces along the rows.
+    enum : int { LDO = BN + 8 };
+    YC_SYNC();
+    float* so = reinterpret_cast<float*>(smem + EPI_AT);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni) {
+        float* at = so + (wrow0 + mi * MSTEP + (lane >> 2)) * LDO + warp_n * WN + ni * 8 +
+                    (lane & 3) * 2;
+        *reinterpret_cast<yc_vec<float, 2>*>(at) = {{acc[mi][ni][0], acc[mi][ni][1]}};
+        *reinterpret_cast<yc_vec<float, 2>*>(at + 8 * LDO) = {{acc[mi][ni][2], acc[mi][ni][3]}};
+      }
+    }
+    YC_SYNC();
+#pragma unroll
+    for (int j = 0; j < (BM * BN / 8 + THREADS - 1) / THREADS; ++j) {
+      const int chunk = tid + j * THREADS;
+      if ((BM * BN / 8) % THREADS != 0 && chunk >= BM * BN / 8) break;
+      const int row = chunk / (BN / 8), col = chunk % (BN / 8) * 8;
+      const auto* from = reinterpret_cast<const yc_vec<float, 4>*>(so + row * LDO + col);
+      const yc_vec<float, 4> lo = from[0], hi = from[1];
+      const float v[8] = {lo.e[0], lo.e[1], lo.e[2], lo.e[3], hi.e[0], hi.e[1], hi.e[2], hi.e[3]};
+      epilogue_vec<8>(y, up, res, bias, out_pixel(tile, row), n0 + col, v);
+    }
+  } else {
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+      const int row = wrow0 + mi * MSTEP + (lane >> 2);
+      const int m = out_pixel(tile, row), m8 = out_pixel(tile, row + 8);
+#pragma unroll
+      for (int ni = 0; ni < NI; ++ni) {
+        if (!splitk_owns(mi, ni)) continue;
+        const int n = n0 + warp_n * WN + ni * 8 + (lane & 3) * 2;
+        epilogue2(y, up, res, bias, m, n, acc[mi][ni][0], acc[mi][ni][1]);
+        epilogue2(y, up, res, bias, m8, n, acc[mi][ni][2], acc[mi][ni][3]);
+      }
+    }
+  }
+}
 @B2B_FUNCTIONS@}  // namespace @SYM@_ns
 @SPLITK_ARCH_CHECK@
 YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
@@ -472,7 +537,9 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
   OutT* up = static_cast<OutT*>(up_);
   yc_u16* sa = yc_smem;  // the ring of A tiles, or HALO's tile
   yc_u16* sb = yc_smem + B_AT;
-  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31;
+  // The warp's team and its place in the team's tile.
+  const int team = tid / TEAM_THREADS, warp = tid % TEAM_THREADS >> 5;
   const int warp_m = WG ? warp / 4 / WARPS_N : warp / WARPS_N;
   const int warp_n = WG ? warp / 4 % WARPS_N : warp % WARPS_N;
   const int wrow0 = WG ? warp_m * 4 * WM + (warp & 3) * 16 : warp_m * WM;  // the warp's first row
@@ -480,6 +547,76 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
   // This block's depth steps [kt0, kt1): its split's share (all of them without split-K).
   const int split = SPLITK > 1 ? static_cast<int>(blockIdx.z) : 0;
   const int kt0 = KT * split / SPLITK, kt1 = KT * (split + 1) / SPLITK;
+  const int tile = static_cast<int>(blockIdx.x);
+
+  if constexpr (PERS) {
+    // Every depth step's weight tile once (they stay), with each team's first halo; a team's
+    // barrier is bar.sync 1 + team (the block's own with one team).
+    const auto team_sync = [team] {
+      if constexpr (TEAMS == 1) {
+        YC_SYNC();
+      } else {
+        YC_BAR_SYNC(1 + team, TEAM_THREADS);
+      }
+    };
+#pragma unroll
+    for (int kt = 0; kt < KT; ++kt) load_b(sb + kt * B_STAGE, w, n0, kt, tid);
+    const int ttid = tid - team * TEAM_THREADS, stride = static_cast<int>(gridDim.x) * TEAMS;
+    yc_u16* const buf[2] = {sa + team * HALO_ELEMS, sa + (TEAMS == 1 ? 1 : team) * HALO_ELEMS};
+    int t = tile * TEAMS + team;
+    if (t < NTILES) load_halo<TEAM_THREADS>(buf[0], x, t, ttid);
+    yc_cp_async_commit();
+    yc_cp_async_wait<0>();
+    YC_SYNC();  // the weights and the first halos are visible to all
+    for (int it = 0; t < NTILES; t += stride, ++it) {
+      const yc_u16* cur = buf[it & 1];
+      if (it > 0) {
+        // This tile's halo has landed and is visible to the team; with one team, every warp is
+        // also done with the other buffer (the previous tile's), which the next copy overwrites.
+        yc_cp_async_wait<0>();
+        team_sync();
+      }
+      if (TEAMS == 1 && t + stride < NTILES) load_halo(buf[(it + 1) & 1], x, t + stride, ttid);
+      float acc[MI][NI][4];
+#pragma unroll
+      for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
+      // All the tile's wgmmas in one group: no copy waits inside the depth loop.
+      acc_fence(acc);
+      yc_wgmma_fence();
+#pragma unroll
+      for (int kt = 0; kt < KT; ++kt) {
+        const yc_u16* cw = sb + kt * B_STAGE + warp_n * WN * BK;
+#pragma unroll
+        for (int ks = 0; ks < BK / 16; ++ks) {
+          if (KG % BK != 0 && kt * BK + ks * 16 >= KG) break;
+          const unsigned long long desc_b = yc_wgmma_desc_swizzled(cw + ks * 16, BK * 16, SWZ);
+#pragma unroll
+          for (int mi = 0; mi < MI; ++mi) {
+            yc_wgmma_ss<WN, BF16>(reinterpret_cast<float(&)[WN / 2]>(acc[mi]),
+                                  halo_desc(cur, kt * BK + ks * 16, warp_m * 4 * WM + mi * 64),
+                                  desc_b);
+          }
+        }
+      }
+      yc_wgmma_commit();
+      yc_wgmma_wait<0>();
+      acc_fence(acc);
+      if constexpr (TEAMS > 1) {
+        // Every warp of the team is done with its buffer: the next tile's halo lands there while
+        // this one's epilogue runs (and the other team's wgmmas).
+        team_sync();
+        if (t + stride < NTILES) load_halo<TEAM_THREADS>(buf[0], x, t + stride, ttid);
+      }
+      yc_cp_async_commit();
+      store_tile(acc, y, up, res, bias, t, n0, tid, lane, wrow0, warp_n, yc_smem);
+    }
+    yc_cp_async_wait<0>();  // (the last, empty group)
+    return;
+  }
 
   // The pixels of the A rows this thread copies are the same at every depth step.
   ARows rows;
@@ -504,7 +641,7 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
   // Steps kt0 .. kt0+AHEAD-1 in flight before the first use; one commit group per step, empty
   // past the last, so that wait<AHEAD - 1> below always means "step kt has landed" (HALO's tile
   // joins the first group).
-  if constexpr (HALO) load_halo(sa, x, tid);
+  if constexpr (HALO) load_halo(sa, x, tile, tid);
 #pragma unroll
   for (int s = 0; s < AHEAD; ++s) {
     const int st = kt0 + s;
@@ -619,50 +756,7 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
   }
   if constexpr (SPLITK > 1) splitk_reduce(acc, reinterpret_cast<float*>(yc_smem), tid);
 @B2B_TAIL@
-  // Accumulator e of tile (mi, ni) is row lane / 4 (+8 for e >= 2), column 2 * (lane % 4) + e % 2.
-  if constexpr (EPI) {
-    // Those pairs make 4-byte stores, 8 pixels apart: few bytes per transaction when the output
-    // has few channels. Instead the tile goes through shared memory (over the pipeline ring, once
-    // every warp is past its last ldmatrix), and each thread finishes 8 channels of one pixel: a
-    // warp then reads the residual and writes the output in 16-byte pieces along the rows.
-    enum : int { LDO = BN + 8 };
-    YC_SYNC();
-    float* so = reinterpret_cast<float*>(yc_smem);
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) {
-        float* at = so + (wrow0 + mi * MSTEP + (lane >> 2)) * LDO + warp_n * WN + ni * 8 +
-                    (lane & 3) * 2;
-        *reinterpret_cast<yc_vec<float, 2>*>(at) = {{acc[mi][ni][0], acc[mi][ni][1]}};
-        *reinterpret_cast<yc_vec<float, 2>*>(at + 8 * LDO) = {{acc[mi][ni][2], acc[mi][ni][3]}};
-      }
-    }
-    YC_SYNC();
-#pragma unroll
-    for (int j = 0; j < (BM * BN / 8 + THREADS - 1) / THREADS; ++j) {
-      const int chunk = tid + j * THREADS;
-      if ((BM * BN / 8) % THREADS != 0 && chunk >= BM * BN / 8) break;
-      const int row = chunk / (BN / 8), col = chunk % (BN / 8) * 8;
-      const auto* from = reinterpret_cast<const yc_vec<float, 4>*>(so + row * LDO + col);
-      const yc_vec<float, 4> lo = from[0], hi = from[1];
-      const float v[8] = {lo.e[0], lo.e[1], lo.e[2], lo.e[3], hi.e[0], hi.e[1], hi.e[2], hi.e[3]};
-      epilogue_vec<8>(y, up, res, bias, out_pixel(row), n0 + col, v);
-    }
-  } else {
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi) {
-      const int row = wrow0 + mi * MSTEP + (lane >> 2);
-      const int m = out_pixel(row), m8 = out_pixel(row + 8);
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni) {
-        if (!splitk_owns(mi, ni)) continue;
-        const int n = n0 + warp_n * WN + ni * 8 + (lane & 3) * 2;
-        epilogue2(y, up, res, bias, m, n, acc[mi][ni][0], acc[mi][ni][1]);
-        epilogue2(y, up, res, bias, m8, n, acc[mi][ni][2], acc[mi][ni][3]);
-      }
-    }
-  }
+  store_tile(acc, y, up, res, bias, tile, n0, tid, lane, wrow0, warp_n, yc_smem);
 }
 )";
 
@@ -701,7 +795,7 @@ YC_DEVICE void b2b_load_w2(yc_u16* sw, const yc_u16* __restrict__ w2, int tid) {
 // stage's epilogue.
 YC_DEVICE void b2b_tail(const float (&acc)[MI][NI][4], const float* __restrict__ bias,
                         const yc_u16* sw, yc_u16* st, const float* __restrict__ bias2,
-                        s2::OutT* __restrict__ y, int lane, int wrow0, int warp_n) {
+                        s2::OutT* __restrict__ y, int tile, int lane, int wrow0, int warp_n) {
   YC_SYNC();  // every warp is past its last read of the ring (ldmatrix, or waited-for wgmma)
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi) {
@@ -734,7 +828,7 @@ YC_DEVICE void b2b_tail(const float (&acc)[MI][NI][4], const float* __restrict__
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
       const int row = wrow0 + mi * MSTEP + (lane >> 2);
-      const int m = out_pixel(row), m8 = out_pixel(row + 8);
+      const int m = out_pixel(tile, row), m8 = out_pixel(tile, row + 8);
 #pragma unroll
       for (int ni = 0; ni < NI; ++ni) {
         const int n = nc + warp_n * WN + ni * 8 + (lane & 3) * 2;
@@ -782,10 +876,21 @@ int64_t b2b_shared_bytes(const CudaConvTask& t, int64_t bm, int64_t bn, int64_t 
          k2p * (n1p + kPad) * 2;
 }
 
+// Persistent blocks (pers=1, 2): two halo buffers of `halo` halves (one team's two, or one for
+// each of two teams), the weight tiles of every depth step (rows of bk halves, as wg=2 stores
+// them), and the staged output tile (epi=1, one team) after them.
+int64_t persistent_shared_bytes(const CudaConvTask& t, int64_t bm, int64_t bn, int64_t bk,
+                                int64_t halo, bool staged) {
+  const int64_t steps = cpu::ceil_div(gemm_depth8(t), bk);
+  return 2 * halo * 2 + steps * bn * bk * 2 + (staged ? staged_bytes(bm, bn) : 0);
+}
+
 int64_t kernel_shared_bytes(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const int64_t bm = cfg.get("bm"), bn = cfg.get("bn"), bk = cfg.get("bk");
   const int64_t stages = cfg.get("stages");
   const int64_t halo = halo_elems(t, bm, cfg.get("halo"), cfg.get("wg") == 2);
+  if (cfg.get("pers") > 0)
+    return persistent_shared_bytes(t, bm, bn, bk, halo, staged_output(t, cfg));
   return t.b2b ? b2b_shared_bytes(t, bm, bn, bk, stages, halo)
                : shared_bytes(bm, bn, bk, stages, cfg.get("splitk"), halo);
 }
@@ -831,6 +936,13 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   // m-tiles of the 144-channel heads).
   if (wg == 2 ? (halo != 0 && halo != 8) || cfg.get("stages") < 3 || bk > 64 : wn > 80)
     return false;
+  // Persistent blocks: wg=2 on halo tiles, no b2b pair; two teams with fragment epilogues.
+  // (They use no ring: "stages" changes nothing, and is left free so that `tune --sweep pers`
+  // takes a best config of any depth.)
+  const int64_t pers = cfg.get("pers");
+  if (pers > 0 && (wg != 2 || halo != 8 || t.b2b || (pers == 2 && staged_output(t, cfg))))
+    return false;
+  const int64_t threads = warps * 32 * (pers == 2 ? 2 : 1);
   const int64_t max_acc = wg == 2 ? kMaxAccumulatorsWgmma : kMaxAccumulators;
   const int64_t acc = wm * wn / 32, shared = kernel_shared_bytes(t, cfg);
   if (staged_output(t, cfg)) {
@@ -843,11 +955,12 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
     if (staged_bytes(bm, bn) > shared || !aligned(t.out) || (t.conv.residual && !aligned(t.res)))
       return false;
   }
-  // With minb, ptxas caps a thread's registers at 64 Ki / (minb x threads): it must leave the
-  // accumulators and 32 more (a wgmma needs all its accumulators in registers at once, and ptxas
-  // refuses below that: "Insufficient registers").
+  // ptxas caps a thread's registers at 64 Ki / (minb x threads) (minb 1 without a bound; 255 at
+  // most): it must leave the accumulators and 32 more (a wgmma needs all its accumulators in
+  // registers at once, and ptxas refuses below that: "Insufficient registers"). Two teams of 8
+  // warps leave 128.
   const int64_t minb = cfg.get("minb");
-  if (minb > 0 && 65536 / (minb * warps * 32) < acc + 32) return false;
+  if (65536 / (std::max<int64_t>(minb, 1) * threads) < acc + 32) return false;
   // A b2b pair keeps 99 KiB: its larger forms (second stages of 256 channels, 128 KiB of second
   // weights) would be new pairs, not yet run on a GPU.
   const int64_t max_shared = t.b2b ? kMaxSharedBytes : max_shared_bytes(t.sm);
@@ -887,7 +1000,8 @@ std::optional<ScheduleConfig> b2b_default(const CudaConvTask& t) {
                                       {"epi", 0},
                                       {"halo", 0},
                                       {"wg", 0},
-                                      {"minb", 0}});
+                                      {"minb", 0},
+                                      {"pers", 0}});
             if (fits(t, cfg)) return cfg;
           }
   return std::nullopt;
@@ -928,6 +1042,13 @@ ScheduleSpace TensorCoreConvTemplate::space(const CudaConvTask& t) {
                      "blocks per multiprocessor the compiler must leave registers for "
                      "(__launch_bounds__'s second argument); 0: no bound",
                      {0, 2, 3, 4},
+                     0});
+  s.knobs.push_back({"pers",
+                     "persistent blocks (wg=2, halo=8): the weights of the block's channels stay "
+                     "in shared memory and each team of warps computes tile after tile, the grid "
+                     "capped at launch at the blocks the GPU holds at once; 1: one team, 2: two "
+                     "(one's epilogue overlaps the other's wgmmas); 0: a block a tile",
+                     {0, 1, 2},
                      0});
   return s;
 }
@@ -981,7 +1102,8 @@ ScheduleConfig TensorCoreConvTemplate::default_config(const CudaConvTask& t) {
                       {"epi", 0},
                       {"halo", 0},
                       {"wg", 0},
-                      {"minb", 0}});
+                      {"minb", 0},
+                      {"pers", 0}});
   YOLOC_CHECK(valid(t, cfg), "default tensor-core conv config {} invalid for {}", cfg.str(),
               t.key());
   return cfg;
@@ -1022,7 +1144,7 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
        {"@B2B_LOAD@",
         t.b2b ? "  b2b_load_w2(yc_smem + W2_AT, static_cast<const yc_u16*>(w2_), tid);" : ""},
        {"@B2B_TAIL@", t.b2b ? "  b2b_tail(acc, bias, yc_smem + W2_AT, yc_smem, bias2, "
-                              "static_cast<s2::OutT*>(y_), lane, wrow0, warp_n);\n"
+                              "static_cast<s2::OutT*>(y_), tile, lane, wrow0, warp_n);\n"
                               "  return;"
                             : ""},
        {"@ACT1@", act1},
@@ -1048,17 +1170,21 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
        {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},
        {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
        {"@HALO@", std::to_string(cfg.get("halo"))},
+       {"@PERS@", std::to_string(cfg.get("pers"))},
        {"@CVT@", t.dtype == DType::kBFloat16 ? "yc_float_to_bf16" : "yc_float_to_half"}});
   // A block per bm output pixels, or per halo tile (bm / halo rows of halo pixels of one image).
   const int64_t halo = cfg.get("halo");
   const int64_t blocks =
       halo == 0 ? cpu::ceil_div(t.conv.n * t.conv.oh * t.conv.ow, bm)
                 : t.conv.n * cpu::ceil_div(t.conv.oh, bm / halo) * cpu::ceil_div(t.conv.ow, halo);
-  k.grid = {static_cast<unsigned>(blocks), static_cast<unsigned>(cpu::ceil_div(t.conv.k, bn)),
-            static_cast<unsigned>(splitk)};
-  k.block = {static_cast<unsigned>((bm / wm) * (bn / wn) * 32), 1, 1};
+  // (Two teams of a persistent block take two tiles at a time.)
+  const int64_t teams = cfg.get("pers") == 2 ? 2 : 1;
+  k.grid = {static_cast<unsigned>(cpu::ceil_div(blocks, teams)),
+            static_cast<unsigned>(cpu::ceil_div(t.conv.k, bn)), static_cast<unsigned>(splitk)};
+  k.block = {static_cast<unsigned>((bm / wm) * (bn / wn) * 32 * teams), 1, 1};
   k.cluster = {1, 1, static_cast<unsigned>(splitk)};
   k.shared_bytes = static_cast<unsigned>(kernel_shared_bytes(t, cfg));
+  k.persistent = cfg.get("pers") > 0;
   return k;
 }
 

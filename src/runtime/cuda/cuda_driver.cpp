@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <utility>
@@ -174,7 +175,21 @@ void set_max_dynamic_shared(CUfunction fn, int bytes) {
   YOLOC_CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
 }
 
-void launch(CUfunction fn, const LaunchDims& d, void** args, const Stream* stream) {
+// A persistent kernel's grid: x capped at the blocks of fn the current device holds at once.
+LaunchDims persistent_dims(CUfunction fn, LaunchDims d) {
+  int per_sm = 0, sms = 0;
+  CUdevice dev = 0;
+  YOLOC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+      &per_sm, fn, static_cast<int>(d.block[0] * d.block[1] * d.block[2]), d.shared_bytes));
+  YOLOC_CU(cuCtxGetDevice(&dev));
+  YOLOC_CU(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev));
+  if (per_sm < 1) user_error("a persistent kernel fits no multiprocessor of this GPU");
+  d.grid[0] = std::min(d.grid[0], static_cast<unsigned>(per_sm * sms));
+  return d;
+}
+
+void launch(CUfunction fn, const LaunchDims& dims, void** args, const Stream* stream) {
+  const LaunchDims d = dims.persistent ? persistent_dims(fn, dims) : dims;
   if (d.programmatic) {
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;

@@ -20,21 +20,27 @@ namespace yoloc::runtime::cuda {
 // (cuMemAlloc -> cuMemAlloc_v2, cuEventElapsedTime -> cuEventElapsedTime_v2, ...); the list is
 // expanded after those macros, so each member is the versioned function with its exact type and
 // is looked up under its versioned symbol name.
-#define YOLOC_CUDA_DRIVER_FUNCTIONS(X)                                                             \
-  X(cuInit)                                                                                        \
-  X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) X(cuDeviceGet)   \
-      X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)   \
-          X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize)   \
-              X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)   \
-                  X(cuFuncGetAttribute) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuMemAlloc) X(cuMemFree)               \
-                      X(cuMemAllocHost) X(cuMemFreeHost) X(cuMemcpyHtoD) X(cuMemcpyDtoH)           \
-                          X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD8)                  \
-                              X(cuMemsetD8Async) X(cuStreamCreate) X(cuStreamDestroy)              \
-                                  X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuEventCreate) X(cuEventDestroy)        \
-                                      X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime) \
-                                          X(cuStreamBeginCapture) X(cuStreamEndCapture)            \
-                                              X(cuGraphInstantiate) X(cuGraphLaunch)               \
-                                                  X(cuGraphExecDestroy) X(cuGraphDestroy)
+#define YOLOC_CUDA_DRIVER_FUNCTIONS(X)                                                            \
+  X(cuInit)                                                                                       \
+  X(cuDriverGetVersion)                                                                           \
+  X(cuGetErrorName)                                                                               \
+  X(cuGetErrorString)                                                                             \
+  X(cuDeviceGetCount)                                                                             \
+  X(cuDeviceGet)                                                                                  \
+  X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)      \
+      X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize)      \
+          X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute)      \
+              X(cuFuncGetAttribute) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                \
+                  X(cuCtxGetDevice) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuMemAlloc)           \
+                      X(cuMemFree) X(cuMemAllocHost) X(cuMemFreeHost) X(cuMemcpyHtoD)             \
+                          X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemsetD8) \
+                              X(cuMemsetD8Async) X(cuStreamCreate) X(cuStreamDestroy)             \
+                                  X(cuStreamSynchronize) X(cuStreamWaitEvent) X(cuEventCreate)    \
+                                      X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)    \
+                                          X(cuEventElapsedTime) X(cuStreamBeginCapture)           \
+                                              X(cuStreamEndCapture) X(cuGraphInstantiate)         \
+                                                  X(cuGraphLaunch) X(cuGraphExecDestroy)          \
+                                                      X(cuGraphDestroy)
 
 /// The resolved driver functions. Members carry cuda.h's names (which the header may turn into
 /// versioned ones), so `api.cuMemAlloc(&p, n)` reads like the C API.
@@ -137,6 +143,9 @@ struct LaunchDims {
   /// while the previous kernel of the stream still runs, so it must itself wait for it before
   /// touching memory (the generated kernels' YC_KERNEL_ENTRY does).
   bool programmatic = false;
+  /// The kernel walks grid x's tiles in a grid-stride loop (gridDim.x apart): launch() caps grid x
+  /// at the blocks the device holds at once, occupancy x multiprocessors.
+  bool persistent = false;
 };
 
 class Stream;

@@ -131,6 +131,10 @@ CudaProgram parse_cuda_program(const artifact::Manifest& m, const std::string& w
     const uint64_t shared = r.uint(l, path, "shared");
     if (shared > (uint64_t{1} << 20)) r.fail(path + ".shared", "is out of range");
     c.shared_bytes = static_cast<unsigned>(shared);
+    if (l.contains("persistent")) {
+      if (!l["persistent"].is_boolean()) r.fail(path + ".persistent", "is not a boolean");
+      c.persistent = l["persistent"].get<bool>();
+    }
     const json& args = r.array(l, path, "args");
     for (size_t k = 0; k < args.size(); ++k) {
       const std::string apath = json_item(path + ".args", k);
@@ -177,6 +181,7 @@ nlohmann::json cuda_program_to_json(const CudaProgram& p) {
     }
     json l = {{"module", c.module}, {"symbol", c.symbol}, {"grid", c.grid},
               {"block", c.block},   {"shared", c.shared_bytes}, {"args", args}};
+    if (c.persistent) l["persistent"] = true;
     if (c.writes) l["writes"] = *c.writes;
     if (!c.task.empty()) l["task"] = c.task;
     launches.push_back(std::move(l));

@@ -12,6 +12,8 @@
 ///     "launches": [                       // in this order, on one stream
 ///       {"module": 0, "symbol": "yc_t0", "grid": [80, 1, 1], "block": [128, 1, 1],
 ///        "shared": 40960,
+///        "persistent": true,            // optional: grid x capped at the blocks the GPU holds
+///                                       // at once (the kernel loops over its tiles)
 ///        "args": [{"buffer": "arena", "offset": 0, "bytes": 4096},
 ///                 {"buffer": "weights", "offset": 128, "bytes": 256},
 ///                 {"buffer": "null"}],
@@ -47,6 +49,9 @@ struct CudaLaunch {
   std::array<unsigned, 3> grid{1, 1, 1};
   std::array<unsigned, 3> block{1, 1, 1};
   unsigned shared_bytes = 0;
+  /// The kernel walks grid x's tiles in a grid-stride loop: the launch caps grid x at the blocks
+  /// the device holds at once ("persistent": true; absent: false).
+  bool persistent = false;
   std::vector<Binding> args;  ///< buffer "arena", a blob name, or kNullBuffer
   /// The indices of the args the kernel writes; nullopt when the artifact does not say.
   std::optional<std::vector<int>> writes;

@@ -175,7 +175,7 @@ std::string CudaMeasurer::request(const TuneTask& task, const Candidate& c, Meas
   }
   q.scratch_bytes = c.lowered.scratch_bytes;
   for (const codegen::cuda::CudaKernel& k : c.lowered.launches)
-    q.launches.push_back({k.symbol, k.grid, k.block, k.shared_bytes});
+    q.launches.push_back({k.symbol, k.grid, k.block, k.shared_bytes, k.persistent});
   q.cubin = c.cubin;
   q.action = c.action;
   q.best_known_s = best_known_s;

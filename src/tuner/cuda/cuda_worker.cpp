@@ -139,7 +139,7 @@ MeasureResult CudaWorker::run(const CudaRequest& q, TaskState& t) {
     fns.push_back(module.function(k.symbol));
     if (k.shared_bytes > 48 * 1024)
       rt::set_max_dynamic_shared(fns.back(), static_cast<int>(k.shared_bytes));
-    dims.push_back({k.grid, k.block, k.shared_bytes});
+    dims.push_back({k.grid, k.block, k.shared_bytes, false, k.persistent});
   }
   // Constants (their layout depends on the config) and scratch are the candidate's own; the
   // activations' buffers are the task's, the inputs copied in again (a candidate that wrote
@@ -266,6 +266,7 @@ std::string encode_cuda_request(const CudaRequest& q) {
     for (unsigned v : l.grid) w.u64(v);
     for (unsigned v : l.block) w.u64(v);
     w.u64(l.shared_bytes);
+    w.boolean(l.persistent);
   }
   w.bytes(q.cubin ? std::string_view(*q.cubin) : std::string_view());
   w.bytes(q.action);
@@ -309,6 +310,7 @@ CudaRequest decode_cuda_request(std::string_view message) {
     for (unsigned& v : l.grid) v = dim();
     for (unsigned& v : l.block) v = dim();
     l.shared_bytes = dim();
+    l.persistent = r.boolean();
   }
   q.cubin = std::make_shared<const std::string>(r.bytes());
   q.action = std::string(r.bytes());

@@ -35,6 +35,7 @@ struct CudaRequest {
     std::string symbol;
     std::array<unsigned, 3> grid{1, 1, 1}, block{1, 1, 1};
     unsigned shared_bytes = 0;
+    bool persistent = false;  ///< CudaKernel::persistent: grid x capped at launch
   };
   MeasureRole role = MeasureRole::kCandidate;
   std::string task;  ///< workload key: the worker keeps the task's buffers and reference by it
