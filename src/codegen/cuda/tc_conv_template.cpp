@@ -424,6 +424,15 @@ YC_DEVICE void load_b(yc_u16* sb, const yc_u16* __restrict__ w, int n0, int kt, 
   }
 }
 
+YC_DEVICE void zero_acc(float (&acc)[MI][NI][4]) {
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
+}
+
 // The accumulators stay where the asynchronous wgmmas write them: no access is moved across the
 // fence before them or the wait after them.
 YC_DEVICE void acc_fence(float (&acc)[MI][NI][4]) {
@@ -578,12 +587,7 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
       }
       if (TEAMS == 1 && t + stride < NTILES) load_halo(buf[(it + 1) & 1], x, t + stride, ttid);
       float acc[MI][NI][4];
-#pragma unroll
-      for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
+      zero_acc(acc);
       // All the tile's wgmmas in one group: no copy waits inside the depth loop.
       acc_fence(acc);
       yc_wgmma_fence();
@@ -630,12 +634,7 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
   }
 
   float acc[MI][NI][4];
-#pragma unroll
-  for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[mi][ni][e] = 0.f;
+  zero_acc(acc);
 
 @B2B_LOAD@
   // Steps kt0 .. kt0+AHEAD-1 in flight before the first use; one commit group per step, empty
@@ -815,12 +814,7 @@ YC_DEVICE void b2b_tail(const float (&acc)[MI][NI][4], const float* __restrict__
   YC_SYNC();
   for (int nc = 0; nc < K2P; nc += BN) {
     float acc2[MI][NI][4];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-      for (int ni = 0; ni < NI; ++ni)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc2[mi][ni][e] = 0.f;
+    zero_acc(acc2);
 #pragma unroll
     for (int ks = 0; ks < N1P / 16; ++ks) {
       warp_step(acc2, st + wrow0 * LDT, LDT, sw + (nc + warp_n * WN) * LDW, LDW, ks * 16, lane);
