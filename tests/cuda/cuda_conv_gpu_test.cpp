@@ -238,8 +238,8 @@ void run_layer(const Layer& s, const Built& built) {
     ConvLaunch l(x, packed, o.b, &res, y, nullptr);
     const CUfunction fn = kernel_function(module, c.kernel);
     void** args = l.args();
-    rt::LaunchDims dims{c.kernel.grid, c.kernel.block, c.kernel.shared_bytes, false,
-                        c.kernel.persistent};
+    const rt::LaunchDims dims = rt::fit_to_device(
+        fn, {c.kernel.grid, c.kernel.block, c.kernel.shared_bytes, false, c.kernel.persistent});
     rt::launch(fn, dims, args, &stream);
     stream.synchronize();
     l.y().download(y.data());
@@ -340,7 +340,7 @@ TEST(CudaGpu, StreamsEventsPinnedCopiesAndGraphReplay) {
   // Upload, conv, download captured once, replayed twice.
   stream.begin_capture();
   dx.upload_async(hx.data(), stream);
-  rt::launch(fn, {k.grid, k.block, k.shared_bytes, false, k.persistent}, args, &stream);
+  rt::launch(fn, {k.grid, k.block, k.shared_bytes}, args, &stream);
   dy.download_async(hy.data(), stream);
   const rt::Graph graph = stream.end_capture();
   for (int i = 0; i < 2; ++i) {
@@ -388,7 +388,7 @@ TEST(CudaGpu, SplitKClustersWithPdlInGraph) {
               py2 = dy2.ptr(), pu = 0;
   void* first[] = {&px, &pw, &pb, &pr, &py1, &pu};
   void* second[] = {&px, &pw, &pb, &py1, &py2, &pu};  // residual: the first's output
-  rt::LaunchDims dims{k.grid, k.block, k.shared_bytes, false, k.persistent};
+  rt::LaunchDims dims{k.grid, k.block, k.shared_bytes};
   dims.programmatic = true;
   stream.begin_capture();
   rt::launch(fn, dims, first, &stream);
@@ -483,8 +483,8 @@ TEST(CudaGpu, ConvWithUpsampledCopy) {
     ConvLaunch l(x, packed, o.b, nullptr, y, t.up ? &up : nullptr);
     const CUfunction fn = kernel_function(module, c.kernel);
     void** args = l.args();
-    rt::LaunchDims dims{c.kernel.grid, c.kernel.block, c.kernel.shared_bytes, false,
-                        c.kernel.persistent};
+    const rt::LaunchDims dims = rt::fit_to_device(
+        fn, {c.kernel.grid, c.kernel.block, c.kernel.shared_bytes, false, c.kernel.persistent});
     rt::launch(fn, dims, args, &stream);
     stream.synchronize();
     l.y().download(y.data());
@@ -591,9 +591,8 @@ TEST(CudaGpu, B2bPairsOfYolov8nMatchReferenceAndTime) {
       SCOPED_TRACE(config);
       std::vector<uint8_t> yw(y.size(), 0x5a);
       dy.upload(yw.data());
-      rt::launch(kernel_function(module, k),
-                 rt::LaunchDims{k.grid, k.block, k.shared_bytes, false, k.persistent}, fused_args,
-                 &stream);
+      rt::launch(kernel_function(module, k), rt::LaunchDims{k.grid, k.block, k.shared_bytes},
+                 fused_args, &stream);
       stream.synchronize();
       dy.download(yw.data());
       EXPECT_TRUE(check_output(b, yw, want, 0x5a));

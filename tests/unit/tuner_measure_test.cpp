@@ -147,12 +147,19 @@ class FakeMeasurer : public Measurer {
   std::set<std::string> seen_;
 };
 
+// The elementwise chain of small_tuning_graph() (unroll 1 to 16, 1 its default), alone (its
+// task points into g).
+std::vector<TuneTask> elementwise_task(const Graph& g) {
+  std::vector<TuneTask> tasks;
+  for (TuneTask& t : tuning_tasks(g))
+    if (t.task.template_name == "elementwise") tasks.push_back(std::move(t));
+  return tasks;
+}
+
 TEST(TunerLoop, ResumesWithoutMeasuringAConfigTwice) {
   TempDir dir;
   const auto g = small_tuning_graph();
-  std::vector<TuneTask> tasks;
-  for (TuneTask& t : tuning_tasks(*g))
-    if (t.task.template_name == "elementwise") tasks.push_back(std::move(t));
+  std::vector<TuneTask> tasks = elementwise_task(*g);
   ASSERT_EQ(tasks.size(), 1u);
   TuneOptions o;
   o.target = host_cpu_target();
@@ -186,9 +193,7 @@ TEST(TunerLoop, ResumesWithoutMeasuringAConfigTwice) {
 TEST(TunerLoop, FinalRemeasurementTakesTheDefaultAndTheBest) {
   TempDir dir;
   const auto g = small_tuning_graph();
-  std::vector<TuneTask> tasks;
-  for (TuneTask& t : tuning_tasks(*g))
-    if (t.task.template_name == "elementwise") tasks.push_back(std::move(t));
+  std::vector<TuneTask> tasks = elementwise_task(*g);
   TuneOptions o;
   o.target = host_cpu_target();
   o.records = dir.path("r.jsonl");
@@ -215,9 +220,7 @@ TEST(TunerLoop, FinalRemeasurementTakesTheDefaultAndTheBest) {
 TEST(TunerLoop, RecordsTheRulesNoLongerAdmitAreNotResumed) {
   TempDir dir;
   const auto g = small_tuning_graph();
-  std::vector<TuneTask> tasks;
-  for (TuneTask& t : tuning_tasks(*g))
-    if (t.task.template_name == "elementwise") tasks.push_back(std::move(t));
+  std::vector<TuneTask> tasks = elementwise_task(*g);
   ASSERT_EQ(tasks.size(), 1u);
   TuneOptions o;
   o.target = host_cpu_target();

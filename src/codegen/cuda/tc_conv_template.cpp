@@ -444,6 +444,28 @@ YC_DEVICE void acc_fence(float (&acc)[MI][NI][4]) {
       for (int e = 0; e < 4; ++e) yc_reg_fence(acc[mi][ni][e]);
 }
 
+// AS: depth step kt's wgmmas (not committed), both operands by descriptors: the warpgroup's
+// 64-row m-tiles of A (HALO: the halo tile `a` at the slices' taps; else the step's stage `a` of
+// im2col rows, at the warpgroup's first row) and its WN channels of B (`cw`: the step's weight
+// tile at the warp's first channel), 16 deep a wgmma. Rows of 2 BK bytes, 8 rows 16 BK bytes
+// apart (SBO); a 16-deep slice starts 32 bytes into them.
+YC_DEVICE void wgmma_step(float (&acc)[MI][NI][4], const yc_u16* a, const yc_u16* cw, int kt,
+                          int warp_m) {
+#pragma unroll
+  for (int ks = 0; ks < BK / 16; ++ks) {
+    // (HALO: the last step's slices past the depth have no tap; their weights are zeros.)
+    if (HALO && KG % BK != 0 && kt * BK + ks * 16 >= KG) break;
+    const unsigned long long desc_b = yc_wgmma_desc_swizzled(cw + ks * 16, BK * 16, SWZ);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+      const unsigned long long desc_a =
+          HALO ? halo_desc(a, kt * BK + ks * 16, warp_m * 4 * WM + mi * 64)
+               : yc_wgmma_desc_swizzled(a + mi * 64 * BK + ks * 16, BK * 16, SWZ);
+      yc_wgmma_ss<WN, BF16>(reinterpret_cast<float(&)[WN / 2]>(acc[mi]), desc_a, desc_b);
+    }
+  }
+}
+
 // Split-K: the SPLITK blocks of a cluster (grid z, cluster dims (1, 1, SPLITK), so rank = z)
 // each run a share of the depth steps, then sum their partial accumulators through distributed
 // shared memory: no extra launch, no global workspace. Block z completes fragments (mi, ni) with
@@ -592,20 +614,7 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
       acc_fence(acc);
       yc_wgmma_fence();
 #pragma unroll
-      for (int kt = 0; kt < KT; ++kt) {
-        const yc_u16* cw = sb + kt * B_STAGE + warp_n * WN * BK;
-#pragma unroll
-        for (int ks = 0; ks < BK / 16; ++ks) {
-          if (KG % BK != 0 && kt * BK + ks * 16 >= KG) break;
-          const unsigned long long desc_b = yc_wgmma_desc_swizzled(cw + ks * 16, BK * 16, SWZ);
-#pragma unroll
-          for (int mi = 0; mi < MI; ++mi) {
-            yc_wgmma_ss<WN, BF16>(reinterpret_cast<float(&)[WN / 2]>(acc[mi]),
-                                  halo_desc(cur, kt * BK + ks * 16, warp_m * 4 * WM + mi * 64),
-                                  desc_b);
-          }
-        }
-      }
+      for (int kt = 0; kt < KT; ++kt) wgmma_step(acc, cur, sb + kt * B_STAGE + warp_n * WN * BK, kt, warp_m);
       yc_wgmma_commit();
       yc_wgmma_wait<0>();
       acc_fence(acc);
@@ -663,28 +672,13 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
     yc_cp_async_commit();
     const yc_u16* cb = sb + (kt % STAGES) * B_STAGE + warp_n * WN * LDS;
     if constexpr (AS) {
-      // Both operands by descriptors: the warpgroup's 64-row m-tiles of A and its WN channels of
-      // B, 16 deep a wgmma. This step's wgmmas run while the warps wait for and issue the next
-      // step's; they are waited for (wait<1>) one step later, before the barrier after which
-      // their slot is overwritten. Rows of 2 BK bytes, 8 rows 16 BK bytes apart (SBO); a 16-deep
-      // slice starts 32 bytes into them.
+      // This step's wgmmas run while the warps wait for and issue the next step's; they are
+      // waited for (wait<1>) one step later, before the barrier after which their slot is
+      // overwritten.
       const yc_u16* ca = sa + (kt % STAGES) * A_STAGE + warp_m * 4 * WM * BK;
-      const yc_u16* cw = sb + (kt % STAGES) * B_STAGE + warp_n * WN * BK;
       acc_fence(acc);
       yc_wgmma_fence();
-#pragma unroll
-      for (int ks = 0; ks < BK / 16; ++ks) {
-        // (HALO: the last step's slices past the depth have no tap; their weights are zeros.)
-        if (HALO && KG % BK != 0 && kt * BK + ks * 16 >= KG) break;
-        const unsigned long long desc_b = yc_wgmma_desc_swizzled(cw + ks * 16, BK * 16, SWZ);
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi) {
-          const unsigned long long desc_a =
-              HALO ? halo_desc(sa, kt * BK + ks * 16, warp_m * 4 * WM + mi * 64)
-                   : yc_wgmma_desc_swizzled(ca + mi * 64 * BK + ks * 16, BK * 16, SWZ);
-          yc_wgmma_ss<WN, BF16>(reinterpret_cast<float(&)[WN / 2]>(acc[mi]), desc_a, desc_b);
-        }
-      }
+      wgmma_step(acc, HALO ? sa : ca, sb + (kt % STAGES) * B_STAGE + warp_n * WN * BK, kt, warp_m);
       yc_wgmma_commit();
       yc_wgmma_wait<1>();
       acc_fence(acc);
@@ -870,6 +864,9 @@ int64_t b2b_shared_bytes(const CudaConvTask& t, int64_t bm, int64_t bn, int64_t 
          k2p * (n1p + kPad) * 2;
 }
 
+// The teams of warps of a block: two for persistent blocks of pers=2, else one.
+int64_t teams(const ScheduleConfig& cfg) { return cfg.get("pers") == 2 ? 2 : 1; }
+
 // Persistent blocks (pers=1, 2): two halo buffers of `halo` halves (one team's two, or one for
 // each of two teams), the weight tiles of every depth step (rows of bk halves, as wg=2 stores
 // them), and the staged output tile (epi=1, one team) after them.
@@ -936,7 +933,7 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const int64_t pers = cfg.get("pers");
   if (pers > 0 && (wg != 2 || halo != 8 || t.b2b || (pers == 2 && staged_output(t, cfg))))
     return false;
-  const int64_t threads = warps * 32 * (pers == 2 ? 2 : 1);
+  const int64_t threads = warps * 32 * teams(cfg);
   const int64_t max_acc = wg == 2 ? kMaxAccumulatorsWgmma : kMaxAccumulators;
   const int64_t acc = wm * wn / 32, shared = kernel_shared_bytes(t, cfg);
   if (staged_output(t, cfg)) {
@@ -1172,10 +1169,9 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
       halo == 0 ? cpu::ceil_div(t.conv.n * t.conv.oh * t.conv.ow, bm)
                 : t.conv.n * cpu::ceil_div(t.conv.oh, bm / halo) * cpu::ceil_div(t.conv.ow, halo);
   // (Two teams of a persistent block take two tiles at a time.)
-  const int64_t teams = cfg.get("pers") == 2 ? 2 : 1;
-  k.grid = {static_cast<unsigned>(cpu::ceil_div(blocks, teams)),
+  k.grid = {static_cast<unsigned>(cpu::ceil_div(blocks, teams(cfg))),
             static_cast<unsigned>(cpu::ceil_div(t.conv.k, bn)), static_cast<unsigned>(splitk)};
-  k.block = {static_cast<unsigned>((bm / wm) * (bn / wn) * 32 * teams), 1, 1};
+  k.block = {static_cast<unsigned>((bm / wm) * (bn / wn) * 32 * teams(cfg)), 1, 1};
   k.cluster = {1, 1, static_cast<unsigned>(splitk)};
   k.shared_bytes = static_cast<unsigned>(kernel_shared_bytes(t, cfg));
   k.persistent = cfg.get("pers") > 0;

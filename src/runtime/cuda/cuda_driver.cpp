@@ -175,8 +175,8 @@ void set_max_dynamic_shared(CUfunction fn, int bytes) {
   YOLOC_CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
 }
 
-// A persistent kernel's grid: x capped at the blocks of fn the current device holds at once.
-LaunchDims persistent_dims(CUfunction fn, LaunchDims d) {
+LaunchDims fit_to_device(CUfunction fn, LaunchDims d) {
+  if (!d.persistent) return d;
   int per_sm = 0, sms = 0;
   CUdevice dev = 0;
   YOLOC_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
@@ -188,8 +188,7 @@ LaunchDims persistent_dims(CUfunction fn, LaunchDims d) {
   return d;
 }
 
-void launch(CUfunction fn, const LaunchDims& dims, void** args, const Stream* stream) {
-  const LaunchDims d = dims.persistent ? persistent_dims(fn, dims) : dims;
+void launch(CUfunction fn, const LaunchDims& d, void** args, const Stream* stream) {
   if (d.programmatic) {
     CUlaunchAttribute attr{};
     attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;

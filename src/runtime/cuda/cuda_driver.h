@@ -143,10 +143,15 @@ struct LaunchDims {
   /// while the previous kernel of the stream still runs, so it must itself wait for it before
   /// touching memory (the generated kernels' YC_KERNEL_ENTRY does).
   bool programmatic = false;
-  /// The kernel walks grid x's tiles in a grid-stride loop (gridDim.x apart): launch() caps grid x
-  /// at the blocks the device holds at once, occupancy x multiprocessors.
+  /// The kernel walks grid x's tiles in a grid-stride loop (gridDim.x apart): fit_to_device()
+  /// caps grid x at the blocks the device holds at once (any grid is correct).
   bool persistent = false;
 };
+
+/// d for fn on the current device: a persistent kernel's grid x capped at occupancy x
+/// multiprocessors (after fn's dynamic shared memory limit is set); other dims as they are.
+/// Called once where a function meets its dims, not per launch.
+LaunchDims fit_to_device(CUfunction fn, LaunchDims d);
 
 class Stream;
 /// Launches fn with `args` (pointers to each argument's value) on `stream` (nullptr: the

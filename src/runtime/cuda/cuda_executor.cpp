@@ -128,8 +128,8 @@ void CudaExecutor::prepare_lane() {
     // Programmatic only after a kernel of its own stream and no other (an event's wait is a
     // full dependency).
     const auto su = static_cast<size_t>(step.stream);
-    b.dims = {l.grid, l.block, l.shared_bytes, pdl_ && stream_used[su] && step.waits.empty(),
-              l.persistent};
+    b.dims = fit_to_device(b.fn, {l.grid, l.block, l.shared_bytes,
+                                  pdl_ && stream_used[su] && step.waits.empty(), l.persistent});
     stream_used[su] = true;
     events_.push_back(step.signals ? std::make_unique<Event>() : nullptr);
     for (const Binding& a : l.args) {

@@ -139,7 +139,8 @@ MeasureResult CudaWorker::run(const CudaRequest& q, TaskState& t) {
     fns.push_back(module.function(k.symbol));
     if (k.shared_bytes > 48 * 1024)
       rt::set_max_dynamic_shared(fns.back(), static_cast<int>(k.shared_bytes));
-    dims.push_back({k.grid, k.block, k.shared_bytes, false, k.persistent});
+    dims.push_back(
+        rt::fit_to_device(fns.back(), {k.grid, k.block, k.shared_bytes, false, k.persistent}));
   }
   // Constants (their layout depends on the config) and scratch are the candidate's own; the
   // activations' buffers are the task's, the inputs copied in again (a candidate that wrote
