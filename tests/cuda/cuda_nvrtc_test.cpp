@@ -8,7 +8,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <regex>
+#include <set>
 
 #include "codegen/cuda/cuda_emit.h"
 #include "codegen/cuda/nvrtc_compiler.h"
@@ -214,15 +217,27 @@ TEST(CudaNvrtc, TensorCoreTemplateBuilds) {
 // bf16, im2col rows and halo tiles, A from registers and from shared memory, several warp tiles'
 // N; b2b pairs with a wg=2 first stage) build for sm_90a, with wgmma in the PTX, no
 // spills, and no wgmma that ptxas had to serialize (its warning "wgmma.mma_async instructions are
-// serialized": registers it could not keep apart while an MMA runs).
+// serialized": registers it could not keep apart while an MMA runs). The module begins with
+// mma.sync kernels (wg=0) of the same warp tiles' N: kernels of one module (as the GPU tests
+// build them) must not name a wgmma instruction that a later kernel specializes.
 TEST(CudaNvrtc, TensorCoreWarpgroupBuildsForSm90a) {
   Module m;
   int ss = 0, ss_halo = 0, persistent = 0;
+  std::set<int64_t> plain_wn, wgmma_wn;
+  for (CudaConvTask t : tasks(DType::kFloat16, DType::kFloat16)) {
+    t.sm = 90;
+    for (const ScheduleConfig& cfg : tc_configs(t)) {
+      if (cfg.get("wg") != 0 || !plain_wn.insert(cfg.get("wn")).second) continue;
+      const std::string sym = fmt::format("wg_{}", m.symbols.size());
+      m.add(TensorCoreConvTemplate::emit(t, cfg, sym).source, sym, false);
+    }
+  }
   for (DType d : {DType::kFloat16, DType::kBFloat16}) {
     for (CudaConvTask t : tasks(d, d)) {
       t.sm = 90;
       for (const ScheduleConfig& cfg : tc_configs(t)) {
         if (cfg.get("wg") == 0) continue;
+        if (d == DType::kFloat16) wgmma_wn.insert(cfg.get("wn"));
         ss += cfg.get("wg") == 2;
         ss_halo += cfg.get("wg") == 2 && cfg.get("halo") == 8;
         persistent += cfg.get("pers") == 1;
@@ -246,6 +261,10 @@ TEST(CudaNvrtc, TensorCoreWarpgroupBuildsForSm90a) {
   ASSERT_GE(ss_halo, 3);  // A from halo tiles
   ASSERT_GE(persistent, 3);  // persistent blocks, one and two teams
   ASSERT_GE(pairs, 4);
+  std::vector<int64_t> shared_wn;
+  std::set_intersection(plain_wn.begin(), plain_wn.end(), wgmma_wn.begin(), wgmma_wn.end(),
+                        std::back_inserter(shared_wn));
+  ASSERT_FALSE(shared_wn.empty());
   NvrtcOptions opts;
   opts.arch = "sm_90";
   opts.extra_options = {"--ptxas-options=--verbose"};

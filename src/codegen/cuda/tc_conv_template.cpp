@@ -448,7 +448,10 @@ YC_DEVICE void acc_fence(float (&acc)[MI][NI][4]) {
 // 64-row m-tiles of A (HALO: the halo tile `a` at the slices' taps; else the step's stage `a` of
 // im2col rows, at the warpgroup's first row) and its WN channels of B (`cw`: the step's weight
 // tile at the warp's first channel), 16 deep a wgmma. Rows of 2 BK bytes, 8 rows 16 BK bytes
-// apart (SBO); a 16-deep slice starts 32 bytes into them.
+// apart (SBO); a 16-deep slice starts 32 bytes into them. (A template, N = WN, so that only a
+// kernel that calls it names yc_wgmma_ss<N>: another kernel of the same module may specialize
+// that after this one, which an instantiation here would precede.)
+template <int N>
 YC_DEVICE void wgmma_step(float (&acc)[MI][NI][4], const yc_u16* a, const yc_u16* cw, int kt,
                           int warp_m) {
 #pragma unroll
@@ -461,7 +464,7 @@ YC_DEVICE void wgmma_step(float (&acc)[MI][NI][4], const yc_u16* a, const yc_u16
       const unsigned long long desc_a =
           HALO ? halo_desc(a, kt * BK + ks * 16, warp_m * 4 * WM + mi * 64)
                : yc_wgmma_desc_swizzled(a + mi * 64 * BK + ks * 16, BK * 16, SWZ);
-      yc_wgmma_ss<WN, BF16>(reinterpret_cast<float(&)[WN / 2]>(acc[mi]), desc_a, desc_b);
+      yc_wgmma_ss<N, BF16>(reinterpret_cast<float(&)[N / 2]>(acc[mi]), desc_a, desc_b);
     }
   }
 }
@@ -614,7 +617,7 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
       acc_fence(acc);
       yc_wgmma_fence();
 #pragma unroll
-      for (int kt = 0; kt < KT; ++kt) wgmma_step(acc, cur, sb + kt * B_STAGE + warp_n * WN * BK, kt, warp_m);
+      for (int kt = 0; kt < KT; ++kt) wgmma_step<WN>(acc, cur, sb + kt * B_STAGE + warp_n * WN * BK, kt, warp_m);
       yc_wgmma_commit();
       yc_wgmma_wait<0>();
       acc_fence(acc);
@@ -678,7 +681,7 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
       const yc_u16* ca = sa + (kt % STAGES) * A_STAGE + warp_m * 4 * WM * BK;
       acc_fence(acc);
       yc_wgmma_fence();
-      wgmma_step(acc, HALO ? sa : ca, sb + (kt % STAGES) * B_STAGE + warp_n * WN * BK, kt, warp_m);
+      wgmma_step<WN>(acc, HALO ? sa : ca, sb + (kt % STAGES) * B_STAGE + warp_n * WN * BK, kt, warp_m);
       yc_wgmma_commit();
       yc_wgmma_wait<1>();
       acc_fence(acc);
