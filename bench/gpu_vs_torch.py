@@ -6,12 +6,14 @@ dynamic-batch twin of each model serves batch > 1, bench/onnx_twin.py).
 For each model and batch: `yoloc compile --target cuda --precision fp16 --batch N` (with
 --records when given), then `yoloc bench` (network alone in one CUDA graph, host tensors in
 and out, end to end from a uint8 frame to detections); then ../shared/peers/torch_peer.py on
-the same twin. Writes JSON: machine (GPU, driver, clocks), versions, every row, and the ratios
+the same twin. `--io fp32,fp16` benchmarks yoloc both ways: float32 image in and output out
+(the default), and `--io-precision fp16` (fp16 in and out, as the peer takes and gives them).
+Writes JSON: machine (GPU, driver, clocks), versions, every row, and the ratios
 (yoloc network images/s over torch.compile's, latency ratios).
 
 usage (GPU machine): gpu_vs_torch.py --yoloc BIN --models DIR --peers DIR --image bus.jpg
                      --json OUT [--batches 1,8,32,128] [--only yolov8n.onnx] [--records FILE]
-                     [--no-peer]
+                     [--no-peer] [--io fp32,fp16]
 """
 import argparse
 import datetime
@@ -57,6 +59,8 @@ def main():
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--peer-iters", type=int, default=50)
     ap.add_argument("--peer-modes", default="eager,compile")
+    ap.add_argument("--io", default="fp32",
+                    help="comma-separated --io-precision values to benchmark yoloc with")
     a = ap.parse_args()
     batches = [int(b) for b in a.batches.split(",")]
     work = tempfile.mkdtemp()
@@ -66,19 +70,21 @@ def main():
             continue
         path = os.path.join(a.models, name)
         twin = dynamic_batch_twin(path, work)
-        for b in batches:
+        for b, io in [(b, io) for b in batches for io in a.io.split(",")]:
             model = path if b == 1 else twin
-            art = os.path.join(work, f"{name}-b{b}.ycm")
+            art = os.path.join(work, f"{name}-b{b}-{io}.ycm")
             extra = ["--records", a.records] if a.records else []
             compile_out = sh([a.yoloc, "compile", model, "--target", "cuda", "--precision", "fp16",
-                              "--batch", str(b), "-o", art, "--force", *fam, *extra])
-            out = os.path.join(work, f"{name}-b{b}.json")
+                              "--io-precision", io, "--batch", str(b), "-o", art, "--force", *fam,
+                              *extra])
+            out = os.path.join(work, f"{name}-b{b}-{io}.json")
             # Large batches copy hundreds of MB per host-tensor run: fewer iterations there.
             iters = a.iters if b <= 8 else max(20, a.iters * 8 // b)
             sh([a.yoloc, "bench", art, "--iters", str(iters), "--warmup", "10", "--image",
                 a.image, "--json", out])
             r = json.load(open(out))
-            r.update({"model": name, "batch": b, "compile": compile_out.strip().splitlines()})
+            r.update({"model": name, "batch": b, "io_precision": io,
+                      "compile": compile_out.strip().splitlines()})
             print(json.dumps({k: r[k] for k in r if k != "compile"}), flush=True)
             rows.append(r)
         save(a.json, rows, peer)
@@ -103,6 +109,7 @@ def save(path, rows, peer, final=False):
             if p["model"] == r["model"] and p["batch"] == r["batch"]:
                 ratios.append({
                     "model": r["model"], "batch": r["batch"], "peer_mode": p["mode"],
+                    "io_precision": r.get("io_precision", "fp32"),
                     "network_speedup_ips": r["network_throughput_ips"] / p["throughput_ips"],
                     "network_latency_ratio": r["network_median_ms"] / p["median_ms"],
                 })
@@ -129,7 +136,8 @@ def save(path, rows, peer, final=False):
         json.dump(result, f, indent=1)
     for q in ratios if final else []:
         streams = q.get("network_streams_speedup_ips")
-        print(f"{q['model']} b{q['batch']} vs torch {q['peer_mode']}: {q['network_speedup_ips']:.2f}x "
+        print(f"{q['model']} b{q['batch']} io {q['io_precision']} vs torch {q['peer_mode']}: "
+              f"{q['network_speedup_ips']:.2f}x "
               f"images/s, latency ratio {q['network_latency_ratio']:.2f}"
               + (f", 2 streams {streams:.2f}x" if streams else ""))
 

@@ -18,7 +18,7 @@
 #                                     batch 1..128; RECORDS=FILE applies tuning records,
 #                                     NO_PEER=1 skips the peer, VERSUS_MODELS=yolov8n.onnx
 #                                     runs only that model, VERSUS_BATCHES=1,128 only those
-#                                     batches)
+#                                     batches, VERSUS_IO=fp32,fp16 also with fp16 I/O)
 #
 # $OUT (default ./gpu_out) receives checks.log and results.tgz (the GPU test logs, bench/*.json,
 # tuning records): the device tool returns at most 8 files.
@@ -209,7 +209,7 @@ for s in "$@"; do
       check python3 bench/gpu_vs_torch.py --yoloc "$Y" --models "$S/models" --peers "$S/peers" \
         --image "$S/data/images/bus.jpg" --json "$out/bench/h200.json" ${RECORDS:+--records "$RECORDS"} \
         ${NO_PEER:+--no-peer} ${VERSUS_MODELS:+--only "$VERSUS_MODELS"} \
-        ${VERSUS_BATCHES:+--batches "$VERSUS_BATCHES"}
+        ${VERSUS_BATCHES:+--batches "$VERSUS_BATCHES"} ${VERSUS_IO:+--io "$VERSUS_IO"}
       ;;
     *) echo "unknown step $s"; exit 2 ;;
   esac

@@ -25,6 +25,9 @@ struct PassContext {
   int opt_level = 1;
   std::string target = "reference";
   Precision precision = Precision::kAuto;
+  /// With fp16 / bf16 on "cuda": the graph's float32 inputs and outputs are stored in that type
+  /// too (compile --io-precision; TensorRT's fp16 I/O formats), else they keep float32.
+  bool narrow_io = false;
   std::string dump_dir;  ///< when set, the IR after each pass goes to DIR/NN-<pass>.txt
   bool verify = false;   ///< run the verifier after each pass (always on in debug builds)
   /// Optional rewrites to leave out (kOptionalPasses names; TVM's PassContext disabled_pass). When

@@ -28,6 +28,9 @@ bool StoragePrecision::run(Graph& g, PassContext& ctx) {
   if (ctx.precision == Precision::kBf16) narrow = DType::kBFloat16;
   if (narrow == DType::kUndefined) return false;
   const std::set<const Value*> io(g.inputs.begin(), g.inputs.end());
+  // narrow_io: the graph's inputs, its outputs and every value sharing an output's buffer (the
+  // views that assemble it) are narrow, whatever writes them.
+  std::set<const Value*> narrow_io;
   // Values that share a buffer through views: one dtype each.
   std::map<const Value*, const Value*> parent;
   const std::function<const Value*(const Value*)> root = [&](const Value* v) {
@@ -41,6 +44,14 @@ bool StoragePrecision::run(Graph& g, PassContext& ctx) {
       for (const Value* o : n->outputs) parent[root(o)] = root(s);
     }
   }
+  if (ctx.narrow_io) {
+    std::set<const Value*> out_roots;
+    for (const Value* o : g.outputs) out_roots.insert(root(o));
+    for (const Value* v : g.values()) {
+      if (v->is_constant() || v->type.dtype != DType::kFloat32) continue;
+      if (io.count(v) || out_roots.count(root(v))) narrow_io.insert(v);
+    }
+  }
   // In run order: a value is narrow when a conv template or a kernel of the NHWC region writes
   // it, a view of narrow operands, or a follower of narrow operands (the NCHW region
   // layout_selection gives the detect head's convs). A buffer holding a value that may not be
@@ -49,6 +60,8 @@ bool StoragePrecision::run(Graph& g, PassContext& ctx) {
   for (bool again = true; again;) {
     again = false;
     is_narrow.clear();
+    for (const Value* v : narrow_io)
+      if (!wide.count(v)) is_narrow.insert(v);
     const auto narrow_operands = [&](const Node& n, const auto& operands) {
       bool any = false;
       for (const Value* in : operands) {
@@ -61,7 +74,7 @@ bool StoragePrecision::run(Graph& g, PassContext& ctx) {
     for (const Node* n : g.nodes()) {
       for (const Value* o : n->outputs) {
         if (!o || o->type.dtype != DType::kFloat32 || g.is_output(o) || io.count(o) ||
-            wide.count(o))
+            wide.count(o) || narrow_io.count(o))
           continue;
         bool yes = false;
         if (n->is_view()) {

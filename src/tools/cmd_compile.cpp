@@ -1,4 +1,5 @@
 // yoloc compile MODEL.onnx [--target cpu|cuda] [--arch sm_90] [--precision fp32|fp16|bf16]
+//               [--io-precision fp32|fp16|bf16]
 //               [--batch N] [--imgsz N] [--family F] [--cc CXX] [--isa ISA] [--sign KEY]
 //               [--records FILE | --no-records] [--no-cache] [--b2b measured|on|off] [--stem-pair]
 //               [--memory-reuse ordered|sequential] [--force] -o OUT.ycm
@@ -77,6 +78,7 @@ void add_compile(CLI::App& app) {
   auto o = std::make_shared<CompileOptions>();
   auto* c = app.add_subcommand("compile", "Compile an ONNX detector into a .ycm artifact");
   add_detector_model_options(*c, o->model);
+  add_io_precision_option(*c, o->model);
   c->add_option("-o,--output", o->output, "the artifact to write (.ycm)")->required();
   c->add_option("--target", o->target, "what to compile for: cpu, or cuda (NVIDIA GPUs)")
       ->capture_default_str();

@@ -1,7 +1,8 @@
 // yoloc tune MODEL --target cpu --records FILE [--trials N] [--time-budget 10m]
 //            [--strategy random|grid|evolutionary] [--threads N] [--batch N] [--devices 0]
 //            [--list-tasks] [--report FILE] [--fix KNOB=VALUE] [--only REGEX] [--sweep KNOB]
-// yoloc tune MODEL --target cuda [--arch sm_90] [--precision fp16] [--devices 0,1] --records FILE
+// yoloc tune MODEL --target cuda [--arch sm_90] [--precision fp16] [--io-precision fp16]
+//            [--devices 0,1] --records FILE
 //            ... (several GPUs of one kind measure a round's candidates in parallel)
 // Finds fast schedule configs for the model's kernels, appending every measurement to the
 // records file (a later run resumes from it); `yoloc compile --records FILE` applies them.
@@ -154,6 +155,9 @@ void run_tune(const TuneCliOptions& o) {
   if (cuda && !o.isa.empty()) user_error("--isa {}: --isa is for --target cpu", o.isa);
   if (!cuda && o.model.precision != "auto" && o.model.precision != "fp32")
     user_error("--precision {}: the cpu target computes in fp32", o.model.precision);
+  if (!cuda && !o.model.io_precision.empty() && o.model.io_precision != "fp32")
+    user_error("--io-precision {}: narrow inputs and outputs are for --target cuda",
+               o.model.io_precision);
   const std::vector<int> devices = devices_for(o.target, o.devices);
   const ImportedDetector d =
       cuda ? import_for_cuda(o.model, cuda_precision(o.model.precision)) : import_for_cpu(o.model);
@@ -301,6 +305,7 @@ void add_tune(CLI::App& app) {
   auto* c = app.add_subcommand(
       "tune", "Search fast kernel schedules for a model; compile applies them with --records");
   add_detector_model_options(*c, o->model);
+  add_io_precision_option(*c, o->model);
   c->get_option("model")->description(
       "ONNX model to tune (tuning needs the graph, not an artifact)");
   c->add_option("--target", o->target, "what to tune for: cpu or cuda")

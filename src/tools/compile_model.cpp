@@ -194,9 +194,11 @@ CompileReport compile_for_cpu(const CompileOptions& o,
                "compiled to fp32); pass --precision fp32",
                o.model.precision);
   if (!o.arch.empty()) user_error("--arch {}: --arch is for --target cuda", o.arch);
-  for (const auto& [given, option] : {std::pair{!o.b2b.empty(), "--b2b"},
-                                      {o.stem_pair, "--stem-pair"},
-                                      {!o.memory_reuse.empty(), "--memory-reuse"}}) {
+  for (const auto& [given, option] :
+       {std::pair{!o.b2b.empty(), "--b2b"},
+        {!o.model.io_precision.empty() && o.model.io_precision != "fp32", "--io-precision"},
+        {o.stem_pair, "--stem-pair"},
+        {!o.memory_reuse.empty(), "--memory-reuse"}}) {
     if (given)
       user_error(
           "{} is for --target cuda (CUDA kernels and memory plan); leave it out for the "
@@ -295,6 +297,21 @@ Precision cuda_precision(const std::string& name) {
   user_error("--precision {}: the cuda target computes in fp32, fp16 or bf16", name);
 }
 
+bool narrow_io(const std::string& io_precision, Precision precision) {
+  if (io_precision.empty() || io_precision == "fp32") return false;
+  const Precision io = io_precision == "fp16"   ? Precision::kFp16
+                       : io_precision == "bf16" ? Precision::kBf16
+                                                : Precision::kAuto;
+  if (io == Precision::kAuto)
+    user_error("--io-precision {}: choose fp32 (the default), fp16 or bf16", io_precision);
+  if (io != precision)
+    user_error(
+        "--io-precision {}: narrow inputs and outputs take the type the network computes in; "
+        "pass --precision {} as well, or leave --io-precision out",
+        io_precision, io_precision);
+  return true;
+}
+
 ImportedDetector import_for_cuda(const DetectorModelOptions& options, Precision precision,
                                  const std::vector<std::string>& outputs) {
   ImportedDetector d = import_detector(options);
@@ -302,6 +319,7 @@ ImportedDetector import_for_cuda(const DetectorModelOptions& options, Precision 
   PassContext passes;
   passes.target = "cuda";
   passes.precision = precision;
+  passes.narrow_io = narrow_io(options.io_precision, precision);
   optimize(*d.graph, passes);
   return d;
 }

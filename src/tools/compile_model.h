@@ -79,7 +79,8 @@ struct CompileReport {
 /// `yoloc tune` takes its tasks from.
 ImportedDetector import_for_cpu(const DetectorModelOptions& options,
                                 const std::vector<std::string>& outputs = {});
-/// The same for target cuda at `precision` (fp32, fp16, bf16).
+/// The same for target cuda at `precision` (fp32, fp16, bf16); options.io_precision narrow:
+/// the graph's float32 inputs and outputs stored in that type too.
 ImportedDetector import_for_cuda(const DetectorModelOptions& options, Precision precision,
                                  const std::vector<std::string>& outputs = {});
 /// The records file shipped for the CUDA target's `arch` ("sm_90"): the first of
@@ -90,6 +91,9 @@ std::string default_cuda_records(const std::string& arch);
 /// fp32 / fp16 / bf16 from a --precision of the cuda target ("auto": fp16); raises a UserError
 /// otherwise.
 Precision cuda_precision(const std::string& name);
+/// Whether an --io-precision asks for narrow inputs and outputs: false for "" and "fp32"; true
+/// for the type of `precision` ("fp16" with kFp16, "bf16" with kBf16); a UserError otherwise.
+bool narrow_io(const std::string& io_precision, Precision precision);
 
 /// Compiles the model into an artifact written at options.output (through a temporary file).
 /// Raises a UserError for an output that exists (unless force) or equals the model, an

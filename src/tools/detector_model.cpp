@@ -202,4 +202,12 @@ void add_detector_model_options(CLI::App& c, DetectorModelOptions& options) {
                "model family when the model does not say: yolov5, yolov8, yolo11, yolov10, yolox");
 }
 
+void add_io_precision_option(CLI::App& c, DetectorModelOptions& options) {
+  c.add_option("--io-precision", options.io_precision,
+               "cuda: the type of the network's inputs and outputs: fp32 (default) or the "
+               "--precision's own type (fp16, bf16), as the PyTorch peer and TensorRT's fp16 I/O "
+               "formats take them: the image is read and the output written at half the bytes")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+}
+
 }  // namespace yoloc::tools

@@ -26,6 +26,9 @@ struct DetectorModelOptions {
   /// ONNX models on the reference executor: "auto" computes as the model says, "fp32" rewrites
   /// quantized layers to float as `compile --target cpu` does.
   std::string precision = "auto";
+  /// compile / tune --io-precision (cuda): "fp32" (also when empty) keeps float32 inputs and
+  /// outputs; "fp16" / "bf16" (the --precision's type) stores them narrow too.
+  std::string io_precision;
   int threads = 0;  ///< --threads for artifacts; 0: the machine's hardware threads
   int device = 0;   ///< --device: the GPU of a CUDA artifact
 };
@@ -65,5 +68,8 @@ DetectorModel load_detector_model(const DetectorModelOptions& options);
 
 /// Adds the arguments every detector command takes to `c`: the model, --imgsz and --family.
 void add_detector_model_options(CLI::App& c, DetectorModelOptions& options);
+/// Adds --io-precision (options.io_precision) to compile and tune (the tasks of narrow I/O
+/// differ).
+void add_io_precision_option(CLI::App& c, DetectorModelOptions& options);
 
 }  // namespace yoloc::tools

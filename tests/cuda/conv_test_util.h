@@ -71,6 +71,7 @@ inline ConvOperands make_operands(const CudaConvTask& task, uint32_t seed) {
   const float ws = 1.7f / std::sqrt(static_cast<float>(cg * t.kh * t.kw));
   ConvOperands o;
   o.x = rounded_to(yoloc::testing::random_tensor({t.n, t.c, t.h, t.w}, seed), task.dtype);
+  if (task.in_nchw) o.x = rounded_to(o.x, task.image_dtype);  // the image as stored
   o.w = rounded_to(yoloc::testing::random_tensor({t.k, cg, t.kh, t.kw}, seed + 1, -ws, ws),
                    task.dtype);
   o.b = yoloc::testing::random_tensor({t.k}, seed + 2, -0.5f, 0.5f);
@@ -429,13 +430,14 @@ inline Tensor template_weights(Template tmpl, const CudaConvTask& t, const Tenso
   return {};
 }
 
-/// The input buffer of a kernel: the image, dense NCHW float32 (already rounded to dtype, as a
-/// converting gather rounds), for in_nchw_f32; else x stored as dtype in the task's NHWC input
-/// slice, `fill` bytes around it.
+/// The input buffer of a kernel: the image, dense NCHW image_dtype (x already rounded to dtype,
+/// as a converting gather rounds, and to image_dtype), for in_nchw; else x stored as dtype in
+/// the task's NHWC input slice, `fill` bytes around it.
 inline std::vector<uint8_t> input_buffer(const CudaConvTask& t, const Tensor& x, uint8_t fill) {
-  if (!t.in_nchw_f32) return to_nhwc_buffer(x, t.dtype, t.in, fill);
-  const auto* p = static_cast<const uint8_t*>(x.raw());
-  return std::vector<uint8_t>(p, p + x.nbytes());
+  if (!t.in_nchw) return to_nhwc_buffer(x, t.dtype, t.in, fill);
+  const Tensor image = x.cast(t.image_dtype);
+  const auto* p = static_cast<const uint8_t*>(image.raw());
+  return std::vector<uint8_t>(p, p + image.nbytes());
 }
 
 /// A conv with dilation (ConvTask::make has none).

@@ -108,7 +108,7 @@ TEST(CudaConvEmulated, TensorCoreImageInput) {
   for (DType dt : {DType::kFloat16, DType::kBFloat16}) {
     CudaConvTask t =
         CudaConvTask::dense(ConvTask::make(2, 3, 11, 13, 16, 3, 2, 1, Activation::kSilu), dt, dt);
-    t.in_nchw_f32 = true;
+    t.in_nchw = true;
     EXPECT_FALSE(SimtConvTemplate::matches(t));
     run(Template::kTensorCore, {t});
   }
@@ -456,7 +456,7 @@ TEST(CudaConvEmulated, TensorCoreWarpgroupSharedA) {
   std::vector<CudaConvTask> all = warpgroup_tasks();
   CudaConvTask image =
       CudaConvTask::dense(ConvTask::make(2, 3, 11, 13, 16, 3, 2, 1, Activation::kSilu), f16, f16);
-  image.in_nchw_f32 = true;
+  image.in_nchw = true;
   all.push_back(image);
   all.push_back(CudaConvTask::dense(ConvTask::make(1, 64, 6, 5, 144, 1, 1, 0), f16, f16));
   for (CudaConvTask& t : all) t.sm = 90;
@@ -836,7 +836,7 @@ TEST(CudaConvEmulated, TensorCoreStagedEpilogueValidity) {
   EXPECT_FALSE(TensorCoreConvTemplate::valid(
       CudaConvTask::dense(ConvTask::make(1, 12, 9, 9, 32, 3, 1, 1), f16, f16), l1));
   CudaConvTask image = CudaConvTask::dense(ConvTask::make(1, 16, 9, 9, 32, 3, 1, 1), f16, f16);
-  image.in_nchw_f32 = true;
+  image.in_nchw = true;
   EXPECT_FALSE(TensorCoreConvTemplate::valid(image, l1));
   EXPECT_TRUE(TensorCoreConvTemplate::valid(image, with_l1_epi(l1, 0, 0)));
   // NCHW: valid with odd slices, and the same kernel as epi=0 (but for the config comment).
@@ -951,7 +951,7 @@ TEST(CudaConvEmulated, DirectUpsampledCopy) {
   const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
   CudaConvTask image = CudaConvTask::dense(
       ConvTask::make(2, 3, 13, 11, 16, 3, 2, 1, Activation::kSilu), f16, f16);
-  image.in_nchw_f32 = true;
+  image.in_nchw = true;
   run(Template::kDirect,
       {with_up(image, 2, 2, {24, 8}),
        with_up(sliced(ConvTask::make(1, 4, 9, 10, 19, 3, 1, 1, Activation::kRelu, true), f32, f32,
@@ -1020,7 +1020,7 @@ TEST(CudaConvEmulated, NchwOutputHasItsOwnKey) {
 // A task reading the NCHW float32 image.
 CudaConvTask image_task(const ConvTask& conv, DType dtype, DType out_dtype) {
   CudaConvTask t = CudaConvTask::dense(conv, dtype, out_dtype);
-  t.in_nchw_f32 = true;
+  t.in_nchw = true;
   return t;
 }
 
@@ -1032,6 +1032,23 @@ TEST(CudaConvEmulated, DirectImageStems) {
   const CudaConvTask v8 = image_task(ConvTask::make(2, 3, 37, 45, 16, 3, 2, 1, silu), f16, f16);
   const CudaConvTask v5 = image_task(ConvTask::make(2, 3, 64, 64, 32, 6, 2, 2, silu), bf16, bf16);
   EXPECT_FALSE(SimtConvTemplate::matches(v8));
+  run(Template::kDirect, {v8, v5});
+}
+
+// The image as float16 / bfloat16 (compile --io-precision): the direct template reads it as
+// stored; the tensor-core and stem-pair templates gather float32 images only. Its own key.
+TEST(CudaConvEmulated, DirectNarrowImageStems) {
+  const DType f16 = DType::kFloat16, bf16 = DType::kBFloat16;
+  const Activation silu = Activation::kSilu;
+  CudaConvTask v8 = image_task(ConvTask::make(2, 3, 37, 45, 16, 3, 2, 1, silu), f16, f16);
+  CudaConvTask v5 = image_task(ConvTask::make(2, 3, 64, 64, 32, 6, 2, 2, silu), bf16, bf16);
+  const std::string f32_key = v8.key();
+  v8.image_dtype = f16;
+  v5.image_dtype = bf16;
+  EXPECT_EQ(f32_key.substr(f32_key.size() - 12), " in-nchw-f32");
+  EXPECT_EQ(v8.key(), f32_key.substr(0, f32_key.size() - 3) + "f16");
+  EXPECT_TRUE(DirectConvTemplate::matches(v8));
+  EXPECT_FALSE(TensorCoreConvTemplate::matches(v8));
   run(Template::kDirect, {v8, v5});
 }
 
@@ -1140,7 +1157,7 @@ TEST(CudaConvEmulated, DepthwiseMatchesAndDefaults) {
   EXPECT_FALSE(DwConvTemplate::matches(
       CudaConvTask::dense(ConvTask::make(1, 32, 8, 8, 32, 3, 1, 1), f16, f16)));
   CudaConvTask image = dw;
-  image.in_nchw_f32 = true;
+  image.in_nchw = true;
   EXPECT_FALSE(DwConvTemplate::matches(image));
   const ScheduleConfig def = DwConvTemplate::default_config(dw);
   EXPECT_TRUE(DwConvTemplate::valid(dw, def));

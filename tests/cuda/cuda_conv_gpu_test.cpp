@@ -30,7 +30,7 @@ struct Layer {
   ConvTask conv;
   ChannelSlice in{0, 0}, out{0, 0}, res{0, 0};  // stride 0: dense
   bool out_nchw = false;
-  bool image = false;  // the input is the NCHW float32 image
+  bool image = false;  // the input is the NCHW image (float32; the direct template also fp16)
 };
 
 // The conv layers of yolov8n at 640x640 (a selection covering every size and form).
@@ -125,7 +125,7 @@ CudaConvTask make_task(const Layer& s, DType dtype, DType out_dtype, int sm) {
   if (s.out.stride) t.out = s.out;
   if (s.res.stride) t.res = s.res;
   t.out_nchw = s.out_nchw;
-  t.in_nchw_f32 = s.image;
+  t.in_nchw = s.image;
   return t;
 }
 
@@ -246,7 +246,9 @@ void run_layer(const Layer& s, const Built& built) {
     EXPECT_TRUE(check_output(t, y, o.want, 0x5a));
     const double us = time_us(stream, [&] { rt::launch(fn, dims, args, &stream); }, 50);
     std::printf("[timing] %-52s %-6s %-5s->%-4s %-44s %9.2f us %7.2f TFLOP/s\n", s.what,
-                template_tag(c.tmpl), t.in_nchw_f32 ? "image" : short_dtype_name(t.dtype),
+                template_tag(c.tmpl),
+                t.in_nchw ? (t.image_dtype == DType::kFloat32 ? "image" : "img16")
+                          : short_dtype_name(t.dtype),
                 short_dtype_name(t.out_dtype), c.cfg.str().c_str(), us, t.conv.flops() / us * 1e-6);
   }
 }
@@ -279,6 +281,10 @@ std::vector<Case> cases_of(const Layer& s, int sm) {
     add(Template::kDirect, f16, direct_configs(f16));
     const CudaConvTask f32 = make_task(s, DType::kFloat32, DType::kFloat32, sm);
     add(Template::kDirect, f32, {DirectConvTemplate::default_config(f32)});
+    // The fp16 image (--io-precision fp16).
+    CudaConvTask narrow = f16;
+    narrow.image_dtype = DType::kFloat16;
+    add(Template::kDirect, narrow, direct_configs(narrow));
     return cases;
   }
   if (DwConvTemplate::matches(f16)) {

@@ -100,7 +100,7 @@ Module direct_module() {
   const Activation silu = Activation::kSilu;
   const auto image = [](const ConvTask& conv, DType dtype, DType out) {
     CudaConvTask t = CudaConvTask::dense(conv, dtype, out);
-    t.in_nchw_f32 = true;
+    t.in_nchw = true;
     return t;
   };
   const DType f16 = DType::kFloat16, bf16 = DType::kBFloat16, f32 = DType::kFloat32;
@@ -480,7 +480,7 @@ TEST(CudaNvrtc, UpsampledCopyBuilds) {
         with_up(CudaConvTask::dense(
                     ConvTask::make(1, 3, 640, 640, dt == f16 ? 16 : 32, 3, 2, 1, silu), dt, dt),
                 2, 2, {64, 32});
-    direct.in_nchw_f32 = true;
+    direct.in_nchw = true;
     add(DirectConvTemplate::emit(direct, DirectConvTemplate::default_config(direct),
                                  fmt::format("direct_{}", m.symbols.size())),
         true);

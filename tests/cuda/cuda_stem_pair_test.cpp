@@ -120,7 +120,7 @@ TEST(StemPairRules, WhatItTakesAndKeys) {
     edit(u);
     return !StemPairTemplate::matches(u);
   };
-  EXPECT_TRUE(refused([](StemPairTask& u) { u.first.in_nchw_f32 = false; }));
+  EXPECT_TRUE(refused([](StemPairTask& u) { u.first.in_nchw = false; }));
   EXPECT_TRUE(refused([](StemPairTask& u) {  // fp32 tasks stay unfused (no fp32 tensor cores)
     u.first.out_dtype = u.second.dtype = DType::kFloat32;
   }));

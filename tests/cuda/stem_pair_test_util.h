@@ -18,7 +18,7 @@ inline StemPairTask stem_task(const ConvTask& a, int64_t k, int64_t kernel, int6
                               ChannelSlice out) {
   StemPairTask t;
   t.first = CudaConvTask::dense(a, dtype, dtype);
-  t.first.in_nchw_f32 = true;
+  t.first.in_nchw = true;
   t.second = CudaConvTask::dense(ConvTask::make(a.n, a.k, a.oh, a.ow, k, kernel, stride, pad, act),
                                  dtype, out_dtype);
   t.second.out = out;

@@ -14,7 +14,9 @@ narrow: they run on an input in the model's range (0..255 for YOLOX, which takes
 must stay within 2e-2 relative (bf16 5e-2), or within twice the error ONNX Runtime's own fp16
 conversion of the model makes on the same input when that is larger (some exports amplify
 rounding: YOLOX's box branch on a noise image). The detections (check_detections.py) are what
-must agree.
+must agree. IO_PRECISION=fp16 compiles with `--io-precision fp16` (fp16 image in, fp16 outputs
+out): the artifact then takes the random input rounded to fp16, which ONNX Runtime takes too (as
+float32).
 
 usage: check_compiled.py --yoloc BIN --model M.onnx --work DIR [--target cuda --precision P]
 """
@@ -86,25 +88,32 @@ def main():
     dynamic_batch = not isinstance(inp.shape[0], int)
     failed = False
     batches = [int(b) for b in os.environ.get("CHECK_BATCHES", "1,2").split(",")]
+    io = os.environ.get("IO_PRECISION", "")
+    io_options = ["--io-precision", io] if io else []
     for batch in batches if dynamic_batch else [1]:
         artifact = os.path.join(args.work, f"model-b{batch}.ycm")
         t0 = time.time()
         p = common.run([args.yoloc, "compile", args.model, "-o", artifact, "--force",
                         "--batch", str(batch), "--target", args.target, "--precision",
-                        args.precision, *family_options(args.model)], "yoloc compile")
+                        args.precision, *io_options, *family_options(args.model)],
+                       "yoloc compile")
         seconds = time.time() - t0
         arena = re.search(r"arena: ([\d.]+) MB \(naive sum of intermediates ([\d.]+) MB", p.stdout)
         print(f"batch {batch}: compiled in {seconds:.1f} s; " + (
             f"arena {arena.group(1)} MB of naive {arena.group(2)} MB" if arena else p.stdout))
         if batch == 1 and os.environ.get("YOLOC_CACHE_DIR", "off") not in ("", "off"):
             check_recompile_from_cache(args, artifact, family_options(args.model))
-        shape = common.read_artifact(artifact)[0]["inputs"][0]["shape"]
-        x = np.random.default_rng(batch).random(shape, dtype=np.float32)
+        spec = common.read_artifact(artifact)[0]["inputs"][0]
+        x = np.random.default_rng(batch).random(spec["shape"], dtype=np.float32)
         if args.precision != "fp32" and "yolox" in os.path.basename(args.model).lower():
             x *= 255
         if inp.type == "tensor(float16)":
             x = x.astype(np.float16)
-        got = common.yoloc_exec(args.yoloc, artifact, {inp.name: x},
+        x_in = x
+        if spec["dtype"] == "float16" and x.dtype != np.float16:  # --io-precision fp16
+            x_in = x.astype(np.float16)
+            x = x_in.astype(np.float32)
+        got = common.yoloc_exec(args.yoloc, artifact, {inp.name: x_in},
                                 os.path.join(args.work, f"compiled-b{batch}"))
         ort = dict(zip([o.name for o in session.get_outputs()], session.run(None, {inp.name: x})))
         if quantized:

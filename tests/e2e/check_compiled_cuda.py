@@ -12,7 +12,9 @@ the upsampled copies), that with --b2b on its 9 back-to-back conv pairs run as o
 and that by default (--b2b measured) none does at batch 1 (the shipped records time none of them
 faster than its two convs by the margin), that its NCHW-output head convs and the convs with
 an upsampled copy are tuned (by their own records, or, without them, by their NHWC twin's) and
-that --no-records applies none.
+that --no-records applies none, and that --io-precision fp16 makes the image and the output
+float16 (the stem reads the fp16 image, the detect tail writes fp16; no cast kernels) and refuses
+another --precision.
 Models the CUDA target cannot compile must fail with one clear error line (reported as skipped).
 The outputs themselves are checked on a GPU machine (`scripts/gpu_checks.sh models`,
 check_compiled.py --target cuda).
@@ -21,6 +23,7 @@ usage: check_compiled_cuda.py --yoloc BIN --model M.onnx --work DIR
 """
 import os
 import re
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -137,6 +140,30 @@ def main():
             problems.append(f"{len(nchw)} NCHW-output convs and {len(ups)} convs with an "
                             "upsampled copy without records of their own but not all took their "
                             "NHWC twin's tuned config:\n" + twins.stdout)
+        # --io-precision fp16: the image in and the output out as float16, the stem reading the
+        # fp16 image itself and the detect tail writing fp16, in as many launches (no casts).
+        io = common.run([args.yoloc, "compile", args.model, "-o", artifact + ".io16.ycm",
+                         "--force", "--target", "cuda", "--precision", "fp16",
+                         "--io-precision", "fp16"], "yoloc compile --io-precision fp16")
+        m16 = common.read_artifact(artifact + ".io16.ycm")[0]
+        io_launches = [launch["task"] for launch in m16["program"]["launches"]]
+        dtypes = [s["dtype"] for s in m16["inputs"] + m16["outputs"]]
+        if dtypes != ["float16", "float16"] or \
+                not io_launches[0]["key"].endswith(" in-nchw-f16 direct") or \
+                not io_launches[-1]["key"].startswith("cuda_detect_tail f16->f16 ") or \
+                len(io_launches) != len(single_launches):
+            problems.append(f"--io-precision fp16: I/O {dtypes}, first launch "
+                            f"{io_launches[0]['key']}, last {io_launches[-1]['key']}, "
+                            f"{len(io_launches)} launches against {len(single_launches)}:\n" +
+                            io.stdout)
+        mismatch = subprocess.run([args.yoloc, "compile", args.model, "-o",
+                                   artifact + ".bad.ycm", "--force", "--target", "cuda",
+                                   "--precision", "bf16", "--io-precision", "fp16"],
+                                  capture_output=True, text=True)
+        if mismatch.returncode != 1 or "--io-precision fp16" not in mismatch.stderr or "--precision fp16" not in \
+                mismatch.stderr or os.path.exists(artifact + ".bad.ycm"):
+            problems.append("--io-precision fp16 with --precision bf16: unclear error:\n" +
+                            mismatch.stderr)
         untuned = common.run([args.yoloc, "compile", args.model, "-o", artifact, "--force",
                               "--target", "cuda", "--precision", "fp16", "--no-records"],
                              "yoloc compile --target cuda --no-records")

@@ -482,6 +482,52 @@ TEST(StoragePrecision, CudaBufferOfAGraphOutputStaysFloat32) {
   EXPECT_EQ(reshape->input(0)->producer->input(0)->type.dtype, DType::kFloat16);  // the feature
 }
 
+// narrow_io (compile --io-precision fp16): the image input, the output and the values whose
+// views assemble the output are float16; the rest is stored as without it.
+TEST(StoragePrecision, CudaNarrowIoStoresInputsOutputsAndTheirBuffersNarrow) {
+  const auto build = [](Graph& g) {
+    Value* x = input(g, "x", {1, 8, 8, 8});
+    Value* feature = node(g, "SiLU", {conv(g, x, 8, 16, 3, 1)});
+    Value* box = conv(g, feature, 16, 4, 1, 1);
+    Value* cls = node(g, "Sigmoid", {conv(g, feature, 16, 3, 1, 1)});
+    Attrs axis;
+    axis.set("axis", int64_t{1});
+    g.outputs.push_back(node(g, "Concat", {box, cls}, axis));
+  };
+  Graph g;
+  build(g);
+  PassContext ctx;
+  ctx.target = "cuda";
+  ctx.precision = Precision::kFp16;
+  ctx.narrow_io = true;
+  optimize(g, ctx);
+  EXPECT_EQ(g.inputs[0]->type.dtype, DType::kFloat16);
+  EXPECT_EQ(g.outputs[0]->type.dtype, DType::kFloat16);
+  const Node* concat = g.outputs[0]->producer;
+  ASSERT_TRUE(concat->is_view());
+  for (const Value* in : concat->inputs) EXPECT_EQ(in->type.dtype, DType::kFloat16) << in->name;
+
+  Graph wide;
+  build(wide);
+  ctx.narrow_io = false;
+  optimize(wide, ctx);
+  EXPECT_EQ(wide.inputs[0]->type.dtype, DType::kFloat32);
+  EXPECT_EQ(wide.outputs[0]->type.dtype, DType::kFloat32);
+  for (const Value* in : wide.outputs[0]->producer->inputs)
+    EXPECT_EQ(in->type.dtype, DType::kFloat32) << in->name;
+
+  // Other targets and fp32 ignore it.
+  Graph cpu;
+  build(cpu);
+  PassContext c;
+  c.target = "cpu";
+  c.precision = Precision::kFp32;
+  c.narrow_io = true;
+  optimize(cpu, c);
+  EXPECT_EQ(cpu.inputs[0]->type.dtype, DType::kFloat32);
+  EXPECT_EQ(cpu.outputs[0]->type.dtype, DType::kFloat32);
+}
+
 namespace {
 
 // y = Cast<float16>(x * 0.5h) + 0.25h on a float16 input x[1, 4]: a float16 model with a

@@ -172,7 +172,7 @@ std::string CudaConvTask::key() const {
       t.groups == 1 ? "" : fmt::format(" g{}", t.groups), in.stride, in.offset, out.stride,
       out.offset);
   if (t.residual) k += fmt::format(" res{}+{}", res.stride, res.offset);
-  if (in_nchw_f32) k += " in-nchw-f32";
+  if (in_nchw) k += fmt::format(" in-nchw-{}", short_dtype_name(image_dtype));
   if (out_nchw) k += " out-nchw";
   if (up) k += fmt::format(" up{}x{} out{}+{}", up->sh, up->sw, up->out.stride, up->out.offset);
   if (b2b) {

@@ -69,10 +69,12 @@ struct CudaConvTask {
   DType dtype = DType::kFloat16;      ///< input activations and weights
   DType out_dtype = DType::kFloat16;  ///< output and residual
   ChannelSlice in, out, res;
-  /// The input is a dense NCHW float32 tensor (the network's image input; for the direct
-  /// template any dense NCHW float32 value) instead of NHWC `dtype`: the template converts it
-  /// while loading its tiles.
-  bool in_nchw_f32 = false;
+  /// The input is a dense NCHW tensor of `image_dtype` (the network's image input; for the direct
+  /// template any dense NCHW value) instead of NHWC `dtype`: the template converts it while
+  /// loading its tiles. float32, or float16 / bfloat16 for an artifact compiled with narrow I/O
+  /// (--io-precision) or a model whose input is fp16.
+  bool in_nchw = false;
+  DType image_dtype = DType::kFloat32;
   /// The output and the residual are NCHW (see the file comment): the layout the detect head's
   /// last convs store in, so that the tail kernel reading them walks consecutive pixels
   /// (layout_selection). Bias and activation are per channel as in NHWC.
@@ -96,11 +98,11 @@ struct CudaConvTask {
   /// dense, stored as out_dtype): what the unfused pair would run second.
   CudaConvTask second_stage() const;
   /// Canonical workload key, e.g. "cuda_conv2d_nhwc f16->f16 n1 c64 h80 w80 k64 3x3 s1x1 p1x1
-  /// d1x1 silu add in64+0 out128+64 res64+0", with " in-nchw-f32" / " out-nchw" / " up2x2
-  /// out256+128" (the upsampled copy: scales, its slice) appended for those forms: an NCHW output
-  /// or an upsampled copy stores in another pattern, so it is tuned on its own. A b2b pair
-  /// appends " b2b k2=<k> <act> -><dtype> out<stride>+<offset>" (and " nchw" for an NCHW second
-  /// output): it is tuned apart from the lone first conv.
+  /// d1x1 silu add in64+0 out128+64 res64+0", with " in-nchw-f32" (or -f16, -bf16: the image's
+  /// type) / " out-nchw" / " up2x2 out256+128" (the upsampled copy: scales, its slice) appended for
+  /// those forms: an NCHW output or an upsampled copy stores in another pattern, so it is tuned on
+  /// its own. A b2b pair appends " b2b k2=<k> <act> -><dtype> out<stride>+<offset>" (and " nchw"
+  /// for an NCHW second output): it is tuned apart from the lone first conv.
   std::string key() const;
 };
 

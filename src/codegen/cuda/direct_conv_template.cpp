@@ -125,7 +125,7 @@ enum : int {
   // Channel groups and thread (FMA) or m-tile (MMA: 16 pixels of a tile row) rows of a block.
   GN = KB / TN, TY = TH / PT,
   THREADS = MMA ? 32 * GN * (TW / 16) * TY : GN * TW * TY,
-  NCHW_IN = @NCHW_IN@,  // x: dense NCHW float32 (else NHWC XT in its slice)
+  NCHW_IN = @NCHW_IN@,  // x: dense NCHW XT, the image (else NHWC XT in its slice)
   TAPS = C * KH * KW,
   KP = (K + 63) / 64 * 64,  // weights per tap in the packed layout
   // The input tile: the image rows and columns the block's output tile reads.
@@ -366,7 +366,8 @@ bool DirectConvTemplate::matches(const CudaConvTask& task) {
     return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
   };
   // An NCHW input is addressed densely, whatever its slice says.
-  const bool in_ok = task.in_nchw_f32 ? task.in == ChannelSlice{t.c, 0} : storable(task.dtype);
+  const bool in_ok = task.in_nchw ? task.in == ChannelSlice{t.c, 0} && storable(task.image_dtype)
+                                  : storable(task.dtype);
   // Pixel indices are 32-bit in the kernel; channel blocks (of 8 or more) are the grid's y.
   const bool fits = t.n * t.oh * t.ow < (int64_t{1} << 31) && t.oh * t.sh < (int64_t{1} << 30) &&
                     t.ow * t.sw < (int64_t{1} << 30) && cpu::ceil_div(t.k, 8) <= 65535;
@@ -444,22 +445,21 @@ CudaKernel DirectConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig&
   Geometry geo(t, cfg);
   if (geo.mma) geo.spread_mma_reads(t.conv);
   const bool bf16 = t.dtype == DType::kBFloat16;
-  CudaKernel k = conv_kernel(
-      t, symbol, "direct ", cfg.str(), kDirectKernel,
-      {{"@COMPUTE@", geo.mma ? kMmaCompute : kFmaCompute},
-      {"@MMA@", std::to_string(geo.mma)},
-      {"@MMA_FN@", bf16 ? "yc_mma_bf16" : "yc_mma_f16"},
-      {"@CVT@", bf16 ? "yc_float_to_bf16" : "yc_float_to_half"},
-      {"@XT@", t.in_nchw_f32 ? "float" : cuda_storage_type(t.dtype)},
-      {"@TW@", std::to_string(geo.tw)},
-      {"@TH@", std::to_string(geo.th)},
-      {"@PT@", std::to_string(geo.pt)},
-      {"@KB@", std::to_string(geo.kb)},
-      {"@TN@", std::to_string(geo.tn)},
-      {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
-      {"@LD@", std::to_string(geo.ld)},
-      {"@CS@", std::to_string(geo.cs)},
-      {"@LW@", std::to_string(geo.lw)}});
+  CudaKernel k = conv_kernel(t, symbol, "direct ", cfg.str(), kDirectKernel,
+                             {{"@COMPUTE@", geo.mma ? kMmaCompute : kFmaCompute},
+                              {"@MMA@", std::to_string(geo.mma)},
+                              {"@MMA_FN@", bf16 ? "yc_mma_bf16" : "yc_mma_f16"},
+                              {"@CVT@", bf16 ? "yc_float_to_bf16" : "yc_float_to_half"},
+                              {"@XT@", cuda_storage_type(t.in_nchw ? t.image_dtype : t.dtype)},
+                              {"@TW@", std::to_string(geo.tw)},
+                              {"@TH@", std::to_string(geo.th)},
+                              {"@PT@", std::to_string(geo.pt)},
+                              {"@KB@", std::to_string(geo.kb)},
+                              {"@TN@", std::to_string(geo.tn)},
+                              {"@NCHW_IN@", t.in_nchw ? "1" : "0"},
+                              {"@LD@", std::to_string(geo.ld)},
+                              {"@CS@", std::to_string(geo.cs)},
+                              {"@LW@", std::to_string(geo.lw)}});
   const ConvTask& c = t.conv;
   k.grid = {static_cast<unsigned>(c.n * cpu::ceil_div(c.oh, geo.th) * cpu::ceil_div(c.ow, geo.tw)),
             static_cast<unsigned>(cpu::ceil_div(c.k, geo.kb)), 1};

@@ -44,9 +44,9 @@ class DirectConvTemplate {
   static constexpr int64_t kMaxChannels = 4;
 
   /// True for groups == 1, C <= kMaxChannels, C*KH*KW <= 256 window taps, strides up to 4 and
-  /// window extents ((KH - 1) * DH + 1, the same for columns) up to 16, a dense NCHW float32
-  /// input (in_nchw_f32) or an NHWC fp32 / fp16 / bf16 one, output fp32, fp16 or bf16, slices
-  /// that hold their tensors, fewer than 2^31 output pixels and 2^19 output channels.
+  /// window extents ((KH - 1) * DH + 1, the same for columns) up to 16, a dense NCHW fp32 / fp16
+  /// / bf16 input (in_nchw, image_dtype) or an NHWC fp32 / fp16 / bf16 one, output fp32, fp16 or
+  /// bf16, slices that hold their tensors, fewer than 2^31 output pixels and 2^19 output channels.
   static bool matches(const CudaConvTask& t);
   /// Knobs: "tw", "th" (output tile columns x rows of a block), "pt" (tile rows per thread, or
   /// m-tile rows per warp), "kb" (output channels per block), "tn" (output channels per thread,

@@ -137,7 +137,7 @@ bool DwConvTemplate::matches(const CudaConvTask& task) {
   const bool sizes = t.n > 0 && t.c > 1 && t.h > 0 && t.w > 0 && t.oh > 0 && t.ow > 0 && t.kh > 0 &&
                      t.kw > 0 && t.sh > 0 && t.sw > 0 && t.dh > 0 && t.dw > 0 && t.ph >= 0 &&
                      t.pw >= 0;
-  if (!sizes || t.groups != t.c || t.k != t.c || task.in_nchw_f32 || task.b2b) return false;
+  if (!sizes || t.groups != t.c || t.k != t.c || task.in_nchw || task.b2b) return false;
   const auto storable = [](DType d) {
     return d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16;
   };

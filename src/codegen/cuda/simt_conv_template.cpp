@@ -138,7 +138,7 @@ bool SimtConvTemplate::matches(const CudaConvTask& task) {
   const bool fits = t.n * t.oh * t.ow < (int64_t{1} << 31) &&
                     t.kh * t.kw * t.c < (int64_t{1} << 30) && t.n * t.h * t.w < (int64_t{1} << 31);
   return sizes && t.groups == 1 && task.dtype == DType::kFloat32 && out_ok && task.slices_valid() &&
-         fits && !task.in_nchw_f32;
+         fits && !task.in_nchw;
 }
 
 ScheduleSpace SimtConvTemplate::space(const CudaConvTask&) {

@@ -350,12 +350,12 @@ bool StemPairTemplate::matches(const StemPairTask& task) {
   const ConvTask& a = f.conv;
   const ConvTask& b = s.conv;
   if (!plain(a) || !plain(b)) return false;
-  const bool first_ok = f.in_nchw_f32 && f.in == ChannelSlice{a.c, 0} && a.c <= 4 &&
-                        a.kh <= kMaxFirstWindow && a.kw <= kMaxFirstWindow &&
-                        a.sh <= kMaxFirstStride && a.sw <= kMaxFirstStride && !f.out_nchw &&
-                        !f.up && !f.b2b && f.out == ChannelSlice{a.k, 0};
+  const bool first_ok =
+      f.in_nchw && f.image_dtype == DType::kFloat32 && f.in == ChannelSlice{a.c, 0} && a.c <= 4 &&
+      a.kh <= kMaxFirstWindow && a.kw <= kMaxFirstWindow && a.sh <= kMaxFirstStride &&
+      a.sw <= kMaxFirstStride && !f.out_nchw && !f.up && !f.b2b && f.out == ChannelSlice{a.k, 0};
   const bool sixteen = s.dtype == DType::kFloat16 || s.dtype == DType::kBFloat16;
-  const bool second_ok = !s.in_nchw_f32 && s.in == ChannelSlice{b.c, 0} && sixteen &&
+  const bool second_ok = !s.in_nchw && s.in == ChannelSlice{b.c, 0} && sixteen &&
                          f.out_dtype == s.dtype && b.n == a.n && b.c == a.k && b.h == a.oh &&
                          b.w == a.ow && b.kh <= kMaxSecondWindow && b.kw <= kMaxSecondWindow &&
                          b.sh <= kMaxSecondStride && b.sw <= kMaxSecondStride && !s.out_nchw &&

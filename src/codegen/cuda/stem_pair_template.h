@@ -49,7 +49,7 @@
 
 namespace yoloc::codegen::cuda {
 
-/// The two convs of a stem pair: `first` reads the image (in_nchw_f32) and writes a dense NHWC
+/// The two convs of a stem pair: `first` reads the image (in_nchw) and writes a dense NHWC
 /// intermediate of `second`'s input type, which `second` alone reads (dense) and writes into its
 /// output slice.
 struct StemPairTask {
@@ -60,7 +60,7 @@ struct StemPairTask {
 
 class StemPairTemplate {
  public:
-  /// True when the first conv reads the image (in_nchw_f32, at most 4 channels) with a window of
+  /// True when the first conv reads the image (in_nchw, at most 4 channels) with a window of
   /// at most 7x7 and strides up to 4, and the second reads exactly its output (same batch, its
   /// height and width as input, dense, fp16 or bf16, that dtype the first's output dtype) with a
   /// window up to 3x3 and strides up to 2; both groups 1, dilation 1, no residual, no upsampled

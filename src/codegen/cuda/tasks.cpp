@@ -61,8 +61,8 @@ struct ConvRule {
   /// Appended to the workload key: records of one template never apply to another's task of the
   /// same conv (the configs of different templates differ, and so do their best ones).
   const char* key_suffix;
-  /// Reads any dense NCHW float32 input (e.g. a Cast of an fp16 image), not only the network's.
-  bool any_nchw_f32;
+  /// Reads any dense NCHW input (e.g. a Cast of an fp16 image), not only the network's.
+  bool any_nchw;
   /// Writes NCHW outputs (as layout_selection stores the detect head's last convs).
   bool nchw_out;
 };
@@ -86,15 +86,18 @@ std::optional<std::pair<CudaConvTask, cpu::ConvOperands>> conv_workload(const Gr
   if (out_nchw ? !rule.nchw_out : !nhwc(o->y)) return std::nullopt;
   if (o->res && (o->res->layout != o->y->layout || o->res->type.dtype != o->y->type.dtype))
     return std::nullopt;
-  // The image input (dense NCHW float32) is converted by the conv's own loads.
+  // The image input (dense NCHW float32, or float16 / bfloat16 with narrow I/O) is converted by
+  // the conv's own loads.
+  const DType xd = o->x->type.dtype;
   const bool image_in =
-      !nhwc(o->x) && o->x->type.dtype == DType::kFloat32 &&
-      (rule.any_nchw_f32 || std::find(g.inputs.begin(), g.inputs.end(), o->x) != g.inputs.end());
+      !nhwc(o->x) && (xd == DType::kFloat32 || xd == DType::kFloat16 || xd == DType::kBFloat16) &&
+      (rule.any_nchw || std::find(g.inputs.begin(), g.inputs.end(), o->x) != g.inputs.end());
   if (!nhwc(o->x) && !image_in) return std::nullopt;
   auto t = cuda_conv_task_from_group(g, grp, image_in ? o->y->type.dtype : o->x->type.dtype,
                                      o->y->type.dtype);
   if (!t) return std::nullopt;
-  t->in_nchw_f32 = image_in;
+  t->in_nchw = image_in;
+  if (image_in) t->image_dtype = xd;
   t->out_nchw = out_nchw;
   t->sm = sm;
   // The kernels address an NCHW input as a dense tensor.
@@ -202,7 +205,7 @@ std::optional<B2bPair> b2b_pair(const Graph& g, const FusedGroup& first, int sm)
   const cpu::ConvOperands& o2 = b->second;
   const ConvTask& c2 = t2.conv;
   if (o2.x != o1.y || c2.kh != 1 || c2.kw != 1 || c2.sh != 1 || c2.sw != 1 || c2.ph != 0 ||
-      c2.pw != 0 || c2.residual || c2.groups != 1 || t2.in_nchw_f32 || t2.dtype != t.out_dtype ||
+      c2.pw != 0 || c2.residual || c2.groups != 1 || t2.in_nchw || t2.dtype != t.out_dtype ||
       !(t2.in == ChannelSlice{c2.c, 0}))
     return std::nullopt;
   const std::string first_key = t.key();
@@ -249,7 +252,7 @@ struct StemPair {
 /// The stem pair `first` begins (StemPairTemplate::matches), or nullopt.
 std::optional<StemPair> stem_pair(const Graph& g, const FusedGroup& first, int sm) {
   const auto a = conv_workload<DirectConvTemplate>(g, first, kDirectRule, sm);
-  if (!a || !a->first.in_nchw_f32 || g.is_output(a->second.y)) return std::nullopt;
+  if (!a || !a->first.in_nchw || g.is_output(a->second.y)) return std::nullopt;
   const FusedGroup* second = sole_consumer(g, first, a->second.y);
   if (!second) return std::nullopt;
   const auto b = tensor_core_workload(g, *second, sm);

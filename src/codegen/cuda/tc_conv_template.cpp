@@ -848,7 +848,10 @@ bool takes(const CudaConvTask& task) {
   // Pixel and depth indices are 32-bit in the kernel.
   const bool fits = t.n * t.oh * t.ow < (int64_t{1} << 31) && gemm_depth8(task) < (1 << 30) &&
                     t.n * t.h * t.w < (int64_t{1} << 31);
-  if (!(sizes && t.groups == 1 && in16 && out_ok(task.out_dtype) && task.slices_valid() && fits))
+  // An NCHW image is gathered as float32 only (the direct template takes the narrow ones).
+  const bool image_ok = !task.in_nchw || task.image_dtype == DType::kFloat32;
+  if (!(sizes && t.groups == 1 && in16 && image_ok && out_ok(task.out_dtype) &&
+        task.slices_valid() && fits))
     return false;
   if (!task.b2b) return true;
   // The intermediate is the second GEMM's A operand: the activation dtype, kept in shared memory.
@@ -906,7 +909,7 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   // l1 changes only the 16-byte copies of the input (the kernel's VEC): elsewhere it would be the
   // same kernel measured twice.
   const bool vec_in =
-      !t.in_nchw_f32 && t.conv.c % 8 == 0 && t.in.stride % 8 == 0 && t.in.offset % 8 == 0;
+      !t.in_nchw && t.conv.c % 8 == 0 && t.in.stride % 8 == 0 && t.in.offset % 8 == 0;
   if (cfg.get("l1") == 1 && !vec_in) return false;
   // Halo tiles: 16-byte copies of whole pixels, 16-deep slices within one tap, one block a tile,
   // and their copies are not the im2col rows that l1 is about.
@@ -1162,7 +1165,7 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
        {"@L1@", std::to_string(cfg.get("l1"))},
        {"@EPI@", staged_output(t, cfg) ? "1" : "0"},
        {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},
-       {"@NCHW_IN@", t.in_nchw_f32 ? "1" : "0"},
+       {"@NCHW_IN@", t.in_nchw ? "1" : "0"},
        {"@HALO@", std::to_string(cfg.get("halo"))},
        {"@PERS@", std::to_string(cfg.get("pers"))},
        {"@CVT@", t.dtype == DType::kBFloat16 ? "yc_float_to_bf16" : "yc_float_to_half"}});
