@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
-#include <random>
 #include <thread>
 
 #include "artifact/artifact_reader.h"
@@ -24,6 +23,7 @@
 #endif
 #include "tools/commands.h"
 #include "tools/compile_model.h"
+#include "tools/random_inputs.h"
 
 namespace yoloc::tools {
 
@@ -194,16 +194,7 @@ void run_bench(const BenchOptions& o) {
   std::shared_ptr<runtime::Engine> engine =
       runtime::Engine::open(art, {o.threads, o.device, o.streams});
 
-  std::mt19937 rng(0);
-  std::uniform_real_distribution<float> dist(0.f, 1.f);
-  std::vector<Tensor> inputs;
-  for (const artifact::TensorSpec& spec : m.inputs) {
-    Tensor t(dtype_from_name(spec.dtype), spec.shape);
-    if (t.dtype() != DType::kFloat32)
-      user_error("bench feeds float32 inputs; input '{}' is {}", spec.name, spec.dtype);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-    inputs.push_back(std::move(t));
-  }
+  const std::vector<Tensor> inputs = random_inputs(m, "bench");
   nlohmann::json j = {{"model", o.model},       {"target", m.target},
                       {"precision", m.precision}, {"device", engine->device()},
                       {"batch", batch},           {"iters", o.iters},

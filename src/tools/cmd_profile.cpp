@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <random>
 #include <thread>
 
 #include "artifact/artifact_reader.h"
@@ -16,6 +15,7 @@
 #endif
 #include "tools/commands.h"
 #include "tools/compile_model.h"
+#include "tools/random_inputs.h"
 
 namespace yoloc::tools {
 
@@ -48,16 +48,7 @@ void run_profile(const ProfileOptions& o) {
   std::unique_ptr<runtime::Engine> engine = runtime::Engine::open(art, {o.threads, o.device});
   if (o.in_graph && engine->cpu())
     user_error("--in-graph times kernels inside a CUDA graph; '{}' is a CPU artifact", o.model);
-  std::vector<Tensor> inputs;
-  std::mt19937 rng(0);
-  std::uniform_real_distribution<float> dist(0.f, 1.f);
-  for (const artifact::TensorSpec& spec : art->manifest().inputs) {
-    Tensor t(dtype_from_name(spec.dtype), spec.shape);
-    if (t.dtype() != DType::kFloat32)
-      user_error("profile feeds float32 inputs; input '{}' is {}", spec.name, spec.dtype);
-    for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = dist(rng);
-    inputs.push_back(std::move(t));
-  }
+  const std::vector<Tensor> inputs = random_inputs(art->manifest(), "profile");
   // Per kernel: its symbol, what it computes, and its times over the runs.
   std::vector<std::string> symbols;
   std::vector<nlohmann::json> tasks;

@@ -250,6 +250,11 @@ class Case:
         return [[self.yoloc, "compile", self.shared_model(), "-o", out, "--target", "cpu",
                  "--b2b", "on"]], ["--b2b", "--target cuda"]
 
+    def compile_io_precision_for_cpu(self):
+        out = os.path.join(self.work, "x.ycm")
+        return [[self.yoloc, "compile", self.shared_model(), "-o", out, "--target", "cpu",
+                 "--io-precision", "fp16"]], ["--io-precision", "--target cuda"]
+
     def compile_unknown_target(self):
         out = os.path.join(self.work, "x.ycm")
         return [[self.yoloc, "compile", self.shared_model(), "-o", out, "--target", "tpu"]], [

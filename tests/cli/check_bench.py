@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""`yoloc bench` and `yoloc profile` on an artifact whose input is float16 (the shared
+yolov5n-fp16 export compiled for the CPU, which keeps its fp16 image input): both feed random
+inputs of the input's own type (as they must for CUDA artifacts of --io-precision fp16), and
+bench's JSON holds a positive median and the batch.
+
+usage: check_bench.py --yoloc BIN --model yolov5n-fp16-dynbatch.onnx --work DIR
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+
+def run(cmd):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        print(f"FAIL: {' '.join(cmd)} exited with {p.returncode}:\n{p.stdout}\n{p.stderr}")
+        sys.exit(1)
+    return p.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--yoloc", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    art = os.path.join(a.work, "v5n-fp16.ycm")
+    run([a.yoloc, "compile", a.model, "--family", "yolov5", "-o", art, "--force"])
+    dtype = json.loads(run([a.yoloc, "inspect", art, "--json"]))["inputs"][0]["dtype"]
+    if dtype != "float16":
+        print(f"FAIL: the artifact's input is {dtype}, the test needs a float16 one")
+        return 1
+    out = os.path.join(a.work, "bench.json")
+    run([a.yoloc, "bench", art, "--iters", "3", "--warmup", "1", "--json", out])
+    r = json.load(open(out))
+    if not r.get("median_ms", 0) > 0 or r.get("batch") != 1:
+        print(f"FAIL: bench JSON {r}")
+        return 1
+    prof = run([a.yoloc, "profile", art, "--iters", "1"])
+    print(f"bench on a float16 input: median {r['median_ms']:.2f} ms; profile:\n" +
+          "\n".join(prof.splitlines()[:3]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
