@@ -157,10 +157,12 @@ for s in "$@"; do
       done
       ;;
     eval)
-      for p in fp32 fp16; do
-        step "eval yolov8n $p on coco-eval"
-        check "$Y" compile "$S/models/yolov8n.onnx" --target cuda --precision "$p" -o "$work/eval-$p.ycm" --force
-        check "$Y" eval "$work/eval-$p.ycm" --data "$S/data/coco-eval" --json "$out/bench/eval-yolov8n-$p.json"
+      for v in fp32 fp16 fp16-io16; do  # fp16-io16: --io-precision fp16
+        p=${v%%-*} io=fp32
+        [[ $v == *-io16 ]] && io=fp16
+        step "eval yolov8n $v on coco-eval"
+        check "$Y" compile "$S/models/yolov8n.onnx" --target cuda --precision "$p" --io-precision "$io" -o "$work/eval-$v.ycm" --force
+        check "$Y" eval "$work/eval-$v.ycm" --data "$S/data/coco-eval" --json "$out/bench/eval-yolov8n-$v.json"
         tail -3 "$log"
       done
       ;;
