@@ -6,27 +6,20 @@ bench's JSON holds a positive median and the batch.
 
 usage: check_bench.py --yoloc BIN --model yolov5n-fp16-dynbatch.onnx --work DIR
 """
-import argparse
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import common  # noqa: E402
 
 
 def run(cmd):
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        print(f"FAIL: {' '.join(cmd)} exited with {p.returncode}:\n{p.stdout}\n{p.stderr}")
-        sys.exit(1)
-    return p.stdout
+    return common.run(cmd, cmd[1]).stdout
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--yoloc", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--work", required=True)
-    a = ap.parse_args()
+    a = common.model_args()
     os.makedirs(a.work, exist_ok=True)
     art = os.path.join(a.work, "v5n-fp16.ycm")
     run([a.yoloc, "compile", a.model, "--family", "yolov5", "-o", art, "--force"])

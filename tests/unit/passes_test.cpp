@@ -494,38 +494,26 @@ TEST(StoragePrecision, CudaNarrowIoStoresInputsOutputsAndTheirBuffersNarrow) {
     axis.set("axis", int64_t{1});
     g.outputs.push_back(node(g, "Concat", {box, cls}, axis));
   };
-  Graph g;
-  build(g);
-  PassContext ctx;
-  ctx.target = "cuda";
-  ctx.precision = Precision::kFp16;
-  ctx.narrow_io = true;
-  optimize(g, ctx);
-  EXPECT_EQ(g.inputs[0]->type.dtype, DType::kFloat16);
-  EXPECT_EQ(g.outputs[0]->type.dtype, DType::kFloat16);
-  const Node* concat = g.outputs[0]->producer;
-  ASSERT_TRUE(concat->is_view());
-  for (const Value* in : concat->inputs) EXPECT_EQ(in->type.dtype, DType::kFloat16) << in->name;
-
-  Graph wide;
-  build(wide);
-  ctx.narrow_io = false;
-  optimize(wide, ctx);
-  EXPECT_EQ(wide.inputs[0]->type.dtype, DType::kFloat32);
-  EXPECT_EQ(wide.outputs[0]->type.dtype, DType::kFloat32);
-  for (const Value* in : wide.outputs[0]->producer->inputs)
-    EXPECT_EQ(in->type.dtype, DType::kFloat32) << in->name;
-
+  // The types of the input, the output and the output's two parts after optimize().
+  const auto io_dtypes = [&](const char* target, Precision precision, bool narrow_io) {
+    Graph g;
+    build(g);
+    PassContext ctx;
+    ctx.target = target;
+    ctx.precision = precision;
+    ctx.narrow_io = narrow_io;
+    optimize(g, ctx);
+    std::vector<DType> out = {g.inputs[0]->type.dtype, g.outputs[0]->type.dtype};
+    const Node* concat = g.outputs[0]->producer;
+    EXPECT_TRUE(concat->is_view());
+    for (const Value* in : concat->inputs) out.push_back(in->type.dtype);
+    return out;
+  };
+  const DType f16 = DType::kFloat16, f32 = DType::kFloat32;
+  EXPECT_EQ(io_dtypes("cuda", Precision::kFp16, true), (std::vector<DType>{f16, f16, f16, f16}));
+  EXPECT_EQ(io_dtypes("cuda", Precision::kFp16, false), (std::vector<DType>{f32, f32, f32, f32}));
   // Other targets and fp32 ignore it.
-  Graph cpu;
-  build(cpu);
-  PassContext c;
-  c.target = "cpu";
-  c.precision = Precision::kFp32;
-  c.narrow_io = true;
-  optimize(cpu, c);
-  EXPECT_EQ(cpu.inputs[0]->type.dtype, DType::kFloat32);
-  EXPECT_EQ(cpu.outputs[0]->type.dtype, DType::kFloat32);
+  EXPECT_EQ(io_dtypes("cpu", Precision::kFp32, true), (std::vector<DType>{f32, f32, f32, f32}));
 }
 
 namespace {
