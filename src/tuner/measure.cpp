@@ -266,6 +266,7 @@ std::vector<MeasureResult> CpuMeasurer::run_batch(BuiltBatch& built, double best
                   MeasureRole::kReferenceOnly, 0);
     }
     batch.reference_request = data.reference_request;
+    batch.deadline = deadline();
     const std::string fatal = pool_.run(batch, results, done)[0];
     for (size_t i = 0; i < cands.size() && !fatal.empty(); ++i) {
       if (done[i]) continue;

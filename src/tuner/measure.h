@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -184,6 +185,12 @@ class Measurer {
   virtual int worker_starts() const { return 0; }
   /// Compiler jobs the builds share.
   int build_jobs() const { return jobs_.jobs(); }
+  /// When the time budget ends (none: nullopt): run() then skips the candidates of its batch it
+  /// has not started ("not run: the time budget ended"; the task's reference aside), so that a
+  /// round of slow candidates (large batches) does not run on past the budget.
+  void set_deadline(std::optional<std::chrono::steady_clock::time_point> deadline) {
+    deadline_ = deadline;
+  }
 
  protected:
   /// What build() and run() do, untimed.
@@ -192,6 +199,7 @@ class Measurer {
       const TuneTask& task, const std::vector<codegen::ScheduleConfig>& configs,
       BuildJobs& jobs) = 0;
   virtual std::vector<MeasureResult> run_batch(BuiltBatch& batch, double best_known_s) = 0;
+  std::optional<std::chrono::steady_clock::time_point> deadline() const { return deadline_; }
 
  private:
   using Interval =
@@ -199,6 +207,7 @@ class Measurer {
   mutable std::mutex mutex_;
   std::vector<Interval> builds_, runs_;  // each in the order they ended
   JobQueue jobs_;
+  std::optional<std::chrono::steady_clock::time_point> deadline_;
 };
 
 /// The CPU measurer (host compiler, one persistent worker process).

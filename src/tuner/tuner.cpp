@@ -344,6 +344,12 @@ void Tuner::drop(Round& r) {
 void Tuner::measure(Round& r) {
   const int i = r.task;
   TaskRun& run = runs_[static_cast<size_t>(i)];
+  // The search ends at its share of the budget, the re-measurement at the budget.
+  if (o_.time_budget_s > 0) {
+    const double s = r.verifying ? o_.time_budget_s : search_budget();
+    measurer_.set_deadline(
+        start_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)));
+  }
   const std::vector<MeasureResult> results = measurer_.run(*r.built, r.verifying ? 0 : run.best_s);
   r.built.reset();
   if (r.verifying) {

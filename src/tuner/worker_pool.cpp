@@ -63,6 +63,14 @@ std::vector<std::string> WorkerPool::run(const WorkerBatch& batch,
           continue;
         }
       }
+      if (static_cast<long>(i) != ref && batch.deadline &&
+          std::chrono::steady_clock::now() >= *batch.deadline) {
+        results[i] = MeasureResult{};
+        results[i].error = "not run: the time budget ended";
+        results[i].skipped = true;
+        finished[i] = 1;
+        continue;
+      }
       WorkerProcess::Outcome o = w.call(batch.requests[i]);
       if (o.fatal.empty() && o.reply.need_reference) {
         // This worker has not made the task's reference (or lost it): make it, then retry.

@@ -10,6 +10,8 @@
 /// the task's reference request, then the candidate again. So the devices never wait for each
 /// other. A reference that fails (in any worker) skips the batch's candidates left ("no
 /// reference: ...").
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,9 @@ struct WorkerBatch {
   /// What makes the task's reference in a worker that lacks it (the default config's request,
   /// untimed); empty while the task has none but the `reference` candidate.
   std::string reference_request;
+  /// The time budget's end: a candidate not yet taken then is skipped ("not run: the time
+  /// budget ended"), the reference aside (what the others are checked against).
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 class WorkerPool {
@@ -36,8 +41,8 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   /// Runs the candidates i with !done[i] (the reference first), setting results[i] and done[i]
-  /// for each. Returns each device's fatal error (its worker could not start; its candidates not
-  /// taken are left not done), empty when none.
+  /// for each (skipped ones too). Returns each device's fatal error (its worker could not start;
+  /// its candidates not taken are left not done), empty when none.
   std::vector<std::string> run(const WorkerBatch& batch, std::vector<MeasureResult>& results,
                                std::vector<bool>& done);
 

@@ -105,9 +105,13 @@ TEST(TunerMeasure, AFailingReferenceStopsItsTaskOnly) {
 }
 
 /// Makes up times (no build, no run): seconds = 1 ms / unroll, plus the knob sum for others.
+/// With seconds_each, each candidate takes that long, and the ones after the deadline are
+/// skipped, as the workers do.
 class FakeMeasurer : public Measurer {
  public:
   std::vector<std::string> measured;
+  double seconds_each = 0;
+  int skipped = 0;
 
  protected:
   struct Batch : BuiltBatch {
@@ -132,6 +136,16 @@ class FakeMeasurer : public Measurer {
     }
     std::vector<MeasureResult> out;
     for (const ScheduleConfig& c : cs) {
+      if (!out.empty() && deadline() && std::chrono::steady_clock::now() >= *deadline()) {
+        MeasureResult r;
+        r.error = "not run: the time budget ended";
+        r.skipped = true;
+        out.push_back(r);
+        ++skipped;
+        continue;
+      }
+      if (seconds_each > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double>(seconds_each));
       double sum = 0;
       for (const auto& [k, v] : c.values()) sum += static_cast<double>(v);
       MeasureResult r;
@@ -268,6 +282,31 @@ TEST(TunerLoop, BudgetsStopTheRun) {
   const TuneSummary t = tune(tasks, o, m, quiet);
   EXPECT_LT(t.seconds, 30);
   EXPECT_GT(t.trials, 0);
+}
+
+// A time budget ends inside a round of slow candidates (a large batch's kernels: 1-2 s each):
+// the candidates not yet started are skipped and not recorded (also those of the round built
+// ahead, which is still run), so the run ends about when its budget does (a round alone takes
+// 0.8 s here, and the round built ahead another 0.8 s).
+TEST(TunerLoop, TimeBudgetEndsARoundOfSlowCandidates) {
+  TempDir dir;
+  const auto g = small_tuning_graph();
+  const std::vector<TuneTask> tasks = tuning_tasks(*g);
+  TuneOptions o;
+  o.target = host_cpu_target();
+  o.records = dir.path("r.jsonl");
+  o.time_budget_s = 0.5;
+  o.round_size = 8;
+  o.verify_rounds = 0;
+  o.early_stopping = 0;
+  ProgressDisplay quiet(stderr, false);
+  FakeMeasurer m;
+  m.seconds_each = 0.1;
+  const TuneSummary s = tune(tasks, o, m, quiet);
+  EXPECT_LT(s.seconds, 1.2);  // without the deadline: two rounds, 1.6 s
+  EXPECT_GT(m.skipped, 0);
+  EXPECT_GT(s.trials, 0);
+  EXPECT_EQ(static_cast<int64_t>(load_records(o.records).records.size()), s.trials);
 }
 
 }  // namespace

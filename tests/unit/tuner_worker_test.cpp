@@ -372,6 +372,35 @@ TEST(TunerWorkerPool, AFailedReferenceSkipsTheRest) {
   EXPECT_EQ(lone.starts(), 1);
 }
 
+// A deadline (the time budget's end) reached mid-batch: the reference still runs, the
+// candidates taken after it are skipped, not run.
+TEST(TunerWorkerPool, ADeadlineSkipsTheCandidatesNotYetTaken) {
+  WorkerPool pool({fake_device(0)});
+  WorkerBatch batch;
+  batch.requests = {"ref", "cand", "cand", "cand", "cand"};
+  batch.reference = 0;
+  batch.reference_request = "refonly";
+  // Each request takes 0.2 s: the last two would start 0.6 s and 0.8 s in at the earliest.
+  batch.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  std::vector<MeasureResult> r(5);
+  std::vector<bool> done(5, false);
+  pool.run(batch, r, done);
+  EXPECT_TRUE(r[0].ok()) << r[0].error;
+  for (size_t i = 3; i < 5; ++i) {
+    EXPECT_TRUE(done[i]);
+    EXPECT_TRUE(r[i].skipped);
+    EXPECT_EQ(r[i].error, "not run: the time budget ended");
+  }
+  // One already past: only the reference runs.
+  batch.deadline = std::chrono::steady_clock::now();
+  r.assign(5, MeasureResult{});
+  done.assign(5, false);
+  WorkerPool fresh({fake_device(0)});
+  fresh.run(batch, r, done);
+  EXPECT_TRUE(r[0].ok()) << r[0].error;
+  for (size_t i = 1; i < 5; ++i) EXPECT_TRUE(r[i].skipped) << i;
+}
+
 TEST(TunerWire, CpuRequestsRoundTripAndTruncationIsMalformed) {
   CpuRequest q;
   q.role = MeasureRole::kReference;

@@ -241,6 +241,7 @@ std::vector<MeasureResult> CudaMeasurer::run_batch(BuiltBatch& built, double bes
       data.reference_request = request(task, cands[0], MeasureRole::kReferenceOnly, 0);
     }
     batch.reference_request = data.reference_request;
+    batch.deadline = deadline();
     fatal = pool_.run(batch, results, done);
   }
   for (size_t d = 0; d < devices_.size(); ++d)
