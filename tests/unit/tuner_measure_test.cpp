@@ -23,6 +23,14 @@ std::map<std::string, std::vector<Record>> by_template(const std::vector<Record>
   return out;
 }
 
+// Options of a CPU-target run recording into dir's r.jsonl.
+TuneOptions cpu_options(const TempDir& dir) {
+  TuneOptions o;
+  o.target = host_cpu_target();
+  o.records = dir.path("r.jsonl");
+  return o;
+}
+
 TEST(TunerMeasure, CrashHangAndWrongCandidatesAreErrorsAndTuningGoesOn) {
   TempDir dir;
   const auto g = small_tuning_graph();
@@ -33,9 +41,7 @@ TEST(TunerMeasure, CrashHangAndWrongCandidatesAreErrorsAndTuningGoesOn) {
     if (t.task.template_name == "elementwise" || t.key().find(" 1x1 ") != std::string::npos)
       tasks.push_back(std::move(t));
   ASSERT_EQ(tasks.size(), 2u);
-  TuneOptions o;
-  o.target = host_cpu_target();
-  o.records = dir.path("r.jsonl");
+  TuneOptions o = cpu_options(dir);
   o.trials = 10;
   o.round_size = 5;
   o.strategy = "grid";
@@ -80,9 +86,7 @@ TEST(TunerMeasure, AFailingReferenceStopsItsTaskOnly) {
   TempDir dir;
   const auto g = small_tuning_graph();
   std::vector<TuneTask> tasks = tuning_tasks(*g);
-  TuneOptions o;
-  o.target = host_cpu_target();
-  o.records = dir.path("r.jsonl");
+  TuneOptions o = cpu_options(dir);
   o.trials = 12;
   o.round_size = 4;
   o.strategy = "random";
@@ -175,9 +179,7 @@ TEST(TunerLoop, ResumesWithoutMeasuringAConfigTwice) {
   const auto g = small_tuning_graph();
   std::vector<TuneTask> tasks = elementwise_task(*g);
   ASSERT_EQ(tasks.size(), 1u);
-  TuneOptions o;
-  o.target = host_cpu_target();
-  o.records = dir.path("r.jsonl");
+  TuneOptions o = cpu_options(dir);
   o.trials = 3;
   o.strategy = "grid";
   o.verify_rounds = 0;
@@ -208,9 +210,7 @@ TEST(TunerLoop, FinalRemeasurementTakesTheDefaultAndTheBest) {
   TempDir dir;
   const auto g = small_tuning_graph();
   std::vector<TuneTask> tasks = elementwise_task(*g);
-  TuneOptions o;
-  o.target = host_cpu_target();
-  o.records = dir.path("r.jsonl");
+  TuneOptions o = cpu_options(dir);
   o.trials = 5;  // the whole space: unroll 1 (default), 2, 4, 8, 16
   o.strategy = "grid";
   o.verify_top = 2;
@@ -236,9 +236,7 @@ TEST(TunerLoop, RecordsTheRulesNoLongerAdmitAreNotResumed) {
   const auto g = small_tuning_graph();
   std::vector<TuneTask> tasks = elementwise_task(*g);
   ASSERT_EQ(tasks.size(), 1u);
-  TuneOptions o;
-  o.target = host_cpu_target();
-  o.records = dir.path("r.jsonl");
+  TuneOptions o = cpu_options(dir);
   o.trials = 5;  // the whole space: unroll 1 (default), 2, 4, 8, 16 (the fastest)
   o.strategy = "grid";
   o.verify_rounds = 0;
@@ -263,9 +261,7 @@ TEST(TunerLoop, BudgetsStopTheRun) {
   TempDir dir;
   const auto g = small_tuning_graph();
   const std::vector<TuneTask> tasks = tuning_tasks(*g);
-  TuneOptions o;
-  o.target = host_cpu_target();
-  o.records = dir.path("r.jsonl");
+  TuneOptions o = cpu_options(dir);
   o.trials = 0;
   ProgressDisplay quiet(stderr, false);
   FakeMeasurer m;
@@ -292,9 +288,7 @@ TEST(TunerLoop, TimeBudgetEndsARoundOfSlowCandidates) {
   TempDir dir;
   const auto g = small_tuning_graph();
   const std::vector<TuneTask> tasks = tuning_tasks(*g);
-  TuneOptions o;
-  o.target = host_cpu_target();
-  o.records = dir.path("r.jsonl");
+  TuneOptions o = cpu_options(dir);
   o.time_budget_s = 0.5;
   o.round_size = 8;
   o.verify_rounds = 0;

@@ -90,7 +90,7 @@ std::optional<std::pair<CudaConvTask, cpu::ConvOperands>> conv_workload(const Gr
   // the conv's own loads.
   const DType xd = o->x->type.dtype;
   const bool image_in =
-      !nhwc(o->x) && (xd == DType::kFloat32 || xd == DType::kFloat16 || xd == DType::kBFloat16) &&
+      !nhwc(o->x) && is_storage_dtype(xd) &&
       (rule.any_nchw || std::find(g.inputs.begin(), g.inputs.end(), o->x) != g.inputs.end());
   if (!nhwc(o->x) && !image_in) return std::nullopt;
   auto t = cuda_conv_task_from_group(g, grp, image_in ? o->y->type.dtype : o->x->type.dtype,
