@@ -282,8 +282,10 @@ inline ::testing::AssertionResult check_outputs(const GroupCase& c, const CaseDa
     const size_t es = dtype_size(o.dtype);
     const auto offs = strided_offsets(o.value->type.static_shape(), o.strides);
     const float* want = d.want[k].data<float>();
-    // The scale of an element: itself, at least 1, and at least 1% of the output's largest value
-    // (the box decode subtracts values ~100x its small results: their rounding is what shows).
+    // The scale of an element: itself, at least 1, and at least 5% of the output's largest value
+    // (the box decode subtracts values ~100x its small results: their rounding is what shows; its
+    // terms, a distance times the stride, run to a fifth of the largest box value, and the fused
+    // DFL's sum differs from the reference's softmax by a few of their ulps).
     double largest = 0;
     for (int64_t i = 0; i < d.want[k].numel(); ++i) {
       largest = std::max(largest, std::fabs(static_cast<double>(want[i])));
@@ -300,7 +302,7 @@ inline ::testing::AssertionResult check_outputs(const GroupCase& c, const CaseDa
           g == want[i] ? 0.0
           : exact      ? std::numeric_limits<double>::infinity()
                        : std::fabs(static_cast<double>(g) - want[i]) /
-                        std::max({1.0, std::fabs(static_cast<double>(want[i])), 0.01 * largest});
+                        std::max({1.0, std::fabs(static_cast<double>(want[i])), 0.05 * largest});
       if (!(err <= tolerance(o.dtype))) {
         if (bad++ == 0) first = fmt::format("element {}: got {}, want {}", i, g, want[i]);
       } else {
