@@ -608,6 +608,12 @@ inline std::vector<ScheduleConfig> b2b_configs(const CudaConvTask& t) {
     if (TensorCoreConvTemplate::valid(t, c) && std::find(out.begin(), out.end(), c) == out.end())
       out.push_back(c);
   }
+  // Each with the second stage's output staged too (epi=1), where that is valid.
+  for (size_t i = 0, n = out.size(); i < n; ++i) {
+    ScheduleConfig c = out[i];
+    c.set("epi", 1);
+    if (TensorCoreConvTemplate::valid(t, c)) out.push_back(c);
+  }
   return out;
 }
 

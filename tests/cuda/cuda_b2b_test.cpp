@@ -84,6 +84,9 @@ TEST(CudaB2bEmulated, Fp16Pairs) {
   const auto halo = std::count_if(cases.begin(), cases.end(),
                                   [](const auto& c) { return c.second.get("halo") > 0; });
   EXPECT_GE(halo, 3) << "halo-tile configs of the 16-channel first stages";
+  const auto staged = std::count_if(cases.begin(), cases.end(),
+                                    [](const auto& c) { return c.second.get("epi") == 1; });
+  EXPECT_GE(staged, 6) << "staged second-stage outputs of the one-column-tile pairs";
   run_pairs(cases);
 }
 
@@ -152,18 +155,45 @@ TEST(CudaB2bRules, ValidityKeysAndSharedMemory) {
   c.set("wn", 32);
   EXPECT_FALSE(TensorCoreConvTemplate::valid(t, c));
   EXPECT_TRUE(TensorCoreConvTemplate::valid(first_stage(t), c));
-  // A 64-channel pair: split-K (sm_90) and the staged epilogue are valid for the lone conv only.
+  // A 64-channel pair: split-K (sm_90) is valid for the lone conv only.
   CudaConvTask t64 = with_b2b(dense(ConvTask::make(1, 64, 20, 20, 64, 3, 1, 1, silu), f16), 64,
                               none, {144, 0}, true, f16, 1);
   t64.sm = 90;
   const ScheduleConfig def64 = TensorCoreConvTemplate::default_config(t64);
   EXPECT_EQ(def64.get("bn"), 64);
-  for (const auto& [knob, value] : {std::pair<const char*, int64_t>{"splitk", 2}, {"epi", 1}}) {
-    c = def64;
-    c.set(knob, value);
-    EXPECT_FALSE(TensorCoreConvTemplate::valid(t64, c)) << c.str();
-    EXPECT_TRUE(TensorCoreConvTemplate::valid(first_stage(t64), c)) << c.str();
-  }
+  c = def64;
+  c.set("splitk", 2);
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(t64, c)) << c.str();
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(first_stage(t64), c)) << c.str();
+  // The staged epilogue (epi=1) stages the second stage's output: one column tile of 16-bit
+  // values (not 48 channels in tiles of 32, nor a float32 output), and an NCHW tile (channel rows
+  // of bm + 8 halves) no larger than the intermediate's place.
+  c = def64;
+  c.set("epi", 1);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t64, c)) << c.str();
+  EXPECT_NE(TensorCoreConvTemplate::emit(t64, c, "k").source.find("B2B_EPI = 1"),
+            std::string::npos);
+  const CudaConvTask two_tiles =
+      with_b2b(dense(ConvTask::make(1, 16, 9, 10, 32, 3, 1, 1, silu), f16), 48, silu, {80, 16},
+               false, f16, 1);
+  c = TensorCoreConvTemplate::default_config(two_tiles);
+  EXPECT_EQ(c.get("bn"), 32);
+  c.set("epi", 1);
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(two_tiles, c)) << c.str();
+  CudaConvTask f32_out = t64;
+  f32_out.b2b->out_dtype = DType::kFloat32;
+  c = TensorCoreConvTemplate::default_config(f32_out);
+  c.set("epi", 1);
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(f32_out, c)) << c.str();
+  // bn 144 > bm 64: the channel rows (144 x 72 halves) outgrow the place of the pixel rows (64 x
+  // 152) and of the ring.
+  CudaConvTask wide_nchw = with_b2b(dense(ConvTask::make(1, 64, 20, 20, 144, 3, 1, 1, silu), f16),
+                                    144, none, {144, 0}, true, f16, 1);
+  c = TensorCoreConvTemplate::space(wide_nchw).complete(ScheduleConfig(
+      {{"bm", 64}, {"bn", 144}, {"bk", 16}, {"wm", 64}, {"wn", 48}, {"stages", 2}, {"epi", 1}}));
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(wide_nchw, c)) << c.str();
+  c.set("epi", 0);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(wide_nchw, c)) << c.str();
   const CudaKernel k = TensorCoreConvTemplate::emit(t, def, "k");
   EXPECT_EQ(k.grid[1], 1u);
   EXPECT_NE(k.source.find("const void* w2_, const float* __restrict__ bias2"), std::string::npos);

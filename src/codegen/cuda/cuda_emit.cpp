@@ -385,6 +385,10 @@ YC_DEVICE yc_i64 out_at(int m, int n, yc_i64 stride, yc_i64 offset) {{
     return static_cast<yc_i64>(m) * stride + offset + n;
   }}
 }}
+// Bias and activation of channel n (the part of the epilogue before the residual and stores).
+YC_DEVICE float biased_act(const float* __restrict__ bias, int n, float v) {{
+  return {act}(v + bias[n]);
+}}
 YC_DEVICE void epilogue(OutT* __restrict__ y, OutT* __restrict__ up, const OutT* __restrict__ res,
                         const float* __restrict__ bias, int m, int n, float v) {{
   if (m >= M || n >= K) return;

@@ -87,9 +87,24 @@ int64_t shared_bytes(int64_t bm, int64_t bn, int64_t bk, int64_t stages, int64_t
 int64_t staged_bytes(int64_t bm, int64_t bn) { return bm * (bn + 8) * 4; }
 
 // Whether epi=1 stages the output for the task: NHWC outputs only (an NCHW output keeps the
-// fragment stores, which write runs of 8 pixels of a channel plane already).
+// fragment stores, which write runs of 8 pixels of a channel plane already). A b2b pair's first
+// stage has no output; epi=1 stages its second stage's instead (b2b_staged).
 bool staged_output(const CudaConvTask& t, const ScheduleConfig& cfg) {
-  return cfg.get("epi") == 1 && !t.out_nchw;
+  return cfg.get("epi") == 1 && !t.out_nchw && !t.b2b;
+}
+
+// Whether epi=1 stages a b2b pair's second-stage output (kB2bFunctions' B2B_EPI), NHWC or NCHW:
+// when the second stage is one column tile (its tile then goes over the intermediate, which its
+// GEMM has read) and stores 16-bit values.
+bool b2b_staged(const CudaConvTask& t, const ScheduleConfig& cfg) {
+  return t.b2b && cfg.get("epi") == 1;
+}
+bool b2b_staging_fits(const CudaConvTask& t, int64_t bm, int64_t bn, int64_t bk, int64_t stages,
+                      int64_t halo) {
+  if (t.b2b->k > bn || dtype_size(t.b2b->out_dtype) != 2) return false;
+  // NCHW: channel rows of bm + 8 halves over the intermediate's place (W2_AT halves).
+  const int64_t place = std::max(shared_bytes(bm, bn, bk, stages, 1, halo), bm * (bn + kPad) * 2);
+  return !t.b2b->out_nchw || bn * (bm + kPad) * 2 <= place;
 }
 
 // The kernel after the common declarations of conv_common_source (in the same namespace). See the
@@ -768,8 +783,15 @@ constexpr const char* kB2bFunctions = R"(enum : int {
   RING = B_AT + STAGES * B_STAGE,  // the pipeline's halves (HALO's tile included)
   W2_AT = RING > BM * LDT ? RING : BM * LDT,  // halves before the second weights
   W2_CPR = N1P / 8,                           // 16-byte chunks per row of the second weights
-  W2_CHUNKS = K2P * W2_CPR
+  W2_CHUNKS = K2P * W2_CPR,
+  // The second stage's output tile staged over the intermediate (see b2b_store_staged): pixel
+  // rows of LDT halves (NHWC), or channel rows of LDP halves (NCHW).
+  B2B_EPI = @B2B_EPI@, LDP = BM + 8,
+  VEC_NHWC = s2::OS % 8 == 0 && s2::OO % 8 == 0, VEC_NCHW = (s2::OH * s2::OW) % 8 == 0
 };
+static_assert(!B2B_EPI || (K2P == BN && sizeof(s2::OutT) == 2 &&
+                           (!s2::OUT_NCHW || BN * LDP <= W2_AT)),
+              "b2b staged output: one column tile of 16-bit values over the intermediate");
 static_assert(int(N1P) <= int(BN), "b2b: a block's tile holds every channel of the first stage");
 
 // The second weights ([K2][N1P] packed) into rows of LDW halves, rows past K2 zero: issued with
@@ -780,6 +802,75 @@ YC_DEVICE void b2b_load_w2(yc_u16* sw, const yc_u16* __restrict__ w2, int tid) {
     const bool ok = row < K2;
     yc_cp_async16(sw + row * LDW + col, ok ? w2 + static_cast<yc_i64>(row) * N1P + col : w2,
                   ok ? 16 : 0);
+  }
+}
+
+// (B2B_EPI) The second stage's tile: bias and activation, rounded to its storage type, into
+// shared memory over the intermediate st (every warp has read it by then), then stored in 16-byte
+// pieces: 8 channels of a pixel (NHWC), or 8 pixels of a channel plane (NCHW), consecutive threads
+// on consecutive pieces. The fragments' own stores are 4 bytes (NHWC) or 2 (NCHW) 8 pixels apart,
+// a transaction each.
+YC_DEVICE void b2b_store_staged(const float (&acc2)[MI][NI][4], const float* __restrict__ bias2,
+                                yc_u16* st, s2::OutT* __restrict__ y, int tile, int lane,
+                                int wrow0, int warp_n) {
+  const int tid = static_cast<int>(threadIdx.x);
+  s2::OutT* so = reinterpret_cast<s2::OutT*>(st);
+  YC_SYNC();
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni) {
+      const int col = warp_n * WN + ni * 8 + (lane & 3) * 2;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = wrow0 + mi * MSTEP + (lane >> 2) + 8 * h;
+        const float v0 = col < K2 ? s2::biased_act(bias2, col, acc2[mi][ni][2 * h]) : 0.f;
+        const float v1 = col + 1 < K2 ? s2::biased_act(bias2, col + 1, acc2[mi][ni][2 * h + 1]) : 0.f;
+        if constexpr (s2::OUT_NCHW) {
+          yc_store(so + col * LDP + row, v0);
+          yc_store(so + (col + 1) * LDP + row, v1);
+        } else {
+          yc_store2(so + row * LDT + col, v0, v1);
+        }
+      }
+    }
+  }
+  YC_SYNC();
+  typedef yc_vec<s2::OutT, 8> V8;
+  if constexpr (s2::OUT_NCHW) {
+    enum : int { GROUPS = BM / 8 };  // pixel groups of a channel
+    for (int chunk = tid; chunk < K2 * GROUPS; chunk += THREADS) {
+      const int n = chunk / GROUPS, r0 = chunk % GROUPS * 8;
+      const s2::OutT* from = so + n * LDP + r0;
+      const int m0 = out_pixel(tile, r0);
+      if (VEC_NCHW && m0 % 8 == 0 && m0 < M && out_pixel(tile, r0 + 7) == m0 + 7) {
+        *reinterpret_cast<V8*>(y + s2::out_at(m0, n, s2::OS, s2::OO)) =
+            *reinterpret_cast<const V8*>(from);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const int m = out_pixel(tile, r0 + e);
+          if (m < M) y[s2::out_at(m, n, s2::OS, s2::OO)] = from[e];
+        }
+      }
+    }
+  } else {
+    enum : int { PIECES = (K2 + 7) / 8 };  // 8-channel pieces of a pixel
+    for (int chunk = tid; chunk < BM * PIECES; chunk += THREADS) {
+      const int row = chunk / PIECES, n = chunk % PIECES * 8;
+      const int m = out_pixel(tile, row);
+      if (m >= M) continue;
+      const s2::OutT* from = so + row * LDT + n;
+      s2::OutT* to = y + (static_cast<yc_i64>(m) * s2::OS + s2::OO + n);
+      if (VEC_NHWC && n + 8 <= K2) {
+        *reinterpret_cast<V8*>(to) = *reinterpret_cast<const V8*>(from);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          if (n + e < K2) to[e] = from[e];
+        }
+      }
+    }
   }
 }
 
@@ -815,6 +906,10 @@ YC_DEVICE void b2b_tail(const float (&acc)[MI][NI][4], const float* __restrict__
 #pragma unroll
     for (int ks = 0; ks < N1P / 16; ++ks) {
       warp_step(acc2, st + wrow0 * LDT, LDT, sw + (nc + warp_n * WN) * LDW, LDW, ks * 16, lane);
+    }
+    if constexpr (B2B_EPI) {
+      b2b_store_staged(acc2, bias2, st, y, tile, lane, wrow0, warp_n);
+      continue;
     }
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
@@ -900,8 +995,11 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const int64_t splitk = cfg.get("splitk");
   if (bm % wm != 0 || bn % wn != 0) return false;
   // A b2b block holds all the first stage's channels, in one block (no split), and finishes its
-  // tile through the second stage (no staged store).
-  if (t.b2b && (bn < cpu::ceil_div(t.conv.k, 16) * 16 || splitk != 1 || cfg.get("epi") != 0))
+  // tile through the second stage (epi=1: its output staged, where that fits).
+  if (t.b2b && (bn < cpu::ceil_div(t.conv.k, 16) * 16 || splitk != 1)) return false;
+  if (b2b_staged(t, cfg) &&
+      !b2b_staging_fits(t, bm, bn, bk, cfg.get("stages"),
+                        halo_elems(t, bm, cfg.get("halo"), cfg.get("wg") == 2)))
     return false;
   // Split-K needs clusters, and a depth step for every split.
   if (splitk > 1 && (t.sm < kClusterSm || cpu::ceil_div(gemm_depth8(t), bk) < splitk)) return false;
@@ -1022,8 +1120,11 @@ ScheduleSpace TensorCoreConvTemplate::space(const CudaConvTask& t) {
   s.knobs.push_back(
       {"splitk", "blocks of a cluster sharing a tile's depth steps (sm_90)", {1, 2, 4, 8}, 1});
   s.knobs.push_back({"l1", "input tiles copied through L1 (cp.async.ca), else L2 only", {0, 1}, 0});
-  s.knobs.push_back(
-      {"epi", "output tile staged in shared memory for 16-byte stores (NHWC)", {0, 1}, 0});
+  s.knobs.push_back({"epi",
+                     "output tile staged in shared memory for 16-byte stores (NHWC; a b2b pair's "
+                     "second stage, NHWC or NCHW)",
+                     {0, 1},
+                     0});
   s.knobs.push_back({"halo",
                      "0: im2col rows through the ring; else a tile of bm/halo x halo pixels whose "
                      "input window is copied to shared memory once",
@@ -1164,6 +1265,7 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
             : fmt::format("YC_LAUNCH_BOUNDS({}_ns::THREADS)", symbol)},
        {"@L1@", std::to_string(cfg.get("l1"))},
        {"@EPI@", staged_output(t, cfg) ? "1" : "0"},
+       {"@B2B_EPI@", b2b_staged(t, cfg) ? "1" : "0"},
        {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},
        {"@NCHW_IN@", t.in_nchw ? "1" : "0"},
        {"@HALO@", std::to_string(cfg.get("halo"))},
