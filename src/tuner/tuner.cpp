@@ -36,6 +36,10 @@ struct TaskRun {
   std::optional<ScheduleConfig> transfer;
   // The sweep's configs (TuneOptions::sweep) not planned yet, measured ahead of the search's.
   std::deque<ScheduleConfig> sweep;
+  // The config the records rank best for this task (best_records: what compile takes), if not
+  // the default: re-measured at the end with this run's best, so that the ranking, which relates
+  // runs through their defaults' times, compares the two in one run.
+  std::optional<ScheduleConfig> incumbent;
 };
 
 /// Candidates of one task: planned, built, then measured and recorded.
@@ -177,6 +181,14 @@ void Tuner::resume(const RecordSet& existing) {
       run.default_s = r.median;
   }
   for (size_t i = 0; i < tasks_.size(); ++i) scheduler_.seed(static_cast<int>(i), runs_[i].best_s);
+  for (const auto& [key, r] : best_records(existing.records, query)) {
+    const auto it = index.find(key);
+    if (it == index.end() || r.mode != "kernel") continue;
+    const TaskInfo& task = tasks_[it->second].task;
+    const ScheduleConfig cfg = task.space.complete(r.config);
+    if (cfg.in_space(task.space) && task.valid(cfg) && !(cfg == task.default_config))
+      runs_[it->second].incumbent = cfg;
+  }
   // A task new to the file (another batch of a tuned model) starts where compile would: from its
   // workload's best config at the nearest tuned batch. The search then breeds from it.
   std::set<std::string> fresh;
@@ -456,8 +468,8 @@ void Tuner::plan_verify() {
   });
   if (order.empty()) return;
   progress_.note(
-      fmt::format("re-measuring the default and the {} best configs of {} tasks, {} "
-                  "times each",
+      fmt::format("re-measuring the default, the records' best and the {} best configs of {} "
+                  "tasks, {} times each",
                   o_.verify_top, order.size(), o_.verify_rounds));
   for (size_t i : order) {
     TaskRun& run = runs_[i];
@@ -468,11 +480,17 @@ void Tuner::plan_verify() {
     std::sort(best.begin(), best.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<ScheduleConfig> configs = {task.task.default_config};
+    int top = 0;  // the verify_top best by their times, besides the default and the incumbent
     for (const auto& [s, c] : best) {
-      if (static_cast<int>(configs.size()) > o_.verify_top) break;
-      if (std::none_of(configs.begin(), configs.end(), [&](const auto& x) { return x == c; }))
+      if (top == o_.verify_top) break;
+      if (std::none_of(configs.begin(), configs.end(), [&](const auto& x) { return x == c; })) {
         configs.push_back(c);
+        ++top;
+      }
     }
+    if (run.incumbent && std::none_of(configs.begin(), configs.end(),
+                                      [&](const auto& x) { return x == *run.incumbent; }))
+      configs.push_back(*run.incumbent);
     if (configs.size() < 2) continue;
     for (int round = 0; round < o_.verify_rounds; ++round) {
       // A different order each round: no config always runs first (colder) or last.

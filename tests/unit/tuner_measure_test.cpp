@@ -228,6 +228,35 @@ TEST(TunerLoop, FinalRemeasurementTakesTheDefaultAndTheBest) {
   EXPECT_EQ(again, (std::multiset<int64_t>{1, 1, 1, 8, 8, 8, 16, 16, 16}));
 }
 
+// The config the records rank best (what compile takes: by times relative to each run's default)
+// is re-measured with this run's best, though this run's search found faster ones: the ranking
+// then compares them in one run. Without it, an incumbent whose old run flattered it (a slower
+// default that run) kept winning over a faster config measured later.
+TEST(TunerLoop, FinalRemeasurementTakesTheIncumbentToo) {
+  TempDir dir;
+  const auto g = small_tuning_graph();
+  std::vector<TuneTask> tasks = elementwise_task(*g);
+  TuneOptions o = cpu_options(dir);
+  o.trials = 3;  // unroll 1 (default), 2, 4: the incumbent is 4
+  o.strategy = "grid";
+  o.verify_rounds = 0;
+  ProgressDisplay quiet(stderr, false);
+  FakeMeasurer first;
+  tune(tasks, o, first, quiet);
+  o.trials = 5;  // now 8 and 16 too, both faster (1 ms / unroll)
+  o.verify_top = 1;
+  o.verify_rounds = 1;
+  FakeMeasurer again;
+  const TuneSummary s = tune(tasks, o, again, quiet);
+  EXPECT_EQ(s.verify_trials, 3);  // the default, the incumbent and this run's best
+  const std::multiset<std::string> m(again.measured.begin(), again.measured.end());
+  codegen::ScheduleConfig incumbent = tasks[0].task.default_config;
+  incumbent.set("unroll", 4);
+  EXPECT_EQ(m.count(incumbent.str()), 1u);
+  incumbent.set("unroll", 16);
+  EXPECT_EQ(m.count(incumbent.str()), 2u);  // searched, and re-measured
+}
+
 // Records of a config that the template's rules admitted when it was measured and no longer do
 // (a limit tightened since): not resumed, so neither the best to beat nor re-measured (a real
 // measurer refuses an invalid config).
