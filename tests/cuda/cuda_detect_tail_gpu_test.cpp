@@ -116,11 +116,10 @@ void run_workload(const Workload& w) {
     if (w.all_configs && dtype == DType::kFloat16) {
       const ScheduleSpace sp = DetectTailTemplate::space(c.task);
       for (int64_t threads : sp.find("threads")->domain)
-        for (int64_t chunk : sp.find("class_chunk")->domain)
-          for (int64_t ap : sp.find("ap")->domain) {
-            const ScheduleConfig cfg({{"threads", threads}, {"class_chunk", chunk}, {"ap", ap}});
-            if (DetectTailTemplate::valid(c.task, cfg) && !(cfg == cfgs[0])) cfgs.push_back(cfg);
-          }
+        for (int64_t chunk : sp.find("class_chunk")->domain) {
+          const ScheduleConfig cfg({{"threads", threads}, {"class_chunk", chunk}});
+          if (DetectTailTemplate::valid(c.task, cfg) && !(cfg == cfgs[0])) cfgs.push_back(cfg);
+        }
     }
     std::string source;
     std::vector<CudaKernel> kernels;

@@ -203,8 +203,8 @@ std::vector<DetectTailCase> cases_of(const Graph& g, const std::string& what,
   return out;
 }
 
-ScheduleConfig config(int64_t threads, int64_t chunk, int64_t ap = 1) {
-  return ScheduleConfig({{"threads", threads}, {"class_chunk", chunk}, {"ap", ap}});
+ScheduleConfig config(int64_t threads, int64_t chunk) {
+  return ScheduleConfig({{"threads", threads}, {"class_chunk", chunk}});
 }
 
 TEST(DetectTailEmulated, SyntheticFormsDtypesAndConfigs) {
@@ -215,30 +215,7 @@ TEST(DetectTailEmulated, SyntheticFormsDtypesAndConfigs) {
   auto cases = cases_of(*v8, "v8 128", {DType::kFloat32, DType::kFloat16, DType::kBFloat16});
   for (auto& c : cases_of(*v11, "v11 n2 96", {DType::kFloat32, DType::kFloat16})) cases.push_back(c);
   for (auto& c : cases_of(*xyxy, "xyxy 64", {DType::kFloat32})) cases.push_back(c);
-  run(cases, {config(64, 8), config(128, 32), config(512, 128), config(64, 8, 2),
-              config(128, 32, 4), config(256, 16, 8)});
-}
-
-// Several anchors per thread: only where each thread's anchors lie in one row of one level, at
-// adjacent and aligned elements of the head outputs. yolov8n's levels at 640 are 80, 40 and 20
-// wide: 4 anchors per thread, not 8.
-TEST(DetectTailEmulated, AnchorsPerThread) {
-  const auto v8 = optimized(dfl_tail_graph({.size = 640, .nc = 80}));
-  const auto nchw = cases_of(*v8, "v8 640", {DType::kFloat16});
-  const DetectTailTask& t = nchw.at(0).task;
-  EXPECT_TRUE(DetectTailTemplate::valid(t, config(64, 32, 4)));
-  EXPECT_FALSE(DetectTailTemplate::valid(t, config(64, 32, 8)));
-  const CudaKernel k = DetectTailTemplate::emit(t, config(64, 32, 4), "dt");
-  EXPECT_NE(k.source.find("AP = 4"), std::string::npos);
-  EXPECT_NE(k.source.find("VO = 1"), std::string::npos);  // [N, 84, A]: outputs adjacent
-  EXPECT_EQ(k.grid[0], 4u * ((8400 / 4 + 63) / 64));      // the box unit and 3 class units
-  const auto g = optimized(dfl_tail_graph({.n = 2, .size = 64, .nc = 5, .split_heads = true}));
-  const auto nhwc = cases_of(*g, "v8 nhwc", {DType::kFloat16}, true);
-  EXPECT_FALSE(DetectTailTemplate::valid(nhwc.at(0).task, config(64, 8, 2)));
-  // An image width of 3 anchors on the last level (96 / 32).
-  const auto odd = optimized(dfl_tail_graph({.size = 96, .nc = 4}));
-  EXPECT_FALSE(DetectTailTemplate::valid(cases_of(*odd, "v8 96", {DType::kFloat32}).at(0).task,
-                                         config(64, 8, 2)));
+  run(cases, {config(64, 8), config(128, 32), config(512, 128)});
 }
 
 TEST(DetectTailEmulated, NhwcHeadOutputs) {
@@ -278,7 +255,7 @@ TEST(DetectTailEmulated, ModelTails) {
     EXPECT_EQ(c.task.box_out.size(), 4u);
     for (int r = 0; r < 16; ++r) EXPECT_EQ(c.task.dfl_weights[static_cast<size_t>(r)], r);
   }
-  run(cases, {config(128, 32, 2), config(64, 32, 4)});
+  run(cases);
 }
 
 // --- NVRTC --------------------------------------------------------------------------------------
@@ -295,8 +272,6 @@ TEST(DetectTailNvrtc, KernelsBuild) {
       for (const DetectTailCase& c : detect_tail_cases(*g, d, "nvrtc")) {
         std::vector<ScheduleConfig> cfgs = {DetectTailTemplate::default_config(c.task)};
         if (d == DType::kFloat16) cfgs.push_back(config(512, 128));
-        // Vector loads and stores: 4 anchors a thread at 640, 2 at 320 (10-wide level).
-        cfgs.push_back(config(64, 32, g == v8.get() ? 4 : 2));
         for (const ScheduleConfig& cfg : cfgs) {
           const std::string sym = fmt::format("dt_{}", symbols.size());
           source += DetectTailTemplate::emit(c.task, cfg, sym).source;
@@ -305,7 +280,7 @@ TEST(DetectTailNvrtc, KernelsBuild) {
       }
     }
   }
-  ASSERT_EQ(symbols.size(), 14u);
+  ASSERT_EQ(symbols.size(), 8u);
   for (const char* arch : {"sm_80", "sm_90"}) {
     SCOPED_TRACE(arch);
     NvrtcOptions opts;

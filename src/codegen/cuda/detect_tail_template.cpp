@@ -517,97 +517,37 @@ int64_t units(const DetectTailTask& t, int64_t chunk) {
   return 1 + cpu::ceil_div(t.classes, chunk);
 }
 
-// Whether `ap` consecutive anchors, from a multiple of ap, always lie in one image row of one
-// level, at adjacent elements of every head output, aligned for one load of them all (their
-// address is a multiple of ap elements from an arena offset, aligned to 64 bytes).
-bool anchors_adjacent(const DetectTailTask& t, int64_t ap) {
-  if (ap == 1) return true;
-  for (const DetectTailLevel& l : t.levels) {
-    if (l.w % ap != 0 || l.first % ap != 0) return false;
-  }
-  for (const CudaOperand& o : t.inputs) {
-    if (o.strides[3] != 1 || o.strides[0] % ap != 0 || o.strides[1] % ap != 0 ||
-        o.strides[2] % ap != 0)
-      return false;
-  }
-  return true;
-}
-
-// Whether their outputs of a channel are adjacent and aligned too (stored as one vector).
-bool outputs_adjacent(const DetectTailTask& t, int64_t ap) {
-  return ap > 1 && t.output.strides[2] == 1 && t.output.strides[0] % ap == 0 &&
-         t.output.strides[1] % ap == 0;
-}
-
 constexpr const char* kDetectTailKernel = R"(namespace @SYM@_ns {
 typedef @TO@ TO;
 // Constants as enumerators: namespace-scope constexpr variables would each become a __device__
 // global of the module.
 enum : int { N = @N@, A = @A@, S = @S@, R = @R@, C = @C@, CC = @CC@, CO = @CO@,
-             THREADS = @THREADS@, TILES = @TILES@,
-             AP = @AP@,   // consecutive anchors of a thread (of one image row of one level)
-             VO = @VO@ }; // their outputs adjacent (OA = 1): stored as one vector
+             THREADS = @THREADS@, TILES = @TILES@ };
 enum : yc_i64 { ON = @ON@, OC = @OC@, OA = @OA@ };
-// The AP anchors' values of one channel: one vector load for AP > 1 (the template checks that
-// they are adjacent and aligned).
-template <class TI>
-YC_DEVICE void load_ap(const TI* __restrict__ p, float (&v)[AP]) {
-  if constexpr (AP == 1) {
-    v[0] = yc_load(p);
-  } else {
-    const yc_vec<TI, AP> q = *reinterpret_cast<const yc_vec<TI, AP>*>(p);
-#pragma unroll
-    for (int j = 0; j < AP; ++j) v[j] = yc_load(&q.e[j]);
-  }
-}
-YC_DEVICE void store_ap(TO* __restrict__ p, const float (&v)[AP]) {
-  if constexpr (VO && AP > 1) {
-    yc_vec<TO, AP> q;
-#pragma unroll
-    for (int j = 0; j < AP; ++j) yc_store(&q.e[j], v[j]);
-    *reinterpret_cast<yc_vec<TO, AP>*>(p) = q;
-  } else {
-#pragma unroll
-    for (int j = 0; j < AP; ++j) yc_store(p + j * OA, v[j]);
-  }
-}
-// The box unit of anchors a .. a + AP: x at the first one's first DFL logit, channels sc apart;
-// y at its output element of channel 0.
+// The box unit of one anchor: x at its first DFL logit, channels sc apart; y at its output
+// element of channel 0.
 template <class TI>
 YC_DEVICE void box_unit(const TI* __restrict__ x, yc_i64 sc, const float* __restrict__ table,
                         int a, TO* __restrict__ y) {
-  float d[AP][S];
+  float d[S];
 #pragma unroll
   for (int s = 0; s < S; ++s) {
-    float v[R][AP];
+    float v[R];
 #pragma unroll
-    for (int r = 0; r < R; ++r) load_ap(x + (s * R + r) * sc, v[r]);
+    for (int r = 0; r < R; ++r) v[r] = yc_load(x + (s * R + r) * sc);
+    float m = v[0];
 #pragma unroll
-    for (int j = 0; j < AP; ++j) {
-      float m = v[0][j];
-#pragma unroll
-      for (int r = 1; r < R; ++r) m = fmaxf(m, v[r][j]);
-      float sum = 0.f, acc = 0.f;
-@EXPECT@      d[j][s] = acc / sum + @BIAS@;
-    }
+    for (int r = 1; r < R; ++r) m = fmaxf(m, v[r]);
+    float sum = 0.f, acc = 0.f;
+@EXPECT@    d[s] = acc / sum + @BIAS@;
   }
-  float out[@BOXES@][AP];
-#pragma unroll
-  for (int j = 0; j < AP; ++j) {
-@DECODE@  }
-@STORES@}
+@DECODE@}
 // A class unit: the sigmoids of classes c0 .. c0 + CC.
 template <class TI>
 YC_DEVICE void class_unit(const TI* __restrict__ x, yc_i64 sc, int c0, TO* __restrict__ y) {
 #pragma unroll 4
   for (int c = c0; c < c0 + CC; ++c) {
-    if (c < C) {
-      float v[AP];
-      load_ap(x + c * sc, v);
-#pragma unroll
-      for (int j = 0; j < AP; ++j) v[j] = 1.f / (1.f + yc_exp(-v[j]));
-      store_ap(y + (CO + c) * OC, v);
-    }
+    if (c < C) yc_store(y + (CO + c) * OC, 1.f / (1.f + yc_exp(-yc_load(x + c * sc))));
   }
 }
 }  // namespace @SYM@_ns
@@ -617,8 +557,8 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @SYM@(@PARAMS@) {
   using namespace @SYM@_ns;
   const int unit = static_cast<int>(blockIdx.x) / TILES;
   const int i = static_cast<int>(blockIdx.x) % TILES * THREADS + static_cast<int>(threadIdx.x);
-  if (i >= N * (A / AP)) return;
-  const int n = i / (A / AP), a = i % (A / AP) * AP;
+  if (i >= N * A) return;
+  const int n = i / A, a = i % A;
   TO* y = static_cast<TO*>(p_out) + (static_cast<yc_i64>(n) * ON + static_cast<yc_i64>(a) * OA);
 @LEVELS@}
 )";
@@ -693,32 +633,29 @@ bool DetectTailTemplate::matches(const DetectTailTask& t) {
          (s.op == '+' || s.op == '-' || s.op == '*' || s.op == '/');
   }
   for (const Operand& o : t.box_out) ok = ok && operand_ok(o, t.decode.size());
-  return ok && valid(t, ScheduleConfig({{"threads", 256}, {"class_chunk", 128}, {"ap", 1}}));
+  return ok && valid(t, ScheduleConfig({{"threads", 256}, {"class_chunk", 128}}));
 }
 
 ScheduleSpace DetectTailTemplate::space(const DetectTailTask&) {
   ScheduleSpace s;
   s.knobs.push_back({"threads", "threads per block", {64, 128, 256, 512}});
   s.knobs.push_back({"class_chunk", "classes per class unit", {8, 16, 32, 64, 128}});
-  s.knobs.push_back(
-      {"ap", "consecutive anchors per thread (vector loads and stores)", {1, 2, 4, 8}, 1});
   return s;
 }
 
 bool DetectTailTemplate::valid(const DetectTailTask& t, const ScheduleConfig& cfg) {
   if (!cfg.in_space(space(t))) return false;
-  const int64_t chunk = cfg.get("class_chunk"), threads = cfg.get("threads"), ap = cfg.get("ap");
+  const int64_t chunk = cfg.get("class_chunk"), threads = cfg.get("threads");
   // A chunk above C's next power of two is the one above it again (but 128 always serves).
   if (chunk > 8 && chunk / 2 >= t.classes && chunk != 128) return false;
-  if (!anchors_adjacent(t, ap)) return false;
-  const int64_t blocks = cpu::ceil_div(t.n * t.anchors / ap, threads) * units(t, chunk);
+  const int64_t blocks = cpu::ceil_div(t.n * t.anchors, threads) * units(t, chunk);
   return blocks * threads < (int64_t{1} << 31);
 }
 
 ScheduleConfig DetectTailTemplate::default_config(const DetectTailTask& t) {
   YOLOC_CHECK(matches(t), "detect-tail template does not match {}", t.key());
   for (int64_t chunk : {16, 32, 64, 128, 8}) {
-    ScheduleConfig cfg({{"threads", 256}, {"class_chunk", chunk}, {"ap", 1}});
+    ScheduleConfig cfg({{"threads", 256}, {"class_chunk", chunk}});
     if (valid(t, cfg)) return cfg;
   }
   internal_error("no valid detect-tail config for {}", t.key());
@@ -729,8 +666,8 @@ CudaKernel DetectTailTemplate::emit(const DetectTailTask& t, const ScheduleConfi
   YOLOC_CHECK(matches(t) && valid(t, cfg), "detect-tail config {} invalid for {}", cfg.str(),
               t.key());
   YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
-  const int64_t threads = cfg.get("threads"), chunk = cfg.get("class_chunk"), ap = cfg.get("ap");
-  const int64_t tiles = cpu::ceil_div(t.n * t.anchors / ap, threads);
+  const int64_t threads = cfg.get("threads"), chunk = cfg.get("class_chunk");
+  const int64_t tiles = cpu::ceil_div(t.n * t.anchors, threads);
   std::string params;
   for (size_t i = 0; i < t.inputs.size(); ++i) {
     params += fmt::format("const void* __restrict__ p_in{}, ", i);
@@ -739,29 +676,27 @@ CudaKernel DetectTailTemplate::emit(const DetectTailTask& t, const ScheduleConfi
 
   std::string expect;
   for (int64_t r = 0; r < t.bins; ++r) {
-    expect += fmt::format(
-        "      {{ const float e = yc_exp(v[{0}][j] - m); sum += e; acc += e * {1}; }}\n", r,
-        literal(t.dfl_weights[static_cast<size_t>(r)]));
+    expect += fmt::format("    {{ const float e = yc_exp(v[{0}] - m); sum += e; acc += e * {1}; }}\n",
+                          r, literal(t.dfl_weights[static_cast<size_t>(r)]));
   }
   const auto op = [](const Operand& o) -> std::string {
     switch (o.kind) {
-      case Operand::Kind::kDistance: return fmt::format("d[j][{}]", o.index);
+      case Operand::Kind::kDistance: return fmt::format("d[{}]", o.index);
       case Operand::Kind::kTemp: return fmt::format("t{}", o.index);
-      case Operand::Kind::kTable: return fmt::format("table[{} * A + a + j]", o.index);
+      case Operand::Kind::kTable: return fmt::format("table[{} * A + a]", o.index);
       case Operand::Kind::kLiteral: return literal(o.literal);
     }
     return "";
   };
-  std::string decode, stores;
+  std::string decode;
   for (size_t i = 0; i < t.decode.size(); ++i) {
     const DetectTailStatement& s = t.decode[i];
-    decode += fmt::format("    const float t{} = {} {} {};\n", i, op(s.a), s.op, op(s.b));
+    decode += fmt::format("  const float t{} = {} {} {};\n", i, op(s.a), s.op, op(s.b));
   }
   for (size_t k = 0; k < t.box_out.size(); ++k) {
     const int64_t ch = t.class_offset == 0 ? t.classes + static_cast<int64_t>(k)
                                            : static_cast<int64_t>(k);
-    decode += fmt::format("    out[{}][j] = {};\n", k, op(t.box_out[k]));
-    stores += fmt::format("  store_ap(y + {} * OC, out[{}]);\n", ch, k);
+    decode += fmt::format("  yc_store(y + {} * OC, {});\n", ch, op(t.box_out[k]));
   }
   // The level of anchor a: pointers at its pixel of the head outputs.
   std::string levels;
@@ -789,29 +724,26 @@ CudaKernel DetectTailTemplate::emit(const DetectTailTask& t, const ScheduleConfi
         t.inputs[static_cast<size_t>(l.cls_input)].strides[1]);
   }
   std::string body = kDetectTailKernel;
-  const std::pair<const char*, std::string> subs[] = {{"@SYM@", symbol},
-                                                      {"@TO@", cuda_storage_type(t.output.dtype)},
-                                                      {"@N@", std::to_string(t.n)},
-                                                      {"@A@", std::to_string(t.anchors)},
-                                                      {"@S@", std::to_string(t.sides)},
-                                                      {"@R@", std::to_string(t.bins)},
-                                                      {"@C@", std::to_string(t.classes)},
-                                                      {"@CC@", std::to_string(chunk)},
-                                                      {"@CO@", std::to_string(t.class_offset)},
-                                                      {"@THREADS@", std::to_string(threads)},
-                                                      {"@AP@", std::to_string(ap)},
-                                                      {"@VO@", outputs_adjacent(t, ap) ? "1" : "0"},
-                                                      {"@BOXES@", std::to_string(t.box_out.size())},
-                                                      {"@STORES@", stores},
-                                                      {"@TILES@", std::to_string(tiles)},
-                                                      {"@ON@", std::to_string(t.output.strides[0])},
-                                                      {"@OC@", std::to_string(t.output.strides[1])},
-                                                      {"@OA@", std::to_string(t.output.strides[2])},
-                                                      {"@EXPECT@", expect},
-                                                      {"@BIAS@", literal(t.dfl_bias)},
-                                                      {"@DECODE@", decode},
-                                                      {"@LEVELS@", levels},
-                                                      {"@PARAMS@", params}};
+  const std::pair<const char*, std::string> subs[] = {
+      {"@SYM@", symbol},
+      {"@TO@", cuda_storage_type(t.output.dtype)},
+      {"@N@", std::to_string(t.n)},
+      {"@A@", std::to_string(t.anchors)},
+      {"@S@", std::to_string(t.sides)},
+      {"@R@", std::to_string(t.bins)},
+      {"@C@", std::to_string(t.classes)},
+      {"@CC@", std::to_string(chunk)},
+      {"@CO@", std::to_string(t.class_offset)},
+      {"@THREADS@", std::to_string(threads)},
+      {"@TILES@", std::to_string(tiles)},
+      {"@ON@", std::to_string(t.output.strides[0])},
+      {"@OC@", std::to_string(t.output.strides[1])},
+      {"@OA@", std::to_string(t.output.strides[2])},
+      {"@EXPECT@", expect},
+      {"@BIAS@", literal(t.dfl_bias)},
+      {"@DECODE@", decode},
+      {"@LEVELS@", levels},
+      {"@PARAMS@", params}};
   for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
   CudaKernel k;
   k.symbol = symbol;
