@@ -120,6 +120,18 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     report.records_applicable = static_cast<int>(same_arch.size());
     report.records_stale = set.stale;
     report.records_file = records;
+    // Records made before a knob was added count as today's config (with the knob's absent
+    // value): the spaces of every task the model may have, pairs fused or not.
+    std::map<std::string, codegen::ScheduleSpace> spaces;
+    for (const auto mode :
+         {codegen::cuda::B2bPolicy::Mode::kAll, codegen::cuda::B2bPolicy::Mode::kOff}) {
+      codegen::cuda::B2bPolicy all;
+      all.mode = mode;
+      for (const codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(
+               g, codegen::cuda::parse_cuda_arch(cuda.arch), all, cuda.stem_pairs))
+        spaces.emplace(t.key, t.space);
+    }
+    tuner::complete_configs(same_arch, spaces);
     const std::map<std::string, tuner::Record> best = tuner::best_records(same_arch, q);
     for (const auto& [key, r] : best) {
       cuda.configs.try_emplace(key, r.config);

@@ -197,8 +197,8 @@ std::map<std::string, std::map<std::string, double>> relative_times(
 
 }  // namespace
 
-std::map<std::string, Record> best_records(const std::vector<Record>& records,
-                                           const RecordQuery& q) {
+std::map<std::string, std::vector<Record>> ranked_records(const std::vector<Record>& records,
+                                                          const RecordQuery& q, size_t top) {
   // How well a record's conditions match: batch and threads, batch, or only the hardware;
   // at each of those, in the model before alone.
   const auto level = [&](const Record& r) {
@@ -217,22 +217,37 @@ std::map<std::string, Record> best_records(const std::vector<Record>& records,
   };
   const auto times = config_times(records, use);
   const auto relative = relative_times(records, use);
-  std::map<std::string, Record> out;
+  std::map<std::string, std::vector<Record>> out;
   for (const auto& [key, configs] : times) {
-    const ConfigTime* best = nullptr;
+    std::vector<std::pair<double, const ConfigTime*>> order;
     const auto rel = relative.find(key);
-    for (const auto& [cfg, ct] : configs) {
-      if (rel != relative.end()) {
-        if (!best || rel->second.at(cfg) < rel->second.at(best->config.str())) best = &ct;
-      } else if (!best || ct.seconds_per_image < best->seconds_per_image) {
-        best = &ct;
-      }
+    for (const auto& [cfg, ct] : configs)
+      order.emplace_back(rel != relative.end() ? rel->second.at(cfg) : ct.seconds_per_image, &ct);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Record>& ranked = out[key];
+    for (size_t i = 0; i < order.size() && i < top; ++i) {
+      Record r = *order[i].second->last;
+      r.median = order[i].second->seconds_per_image * static_cast<double>(r.batch);
+      ranked.push_back(std::move(r));
     }
-    Record r = *best->last;
-    r.median = best->seconds_per_image * static_cast<double>(r.batch);
-    out.emplace(key, std::move(r));
   }
   return out;
+}
+
+std::map<std::string, Record> best_records(const std::vector<Record>& records,
+                                           const RecordQuery& q) {
+  std::map<std::string, Record> out;
+  for (auto& [key, ranked] : ranked_records(records, q, 1)) out.emplace(key, std::move(ranked[0]));
+  return out;
+}
+
+void complete_configs(std::vector<Record>& records,
+                      const std::map<std::string, codegen::ScheduleSpace>& spaces) {
+  for (Record& r : records) {
+    const auto it = spaces.find(r.key);
+    if (it != spaces.end()) r.config = it->second.complete(r.config);
+  }
 }
 
 std::map<std::string, codegen::ScheduleConfig> best_configs(const std::vector<Record>& records,

@@ -126,6 +126,18 @@ std::map<std::string, std::map<std::string, ConfigTime>> config_times(
 std::map<std::string, Record> best_records(const std::vector<Record>& records,
                                            const RecordQuery& q);
 
+/// Records made before a knob was added lack it (codegen::Knob::absent): completes the config of
+/// each record whose key `spaces` has with that space's absent values, so that it is the same
+/// config (string) as today's records of it, for best_records' medians and ratios. Other records
+/// stay as they are.
+void complete_configs(std::vector<Record>& records,
+                      const std::map<std::string, codegen::ScheduleSpace>& spaces);
+
+/// best_records' ranking: the `top` best configs per workload key, best first, as their latest
+/// records with `median` set to their ConfigTime.
+std::map<std::string, std::vector<Record>> ranked_records(const std::vector<Record>& records,
+                                                          const RecordQuery& q, size_t top);
+
 /// best_records as configs by workload key, what CpuCompileOptions::configs takes.
 std::map<std::string, codegen::ScheduleConfig> best_configs(const std::vector<Record>& records,
                                                             const RecordQuery& q);

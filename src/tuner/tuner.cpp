@@ -36,10 +36,11 @@ struct TaskRun {
   std::optional<ScheduleConfig> transfer;
   // The sweep's configs (TuneOptions::sweep) not planned yet, measured ahead of the search's.
   std::deque<ScheduleConfig> sweep;
-  // The config the records rank best for this task (best_records: what compile takes), if not
-  // the default: re-measured at the end with this run's best, so that the ranking, which relates
-  // runs through their defaults' times, compares the two in one run.
-  std::optional<ScheduleConfig> incumbent;
+  // The configs the records rank best for this task (ranked_records; the first is what compile
+  // takes), the default aside: re-measured at the end with this run's best, so that the ranking,
+  // which relates runs through their defaults' times, compares them in one run (a config whose
+  // only run timed the default slow looks faster than it is).
+  std::vector<ScheduleConfig> incumbents;
 };
 
 /// Candidates of one task: planned, built, then measured and recorded.
@@ -181,13 +182,21 @@ void Tuner::resume(const RecordSet& existing) {
       run.default_s = r.median;
   }
   for (size_t i = 0; i < tasks_.size(); ++i) scheduler_.seed(static_cast<int>(i), runs_[i].best_s);
-  for (const auto& [key, r] : best_records(existing.records, query)) {
+  std::map<std::string, codegen::ScheduleSpace> spaces;
+  for (const TuneTask& t : tasks_) spaces.emplace(t.key(), t.task.space);
+  std::vector<Record> completed = existing.records;
+  complete_configs(completed, spaces);
+  const auto ranked = ranked_records(completed, query, static_cast<size_t>(o_.verify_top));
+  for (const auto& [key, rs] : ranked) {
     const auto it = index.find(key);
-    if (it == index.end() || r.mode != "kernel") continue;
+    if (it == index.end()) continue;
     const TaskInfo& task = tasks_[it->second].task;
-    const ScheduleConfig cfg = task.space.complete(r.config);
-    if (cfg.in_space(task.space) && task.valid(cfg) && !(cfg == task.default_config))
-      runs_[it->second].incumbent = cfg;
+    for (const Record& r : rs) {
+      const ScheduleConfig cfg = task.space.complete(r.config);
+      if (r.mode == "kernel" && cfg.in_space(task.space) && task.valid(cfg) &&
+          !(cfg == task.default_config))
+        runs_[it->second].incumbents.push_back(cfg);
+    }
   }
   // A task new to the file (another batch of a tuned model) starts where compile would: from its
   // workload's best config at the nearest tuned batch. The search then breeds from it.
@@ -488,9 +497,9 @@ void Tuner::plan_verify() {
         ++top;
       }
     }
-    if (run.incumbent && std::none_of(configs.begin(), configs.end(),
-                                      [&](const auto& x) { return x == *run.incumbent; }))
-      configs.push_back(*run.incumbent);
+    for (const ScheduleConfig& c : run.incumbents)
+      if (std::none_of(configs.begin(), configs.end(), [&](const auto& x) { return x == c; }))
+        configs.push_back(c);
     if (configs.size() < 2) continue;
     for (int round = 0; round < o_.verify_rounds; ++round) {
       // A different order each round: no config always runs first (colder) or last.

@@ -194,6 +194,22 @@ TEST(CudaB2bRules, ValidityKeysAndSharedMemory) {
   EXPECT_FALSE(TensorCoreConvTemplate::valid(wide_nchw, c)) << c.str();
   c.set("epi", 0);
   EXPECT_TRUE(TensorCoreConvTemplate::valid(wide_nchw, c)) << c.str();
+  // wg=2 rings have rows of bk halves, unpadded (the kernel's W2_AT): 80 channels in a column tile
+  // of 256 over bm 64, 3 stages of 16 (tuned on the H200, its static_assert failed the build).
+  CudaConvTask heads = with_b2b(dense(ConvTask::make(128, 80, 20, 20, 80, 3, 1, 1, silu), f16), 80,
+                                none, {80, 0}, true, f16, 1);
+  heads.sm = 90;
+  c = TensorCoreConvTemplate::space(heads).complete(ScheduleConfig({{"bm", 64},
+                                                                    {"bn", 256},
+                                                                    {"bk", 16},
+                                                                    {"wm", 16},
+                                                                    {"wn", 256},
+                                                                    {"stages", 3},
+                                                                    {"wg", 2},
+                                                                    {"epi", 1}}));
+  EXPECT_FALSE(TensorCoreConvTemplate::valid(heads, c)) << c.str();
+  c.set("epi", 0);
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(heads, c)) << c.str();
   const CudaKernel k = TensorCoreConvTemplate::emit(t, def, "k");
   EXPECT_EQ(k.grid[1], 1u);
   EXPECT_NE(k.source.find("const void* w2_, const float* __restrict__ bias2"), std::string::npos);

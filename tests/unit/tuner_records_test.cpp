@@ -231,6 +231,42 @@ TEST(TunerRecords, ConfigsStoredBeforeAKnobExisted) {
   EXPECT_EQ(space.complete(ScheduleConfig({{"late", 1}})), ScheduleConfig({{"late", 1}}));
 }
 
+// The same config stored before and after a knob was added is one config once completed
+// (complete_configs): its records' times pool, and the ranking sees it once. On the H200 an old
+// config's records without "pers" and its re-measurement with pers=0 were ranked apart, so the
+// old run's flattering ratio alone decided.
+TEST(TunerRecords, CompletedConfigsPoolAcrossAKnobsArrival) {
+  codegen::ScheduleSpace space;
+  space.knobs.push_back({"u", "", {0, 1, 2}});
+  space.knobs.push_back({"late", "", {0, 1}, 0});
+  const auto in_run = [](Record r, const std::string& run, bool is_default = false) {
+    r.run = run;
+    r.is_default = is_default;
+    return r;
+  };
+  const ScheduleConfig old_def({{"u", 0}}), old_c1({{"u", 1}});
+  const ScheduleConfig def({{"u", 0}, {"late", 0}}), c1({{"u", 1}, {"late", 0}}),
+      c2({{"u", 2}, {"late", 1}});
+  // Run A (before the knob) timed its default slow: c1 at 0.70 of it. Run B: c1 again at 0.90
+  // of the default, c2 at 0.775.
+  std::vector<Record> rs = {
+      in_run(record("r", old_def, 1.0e-3), "A", true), in_run(record("r", old_c1, 0.70e-3), "A"),
+      in_run(record("r", def, 0.8e-3), "B", true), in_run(record("r", c1, 0.72e-3), "B"),
+      in_run(record("r", c2, 0.62e-3), "B")};
+  const RecordQuery q{target(), 1, 0};
+  // Apart, c1's old record (0.70) outranks c2 (0.775).
+  EXPECT_EQ(best_records(rs, q).at("r").config, old_c1);
+  complete_configs(rs, {{"r", space}, {"other", space}});
+  EXPECT_EQ(rs[1].config, c1);
+  // Pooled, c1's ratios are 0.70 and 0.90 (median 0.80): c2 ranks first.
+  const auto ranked = ranked_records(rs, q, 5).at("r");
+  ASSERT_EQ(ranked.size(), 3u);
+  EXPECT_EQ(ranked[0].config, c2);
+  EXPECT_EQ(ranked[1].config, c1);
+  EXPECT_EQ(ranked[2].config, def);
+  EXPECT_EQ(best_records(rs, q).at("r").config, c2);
+}
+
 TEST(TunerRecords, WorkloadKeyAtBatch) {
   const std::string k1 =
       "cuda_conv2d_nhwc f16->f16 n1 c64 h80 w80 k144 3x3 s1x1 p1x1 d1x1 silu in64+0 out144+0";

@@ -100,11 +100,13 @@ bool b2b_staged(const CudaConvTask& t, const ScheduleConfig& cfg) {
   return t.b2b && cfg.get("epi") == 1;
 }
 bool b2b_staging_fits(const CudaConvTask& t, int64_t bm, int64_t bn, int64_t bk, int64_t stages,
-                      int64_t halo) {
+                      int64_t halo, bool wg2) {
   if (t.b2b->k > bn || dtype_size(t.b2b->out_dtype) != 2) return false;
-  // NCHW: channel rows of bm + 8 halves over the intermediate's place (W2_AT halves).
-  const int64_t place = std::max(shared_bytes(bm, bn, bk, stages, 1, halo), bm * (bn + kPad) * 2);
-  return !t.b2b->out_nchw || bn * (bm + kPad) * 2 <= place;
+  // NCHW: channel rows of bm + 8 halves over the intermediate's place, the kernel's W2_AT halves:
+  // the ring as the kernel counts it (wg=2 rows unpadded), or the intermediate if larger.
+  const int64_t row = wg2 ? bk : bk + kPad;
+  const int64_t ring = halo > 0 ? halo + stages * bn * row : stages * (bm + bn) * row;
+  return !t.b2b->out_nchw || bn * (bm + kPad) <= std::max(ring, bm * (bn + kPad));
 }
 
 // The kernel after the common declarations of conv_common_source (in the same namespace). See the
@@ -999,7 +1001,7 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   if (t.b2b && (bn < cpu::ceil_div(t.conv.k, 16) * 16 || splitk != 1)) return false;
   if (b2b_staged(t, cfg) &&
       !b2b_staging_fits(t, bm, bn, bk, cfg.get("stages"),
-                        halo_elems(t, bm, cfg.get("halo"), cfg.get("wg") == 2)))
+                        halo_elems(t, bm, cfg.get("halo"), cfg.get("wg") == 2), cfg.get("wg") == 2))
     return false;
   // Split-K needs clusters, and a depth step for every split.
   if (splitk > 1 && (t.sm < kClusterSm || cpu::ceil_div(gemm_depth8(t), bk) < splitk)) return false;
