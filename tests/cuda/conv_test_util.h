@@ -340,8 +340,14 @@ inline std::vector<ScheduleConfig> direct_configs(const CudaConvTask& t) {
       {{"tw", 16}, {"th", 8}, {"pt", 4}, {"kb", 8}, {"tn", 8}, {"mma", 1}},
       {{"tw", 64}, {"th", 1}, {"pt", 1}, {"kb", 64}, {"tn", 32}, {"mma", 1}}};
   for (const auto& v : tries) {
-    const ScheduleConfig c(v);
+    const ScheduleConfig c = DirectConvTemplate::space(t).complete(ScheduleConfig(v));
     if (DirectConvTemplate::valid(t, c) && !(c == out[0])) out.push_back(c);
+  }
+  // Each MMA config on the pairs path too, where that is valid (16-bit NCHW images).
+  for (size_t i = 0, n = out.size(); i < n; ++i) {
+    ScheduleConfig c = out[i];
+    c.set("pairs", 1);
+    if (DirectConvTemplate::valid(t, c)) out.push_back(c);
   }
   return out;
 }

@@ -1052,6 +1052,46 @@ TEST(CudaConvEmulated, DirectNarrowImageStems) {
   run(Template::kDirect, {v8, v5});
 }
 
+// The pairs path (knob pairs): the 16-bit image's rows copied as stored, in 16-byte pieces, its
+// depth in pairs of adjacent columns. YOLOv8's stem (3x3, padding 1: pairs from column -1) and
+// YOLOv5's (6x6, padding 2: from column 0), images 8k wide (the pieces' rule) with rows and
+// columns past the tiles, batch 2; fp16 and bf16.
+TEST(CudaConvEmulated, DirectPairsStems) {
+  const DType f16 = DType::kFloat16, bf16 = DType::kBFloat16;
+  const Activation silu = Activation::kSilu;
+  CudaConvTask v8 = image_task(ConvTask::make(2, 3, 37, 48, 16, 3, 2, 1, silu), f16, f16);
+  CudaConvTask v5 = image_task(ConvTask::make(2, 3, 30, 72, 32, 6, 2, 2, silu), bf16, bf16);
+  v8.image_dtype = f16;
+  v5.image_dtype = bf16;
+  std::vector<std::pair<CudaConvTask, ScheduleConfig>> todo;
+  for (const CudaConvTask& t : {v8, v5}) {
+    int pairs = 0;
+    for (const ScheduleConfig& c : direct_configs(t)) {
+      if (c.get("pairs") != 1) continue;
+      todo.emplace_back(t, c);
+      ++pairs;
+    }
+    EXPECT_GE(pairs, 3) << t.key();
+  }
+  run_configs(Template::kDirect, todo);
+  // Not for a float32 image, one of another 16-bit type, a width that is no multiple of 8, or
+  // stride 1.
+  ScheduleConfig c = DirectConvTemplate::default_config(v8);
+  c.set("pairs", 1);
+  EXPECT_TRUE(DirectConvTemplate::valid(v8, c));
+  CudaConvTask other = v8;
+  other.image_dtype = DType::kFloat32;
+  EXPECT_FALSE(DirectConvTemplate::valid(other, c));
+  other.image_dtype = bf16;
+  EXPECT_FALSE(DirectConvTemplate::valid(other, c));
+  other = image_task(ConvTask::make(2, 3, 37, 45, 16, 3, 2, 1, silu), f16, f16);
+  other.image_dtype = f16;
+  EXPECT_FALSE(DirectConvTemplate::valid(other, c));
+  other = image_task(ConvTask::make(2, 3, 37, 48, 16, 3, 1, 1, silu), f16, f16);
+  other.image_dtype = f16;
+  EXPECT_FALSE(DirectConvTemplate::valid(other, c));
+}
+
 // The image input with the rest of the epilogue: stride 1, K = 48 (two channel blocks of 32, or
 // three of 16), ReLU, a residual and an output slice; fp32 all through (the fp32 precision's
 // first conv); no padding with stride 2.

@@ -98,9 +98,11 @@ Module simt_module() {
 Module direct_module() {
   Module m;
   const Activation silu = Activation::kSilu;
-  const auto image = [](const ConvTask& conv, DType dtype, DType out) {
+  const auto image = [](const ConvTask& conv, DType dtype, DType out,
+                        DType image_dtype = DType::kFloat32) {
     CudaConvTask t = CudaConvTask::dense(conv, dtype, out);
     t.in_nchw = true;
+    t.image_dtype = image_dtype;
     return t;
   };
   const DType f16 = DType::kFloat16, bf16 = DType::kBFloat16, f32 = DType::kFloat32;
@@ -108,6 +110,9 @@ Module direct_module() {
       {image(ConvTask::make(1, 3, 640, 640, 16, 3, 2, 1, silu), f16, f16), true},
       {image(ConvTask::make(1, 3, 640, 640, 16, 6, 2, 2, silu), f16, f16), true},
       {image(ConvTask::make(1, 3, 640, 640, 48, 3, 2, 1, silu), bf16, bf16), false},
+      // fp16 images (--io-precision fp16): the pairs path among direct_configs.
+      {image(ConvTask::make(1, 3, 640, 640, 16, 3, 2, 1, silu), f16, f16, f16), true},
+      {image(ConvTask::make(1, 3, 640, 640, 16, 6, 2, 2, silu), bf16, bf16, bf16), true},
       {image(ConvTask::make(1, 3, 640, 640, 32, 3, 2, 1, silu), f32, f32), false},
       {sliced(ConvTask::make(1, 3, 80, 80, 32, 3, 1, 1, silu, true), f16, f16, {3, 0}, {64, 32},
               {32, 0}),

@@ -34,6 +34,11 @@ struct Geometry {
   int64_t pc, ld, cs;       // columns per phase, words per stored tile row and channel
   int64_t lw;               // loader threads per tile row
   int64_t taps, shared;     // window taps, shared-memory bytes
+  // Pairs path (knob pairs): the tile stored as the image's 16-bit values from column iw0 - off
+  // (a multiple of 8); each (channel, window row) read as pairs of adjacent columns kx0 + 2j,
+  // kx0 + 2j + 1 (j < ppr; kx0 = -1 when off is odd: every pair starts at an even place), one
+  // 32-bit word each; rows of ldh halves, channels csh halves apart.
+  int64_t pairs = 0, off = 0, kx0 = 0, ppr = 0, np = 0, ldh0 = 0, ldh = 0, csh = 0;
 
   Geometry(const CudaConvTask& task, int64_t tw_, int64_t th_, int64_t pt_, int64_t kb_,
            int64_t tn_, int64_t mma_)
@@ -103,10 +108,55 @@ struct Geometry {
   }
   explicit Geometry(const CudaConvTask& task, const ScheduleConfig& cfg)
       : Geometry(task, cfg.get("tw"), cfg.get("th"), cfg.get("pt"), cfg.get("kb"), cfg.get("tn"),
-                 cfg.get("mma")) {}
+                 cfg.get("mma")) {
+    if (cfg.get("pairs") == 1) set_pairs(task.conv);
+  }
+
+  // The pairs path's sizes, and the strides (ldh, csh: multiples of 8 halves, for 16-byte
+  // stores) with the fewest shared-memory wavefronts over a warp's A reads: lane (gq, tq) reads
+  // word XS * SW / 2 * gq plus the place of pair 8 * ks + 4 * h + tq.
+  void set_pairs(const ConvTask& t) {
+    pairs = 1;
+    off = (8 - t.pw % 8) % 8;  // iw0 = ox0 * SW - PW with ox0 * SW a multiple of 32
+    kx0 = off % 2 == 0 ? 0 : -1;
+    ppr = cpu::ceil_div(t.kw - kx0, 2);
+    np = t.c * t.kh * ppr;
+    // The halves a row loads: the tile's columns and the last pair's second place.
+    ldh0 = cpu::ceil_div(std::max(off + iwt, t.sw * (tw - 1) + kx0 + 2 * ppr + off), 8) * 8;
+    const int64_t xs = tw / 16 * (t.sw / 2);
+    int64_t best = -1;
+    for (int64_t l = ldh0; l < ldh0 + 64; l += 8) {
+      for (int64_t c = iht * l; c < iht * l + 64; c += 8) {
+        int64_t cost = 0;
+        for (int64_t p0 = 0; p0 < np && (best < 0 || cost < best); p0 += 4) {
+          int64_t banks[32] = {};
+          std::vector<int64_t> words;
+          for (int64_t tq = 0; tq < 4 && p0 + tq < np; ++tq) {
+            const int64_t p = p0 + tq, ch = p / (t.kh * ppr), r = p / ppr % t.kh, j = p % ppr;
+            for (int64_t gq = 0; gq < 8; ++gq)
+              words.push_back((ch * c + r * t.dh * l + kx0 + 2 * j + off) / 2 + xs * gq);
+          }
+          std::sort(words.begin(), words.end());
+          words.erase(std::unique(words.begin(), words.end()), words.end());
+          for (int64_t w : words) ++banks[w % 32];
+          cost += *std::max_element(banks, banks + 32);
+        }
+        if (best < 0 || cost < best) {
+          best = cost;
+          ldh = l;
+          csh = c;
+        }
+      }
+    }
+    shared = taps * kb * 4 + t.c * csh * 2;
+  }
 
   // MMA path: weight fragments, depth places and accumulators per thread.
   int64_t mma_registers() const {
+    if (pairs) {
+      const int64_t ks = cpu::ceil_div(2 * np, 16), nt = tn / 8;
+      return ks * nt * 2 + ks * 2 + pt * nt * 4;
+    }
     const int64_t ks = cpu::ceil_div(taps, 16), nt = tn / 8;
     return ks * nt * 2 + ks * 4 + pt * nt * 4;
   }
@@ -118,63 +168,8 @@ struct Geometry {
 
 // The kernel after the common declarations of conv_common_source (in the same namespace). See the
 // header for the scheme; the comments here say why.
-constexpr const char* kDirectKernel = R"(typedef @XT@ XT;  // input storage
-enum : int {
-  TW = @TW@, TH = @TH@, PT = @PT@, KB = @KB@, TN = @TN@,
-  MMA = @MMA@,  // tensor-core tiles (else FMAs)
-  // Channel groups and thread (FMA) or m-tile (MMA: 16 pixels of a tile row) rows of a block.
-  GN = KB / TN, TY = TH / PT,
-  THREADS = MMA ? 32 * GN * (TW / 16) * TY : GN * TW * TY,
-  NCHW_IN = @NCHW_IN@,  // x: dense NCHW XT, the image (else NHWC XT in its slice)
-  TAPS = C * KH * KW,
-  KP = (K + 63) / 64 * 64,  // weights per tap in the packed layout
-  // The input tile: the image rows and columns the block's output tile reads.
-  IHT = (TH - 1) * SH + (KH - 1) * DH + 1,
-  IWT = (TW - 1) * SW + (KW - 1) * DW + 1,
-  // Tile column ic is stored at (ic % SW) * PC + ic / SW: at a tap, consecutive output columns
-  // read consecutive words.
-  PC = (IWT + SW - 1) / SW,
-  LD = @LD@, CS = @CS@,  // words per stored tile row and channel
-  TILES_X = (OW + TW - 1) / TW, TILES_Y = (OH + TH - 1) / TH,
-  // The loader: LW consecutive threads per tile row, LR rows at a time.
-  LW = @LW@, LR = THREADS / LW,
-  QC = (IWT + LW - 1) / LW, QR = (IHT + LR - 1) / LR,
-  // Rows per batch of loads: about 40 values in registers.
-  RB = 40 / (QC * C) < 1 ? 1 : 40 / (QC * C) < QR ? 40 / (QC * C) : QR,
-  W_PIECES = TAPS * KB / 4, W_ITERS = (W_PIECES + THREADS - 1) / THREADS
-};
-static_assert(THREADS % LW == 0 && KB % 4 == 0 && TN % 4 == 0, "direct conv geometry");
-}  // namespace @SYM@_ns
-
-YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
-    @SYM@(const void* x_, const void* w_, const float* __restrict__ bias, const void* res_,
-          void* y_, void* up_) {
-  YC_KERNEL_ENTRY();
-  using namespace @SYM@_ns;
-  YC_DYNAMIC_SMEM(float, yc_smem);
-  const XT* __restrict__ x = static_cast<const XT*>(x_);
-  const float* __restrict__ w = static_cast<const float*>(w_);
-  const OutT* res = static_cast<const OutT*>(res_);
-  OutT* y = static_cast<OutT*>(y_);
-  OutT* up = static_cast<OutT*>(up_);
-  float* sw = yc_smem;              // [TAPS][KB]
-  float* si = yc_smem + TAPS * KB;  // [C][CS]: [IHT][LD] and padding
-  const int tid = static_cast<int>(threadIdx.x);
-  const int bx = static_cast<int>(blockIdx.x), n0 = static_cast<int>(blockIdx.y) * KB;
-  const int img = bx / (TILES_X * TILES_Y);
-  const int oy0 = bx / TILES_X % TILES_Y * TH, ox0 = bx % TILES_X * TW;
-  const int ih0 = oy0 * SH - PH, iw0 = ox0 * SW - PW;
-
-  // The block's channels of every tap, in 16-byte pieces.
-#pragma unroll
-  for (int j = 0; j < W_ITERS; ++j) {
-    const int i = tid + j * THREADS;
-    if (W_PIECES % THREADS != 0 && i >= W_PIECES) break;
-    const int tap = i / (KB / 4), k = i % (KB / 4) * 4;
-    *reinterpret_cast<yc_vec<float, 4>*>(sw + tap * KB + k) =
-        *reinterpret_cast<const yc_vec<float, 4>*>(w + (static_cast<yc_i64>(tap) * KP + n0 + k));
-  }
-  // The input tile, zeros outside the image: thread (lw, lr) copies tile columns lw + q * LW of
+constexpr const char* kScalarTile =
+    R"(  // The input tile, zeros outside the image: thread (lw, lr) copies tile columns lw + q * LW of
   // tile rows lr + j * LR of every channel. Its columns' validity and places are the same in
   // every row, and its reads are at fixed distances from one address. RB rows at a time, all
   // their loads before their stores and without branches: so many loads are in flight at once.
@@ -226,7 +221,103 @@ YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
       }
     }
   }
-  YC_SYNC();
+)";
+
+// The pairs path's tile (Geometry::set_pairs): the image's rows copied as they are stored, in
+// 16-byte pieces from column iw0 - OFF, a multiple of 8 as W is: a piece lies all in the image or
+// all outside it (zeros).
+constexpr const char* kPairsTile = R"(  {
+    enum : int { CPR = LDH0 / 8, PIECES = C * IHT * CPR, BATCH = 8 };
+    yc_u16* st = reinterpret_cast<yc_u16*>(si);
+    const yc_u16* xs = reinterpret_cast<const yc_u16*>(x);
+    const int col0 = iw0 - OFF;
+#pragma unroll
+    for (int j0 = 0; j0 < PIECES; j0 += BATCH * THREADS) {
+      yc_vec<yc_u32, 4> v[BATCH];
+#pragma unroll
+      for (int j = 0; j < BATCH; ++j) {
+        const int i = j0 + j * THREADS + tid;
+        const int c = i / (IHT * CPR), r = i / CPR % IHT, gx = col0 + i % CPR * 8;
+        const int gy = ih0 + r;
+        v[j] = {{0u, 0u, 0u, 0u}};
+        if (i < PIECES && static_cast<unsigned>(gy) < static_cast<unsigned>(H) &&
+            static_cast<unsigned>(gx) < static_cast<unsigned>(W)) {
+          v[j] = *reinterpret_cast<const yc_vec<yc_u32, 4>*>(
+              xs + ((static_cast<yc_i64>(img) * C + c) * H + gy) * W + gx);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < BATCH; ++j) {
+        const int i = j0 + j * THREADS + tid;
+        if (i < PIECES) {
+          *reinterpret_cast<yc_vec<yc_u32, 4>*>(st + i / (IHT * CPR) * CSH +
+                                                i / CPR % IHT * LDH + i % CPR * 8) = v[j];
+        }
+      }
+    }
+  }
+)";
+
+constexpr const char* kDirectKernel = R"(typedef @XT@ XT;  // input storage
+enum : int {
+  TW = @TW@, TH = @TH@, PT = @PT@, KB = @KB@, TN = @TN@,
+  MMA = @MMA@,  // tensor-core tiles (else FMAs)
+  // Channel groups and thread (FMA) or m-tile (MMA: 16 pixels of a tile row) rows of a block.
+  GN = KB / TN, TY = TH / PT,
+  THREADS = MMA ? 32 * GN * (TW / 16) * TY : GN * TW * TY,
+  NCHW_IN = @NCHW_IN@,  // x: dense NCHW XT, the image (else NHWC XT in its slice)
+  TAPS = C * KH * KW,
+  KP = (K + 63) / 64 * 64,  // weights per tap in the packed layout
+  // The input tile: the image rows and columns the block's output tile reads.
+  IHT = (TH - 1) * SH + (KH - 1) * DH + 1,
+  IWT = (TW - 1) * SW + (KW - 1) * DW + 1,
+  // Tile column ic is stored at (ic % SW) * PC + ic / SW: at a tap, consecutive output columns
+  // read consecutive words.
+  PC = (IWT + SW - 1) / SW,
+  LD = @LD@, CS = @CS@,  // words per stored tile row and channel
+  // The pairs path (Geometry::set_pairs): OFF, KX0, pairs per window row, halves a row loads
+  // (LDH0) and holds (LDH), halves per channel.
+  OFF = @OFF@, KX0 = @KX0@, PPR = @PPR@, LDH0 = @LDH0@, LDH = @LDH@, CSH = @CSH@,
+  TILES_X = (OW + TW - 1) / TW, TILES_Y = (OH + TH - 1) / TH,
+  // The loader: LW consecutive threads per tile row, LR rows at a time.
+  LW = @LW@, LR = THREADS / LW,
+  QC = (IWT + LW - 1) / LW, QR = (IHT + LR - 1) / LR,
+  // Rows per batch of loads: about 40 values in registers.
+  RB = 40 / (QC * C) < 1 ? 1 : 40 / (QC * C) < QR ? 40 / (QC * C) : QR,
+  W_PIECES = TAPS * KB / 4, W_ITERS = (W_PIECES + THREADS - 1) / THREADS
+};
+static_assert(THREADS % LW == 0 && KB % 4 == 0 && TN % 4 == 0, "direct conv geometry");
+}  // namespace @SYM@_ns
+
+YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
+    @SYM@(const void* x_, const void* w_, const float* __restrict__ bias, const void* res_,
+          void* y_, void* up_) {
+  YC_KERNEL_ENTRY();
+  using namespace @SYM@_ns;
+  YC_DYNAMIC_SMEM(float, yc_smem);
+  const XT* __restrict__ x = static_cast<const XT*>(x_);
+  const float* __restrict__ w = static_cast<const float*>(w_);
+  const OutT* res = static_cast<const OutT*>(res_);
+  OutT* y = static_cast<OutT*>(y_);
+  OutT* up = static_cast<OutT*>(up_);
+  float* sw = yc_smem;              // [TAPS][KB]
+  float* si = yc_smem + TAPS * KB;  // [C][CS]: [IHT][LD] and padding
+  const int tid = static_cast<int>(threadIdx.x);
+  const int bx = static_cast<int>(blockIdx.x), n0 = static_cast<int>(blockIdx.y) * KB;
+  const int img = bx / (TILES_X * TILES_Y);
+  const int oy0 = bx / TILES_X % TILES_Y * TH, ox0 = bx % TILES_X * TW;
+  const int ih0 = oy0 * SH - PH, iw0 = ox0 * SW - PW;
+
+  // The block's channels of every tap, in 16-byte pieces.
+#pragma unroll
+  for (int j = 0; j < W_ITERS; ++j) {
+    const int i = tid + j * THREADS;
+    if (W_PIECES % THREADS != 0 && i >= W_PIECES) break;
+    const int tap = i / (KB / 4), k = i % (KB / 4) * 4;
+    *reinterpret_cast<yc_vec<float, 4>*>(sw + tap * KB + k) =
+        *reinterpret_cast<const yc_vec<float, 4>*>(w + (static_cast<yc_i64>(tap) * KP + n0 + k));
+  }
+@TILE@  YC_SYNC();
 
 @COMPUTE@}
 )";
@@ -273,6 +364,26 @@ constexpr const char* kFmaCompute =
     const int oy = oy0 + ty + i * TY, ox = ox0 + tx;
     if (oy < OH && ox < OW) {
       epilogue_vec<TN>(y, up, res, bias, (img * OH + oy) * OW + ox, n0 + g * TN, acc[i]);
+    }
+  }
+)";
+
+// The MMA paths' epilogue.
+constexpr const char* kMmaEpilogue =
+    R"(  // Accumulator e of n-tile nt: pixel row gq (+8 for e >= 2), channels 2 * tq + e % 2.
+#pragma unroll
+  for (int i = 0; i < PT; ++i) {
+    const int oy = oy0 + ty + i * TY;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int ox = ox0 + mx + XS * (gq + 8 * h);
+      if (oy >= OH || ox >= OW) continue;
+      const int m = (img * OH + oy) * OW + ox;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        epilogue2(y, up, res, bias, m, n0 + g * TN + nt * 8 + 2 * tq, acc[i][nt][2 * h],
+                  acc[i][nt][2 * h + 1]);
+      }
     }
   }
 )";
@@ -334,23 +445,60 @@ constexpr const char* kMmaCompute =
     }
   }
 
-  // Accumulator e of n-tile nt: pixel row gq (+8 for e >= 2), channels 2 * tq + e % 2.
+@MMA_EPILOGUE@)";
+
+// The pairs path: the MMA path's warps and fragments, its depth the pairs (channel, window row,
+// j) of Geometry::set_pairs in that order (P of them, zero-padded to 16-deep steps): A's pair of
+// a lane is one 32-bit word of the tile, B's weights of taps outside the window are zeros.
+constexpr const char* kPairsCompute =
+    R"(  enum : int { NP = C * KH * PPR, KS = (2 * NP + 15) / 16, NT = TN / 8, XS = TW / 16 };
+  const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;
+  const int g = warp % GN, mx = warp / GN % (TW / 16), ty = warp / GN / (TW / 16);
+  yc_u32 bf[KS][NT][2];
+  int koff[KS][2];  // words of pairs 8 * ks + tq (depth 2 * tq, + 1) and 8 * ks + 4 + tq
 #pragma unroll
-  for (int i = 0; i < PT; ++i) {
-    const int oy = oy0 + ty + i * TY;
+  for (int ks = 0; ks < KS; ++ks) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int ox = ox0 + mx + XS * (gq + 8 * h);
-      if (oy >= OH || ox >= OW) continue;
-      const int m = (img * OH + oy) * OW + ox;
+      const int p = 8 * ks + 4 * h + tq;
+      const int c = p / (KH * PPR), r = p / PPR % KH, j = p % PPR;
+      koff[ks][h] = p < NP ? (c * CSH + r * DH * LDH + KX0 + 2 * j + OFF) / 2 : 0;
 #pragma unroll
       for (int nt = 0; nt < NT; ++nt) {
-        epilogue2(y, up, res, bias, m, n0 + g * TN + nt * 8 + 2 * tq, acc[i][nt][2 * h],
-                  acc[i][nt][2 * h + 1]);
+        const int n = g * TN + nt * 8 + gq;
+        float w[2];
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int s = KX0 + 2 * j + e;
+          w[e] = p < NP && s >= 0 && s < KW ? sw[((c * KH + r) * KW + s) * KB + n] : 0.f;
+        }
+        bf[ks][nt][h] = static_cast<yc_u32>(@CVT@(w[0])) | static_cast<yc_u32>(@CVT@(w[1])) << 16;
       }
     }
   }
-)";
+  // Row i of m-tile mx is tile column mx + XS * i, as in the MMA path; row gq + 8 is 8 * XS
+  // columns after row gq.
+  const yc_u32* ip = reinterpret_cast<const yc_u32*>(si) + ty * SH * (LDH / 2) +
+                     SW / 2 * (mx + XS * gq);
+  float acc[PT][NT][4];
+#pragma unroll
+  for (int i = 0; i < PT; ++i)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][nt][e] = 0.f;
+#pragma unroll
+  for (int ks = 0; ks < KS; ++ks) {
+#pragma unroll
+    for (int i = 0; i < PT; ++i) {
+      const yc_u32* p = ip + i * TY * SH * (LDH / 2);
+      const yc_u32 a[4] = {p[koff[ks][0]], p[koff[ks][0] + SW / 2 * 8 * XS], p[koff[ks][1]],
+                           p[koff[ks][1] + SW / 2 * 8 * XS]};
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) @MMA_FN@(acc[i][nt], a, bf[ks][nt]);
+    }
+  }
+@MMA_EPILOGUE@)";
 
 }  // namespace
 
@@ -382,12 +530,23 @@ ScheduleSpace DirectConvTemplate::space(const CudaConvTask&) {
   s.knobs.push_back({"kb", "output channels per block", {8, 16, 32, 64}});
   s.knobs.push_back({"tn", "output channels per thread (warp)", {4, 8, 16, 32}});
   s.knobs.push_back({"mma", "tensor-core m16n8k16 tiles instead of FMAs", {0, 1}});
+  s.knobs.push_back({"pairs",
+                     "MMA on a 16-bit NCHW image stored as it is, its depth in pairs of adjacent "
+                     "columns (one 32-bit word each) copied in 16-byte pieces",
+                     {0, 1},
+                     0});
   return s;
 }
 
 bool DirectConvTemplate::valid(const CudaConvTask& t, const ScheduleConfig& cfg) {
   if (!matches(t) || !cfg.in_space(space(t))) return false;
   const Geometry geo(t, cfg);
+  // Pairs: the image's own 16-bit values are the MMA's operands, rows of 16-byte pieces (W a
+  // multiple of 8), even strides along rows (a pair's first place stays even), adjacent taps.
+  const ConvTask& c = t.conv;
+  if (cfg.get("pairs") == 1 && !(geo.mma && t.in_nchw && t.image_dtype == t.dtype && c.w % 8 == 0 &&
+                                 c.sw % 2 == 0 && c.dw == 1))
+    return false;
   const bool path = geo.mma ? (t.dtype == DType::kFloat16 || t.dtype == DType::kBFloat16) &&
                                   geo.tw % 16 == 0 && geo.tn % 8 == 0 &&
                                   geo.mma_registers() <= kMaxMmaRegisters
@@ -433,7 +592,8 @@ ScheduleConfig DirectConvTemplate::default_config(const CudaConvTask& task) {
     kb /= 2;
     tn = std::min<int64_t>(tn, kb);
   }
-  ScheduleConfig cfg({{"tw", tw}, {"th", th}, {"pt", pt}, {"kb", kb}, {"tn", tn}, {"mma", mma}});
+  ScheduleConfig cfg(
+      {{"tw", tw}, {"th", th}, {"pt", pt}, {"kb", kb}, {"tn", tn}, {"mma", mma}, {"pairs", 0}});
   YOLOC_CHECK(valid(task, cfg), "default direct conv config {} invalid for {}", cfg.str(),
               task.key());
   return cfg;
@@ -443,10 +603,20 @@ CudaKernel DirectConvTemplate::emit(const CudaConvTask& t, const ScheduleConfig&
                                     const std::string& symbol) {
   YOLOC_CHECK(valid(t, cfg), "direct conv config {} invalid for {}", cfg.str(), t.key());
   Geometry geo(t, cfg);
-  if (geo.mma) geo.spread_mma_reads(t.conv);
+  if (geo.mma && !geo.pairs) geo.spread_mma_reads(t.conv);
   const bool bf16 = t.dtype == DType::kBFloat16;
   CudaKernel k = conv_kernel(t, symbol, "direct ", cfg.str(), kDirectKernel,
-                             {{"@COMPUTE@", geo.mma ? kMmaCompute : kFmaCompute},
+                             {{"@COMPUTE@", geo.pairs ? kPairsCompute
+                                            : geo.mma ? kMmaCompute
+                                                      : kFmaCompute},
+                              {"@TILE@", geo.pairs ? kPairsTile : kScalarTile},
+                              {"@MMA_EPILOGUE@", kMmaEpilogue},
+                              {"@OFF@", std::to_string(geo.off)},
+                              {"@KX0@", std::to_string(geo.kx0)},
+                              {"@PPR@", std::to_string(geo.ppr)},
+                              {"@LDH0@", std::to_string(geo.ldh0)},
+                              {"@LDH@", std::to_string(geo.ldh)},
+                              {"@CSH@", std::to_string(geo.csh)},
                               {"@MMA@", std::to_string(geo.mma)},
                               {"@MMA_FN@", bf16 ? "yc_mma_bf16" : "yc_mma_f16"},
                               {"@CVT@", bf16 ? "yc_float_to_bf16" : "yc_float_to_half"},
