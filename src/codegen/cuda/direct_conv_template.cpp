@@ -166,8 +166,7 @@ struct Geometry {
   }
 };
 
-// The kernel after the common declarations of conv_common_source (in the same namespace). See the
-// header for the scheme; the comments here say why.
+// The input tile of the FMA and MMA paths, fp32 in shared memory (its columns phase-split).
 constexpr const char* kScalarTile =
     R"(  // The input tile, zeros outside the image: thread (lw, lr) copies tile columns lw + q * LW of
   // tile rows lr + j * LR of every channel. Its columns' validity and places are the same in
@@ -258,6 +257,8 @@ constexpr const char* kPairsTile = R"(  {
   }
 )";
 
+// The kernel after the common declarations of conv_common_source (in the same namespace). See the
+// header for the scheme; the comments here say why.
 constexpr const char* kDirectKernel = R"(typedef @XT@ XT;  // input storage
 enum : int {
   TW = @TW@, TH = @TH@, PT = @PT@, KB = @KB@, TN = @TN@,
@@ -287,6 +288,16 @@ enum : int {
   W_PIECES = TAPS * KB / 4, W_ITERS = (W_PIECES + THREADS - 1) / THREADS
 };
 static_assert(THREADS % LW == 0 && KB % 4 == 0 && TN % 4 == 0, "direct conv geometry");
+// The MMA paths' accumulators, zeroed.
+template <int P, int Q>
+YC_DEVICE void zero_acc(float (&acc)[P][Q][4]) {
+#pragma unroll
+  for (int i = 0; i < P; ++i)
+#pragma unroll
+    for (int j = 0; j < Q; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+}
 }  // namespace @SYM@_ns
 
 YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
@@ -424,12 +435,7 @@ constexpr const char* kMmaCompute =
   // lanes' words spread over more banks); row gq + 8 is 8 * XS words after row gq.
   const float* ip = si + ty * SH * LD + mx + XS * gq;
   float acc[PT][NT][4];
-#pragma unroll
-  for (int i = 0; i < PT; ++i)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][nt][e] = 0.f;
+  zero_acc(acc);
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks) {
 #pragma unroll
@@ -481,12 +487,7 @@ constexpr const char* kPairsCompute =
   const yc_u32* ip = reinterpret_cast<const yc_u32*>(si) + ty * SH * (LDH / 2) +
                      SW / 2 * (mx + XS * gq);
   float acc[PT][NT][4];
-#pragma unroll
-  for (int i = 0; i < PT; ++i)
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][nt][e] = 0.f;
+  zero_acc(acc);
 #pragma unroll
   for (int ks = 0; ks < KS; ++ks) {
 #pragma unroll
