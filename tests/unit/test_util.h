@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "core/error.h"
 
@@ -22,8 +24,26 @@ inline std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
+/// The folders temp_dir made, removed when the test program exits (they were left in <tmp>).
+struct TempDirs {
+  std::vector<std::filesystem::path> made;
+  TempDirs() = default;
+  TempDirs(const TempDirs&) = delete;
+  TempDirs& operator=(const TempDirs&) = delete;
+  ~TempDirs() {
+    for (const std::filesystem::path& d : made) {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    }
+  }
+};
+inline TempDirs& temp_dirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
 /// A fresh, empty folder for the running test: <tmp>/yoloc_<prefix>_<test>_<pid> (the pid keeps
-/// concurrent runs of one test apart).
+/// concurrent runs of one test apart), removed when the test program exits.
 inline std::filesystem::path temp_dir(const std::string& prefix) {
   const std::filesystem::path d =
       std::filesystem::temp_directory_path() /
@@ -31,6 +51,7 @@ inline std::filesystem::path temp_dir(const std::string& prefix) {
        "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
+  temp_dirs().made.push_back(d);
   return d;
 }
 
