@@ -191,11 +191,10 @@ void Tuner::resume(const RecordSet& existing) {
     const auto it = index.find(key);
     if (it == index.end()) continue;
     const TaskInfo& task = tasks_[it->second].task;
-    for (const Record& r : rs) {
-      const ScheduleConfig cfg = task.space.complete(r.config);
-      if (r.mode == "kernel" && cfg.in_space(task.space) && task.valid(cfg) &&
-          !(cfg == task.default_config))
-        runs_[it->second].incumbents.push_back(cfg);
+    for (const Record& r : rs) {  // (their configs completed above)
+      if (r.mode == "kernel" && r.config.in_space(task.space) && task.valid(r.config) &&
+          !(r.config == task.default_config))
+        runs_[it->second].incumbents.push_back(r.config);
     }
   }
   // A task new to the file (another batch of a tuned model) starts where compile would: from its
@@ -489,7 +488,7 @@ void Tuner::plan_verify() {
     std::sort(best.begin(), best.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<ScheduleConfig> configs = {task.task.default_config};
-    int top = 0;  // the verify_top best by their times, besides the default and the incumbent
+    int top = 0;  // the verify_top best by their times, besides the default and the incumbents
     for (const auto& [s, c] : best) {
       if (top == o_.verify_top) break;
       if (std::none_of(configs.begin(), configs.end(), [&](const auto& x) { return x == c; })) {
