@@ -257,7 +257,8 @@ uint64_t stored_bytes(const Value& v) {
   return static_cast<uint64_t>(shape_numel(stored_shape(v))) * dtype_size(v.type.dtype);
 }
 
-MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged, Reuse reuse) {
+MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged, Reuse reuse,
+                       const std::vector<Redirect>& redirects) {
   MemoryPlan plan;
   const std::vector<Node*> nodes = g.nodes();
   std::map<const Node*, int> node_index;
@@ -328,7 +329,9 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged, 
         const auto in = std::find(g.inputs.begin(), g.inputs.end(), r.root);
         slot.input = in == g.inputs.end() ? -1 : static_cast<int>(in - g.inputs.begin());
         slot.offset = static_cast<uint64_t>(r.offset) * dtype_size(r.root->type.dtype);
-      } else if (class_kernel.at(r.root) >= 0) {
+      } else if (class_kernel.at(r.root) >= 0 ||
+                 std::any_of(redirects.begin(), redirects.end(),
+                             [&](const Redirect& d) { return d.from == v; })) {
         slot.placement = Placement::kInternal;
       }
       if (slot.placement == Placement::kArena) {
@@ -357,6 +360,17 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged, 
           acc.touch.insert(node_index.at(u));
         }
         if (g.is_output(v)) a.last = end;
+        // Written earlier by the kernels redirecting their outputs into it.
+        for (const Redirect& d : redirects) {
+          if (d.into != v) continue;
+          a.first = std::min(a.first, group_span.at(d.group).first);
+          for (size_t i = 0; i < nodes.size(); ++i) {
+            if (nodes[i]->group >= 0 && kernel_of(nodes[i]->group) == kernel_of(d.group)) {
+              acc.writers.insert(static_cast<int>(i));
+              acc.touch.insert(static_cast<int>(i));
+            }
+          }
+        }
         slot.allocation = it->second;
         slot.offset = static_cast<uint64_t>(r.offset) * dtype_size(r.root->type.dtype);
         stored.push_back(v);

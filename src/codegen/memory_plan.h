@@ -73,6 +73,15 @@ struct MergedGroups {
   bool internal = true;
 };
 
+/// A value a kernel writes into a later value instead (CUDA's head convs storing the class scores
+/// straight into the detector's output, which the detect tail completes): `from` is never stored
+/// (its readers are passed no pointer for it), and `into`'s bytes live from `group`'s kernel on.
+struct Redirect {
+  const Value* from = nullptr;
+  const Value* into = nullptr;
+  int group = -1;
+};
+
 /// When an allocation may take the bytes of one that died before it.
 enum class Reuse {
   /// Dead in the nodes' sequential order: for an executor that runs one kernel after another.
@@ -90,9 +99,10 @@ enum class Reuse {
 /// placed allocation it may not reuse (`reuse`; always one alive at the same time). Raises a
 /// UserError when a value to store has a shape that is not static.
 ///
-/// `merged`: groups that one kernel runs (see MergedGroups).
+/// `merged`: groups that one kernel runs (see MergedGroups); `redirects`: see Redirect.
 MemoryPlan plan_memory(const Graph& g, const std::vector<MergedGroups>& merged = {},
-                       Reuse reuse = Reuse::kSequential);
+                       Reuse reuse = Reuse::kSequential,
+                       const std::vector<Redirect>& redirects = {});
 
 /// Checks that no two allocations alive at the same time overlap, that offsets are aligned,
 /// that everything lies inside the arena and that every arena value lies inside its allocation;

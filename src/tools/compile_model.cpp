@@ -128,8 +128,11 @@ CompileReport compile_for_cuda(const CompileOptions& o,
       codegen::cuda::B2bPolicy all;
       all.mode = mode;
       for (const codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(
-               g, codegen::cuda::parse_cuda_arch(cuda.arch), all, cuda.stem_pairs))
+               g, codegen::cuda::parse_cuda_arch(cuda.arch), all, cuda.stem_pairs)) {
         spaces.emplace(t.key, t.space);
+        // The twin's records are ranked too: a conv storing class scores may take its config.
+        if (!t.twin_key.empty()) spaces.emplace(t.twin_key, t.space);
+      }
     }
     tuner::complete_configs(same_arch, spaces);
     const std::map<std::string, tuner::Record> best = tuner::best_records(same_arch, q);
@@ -142,16 +145,24 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     // nearest batch that has records (compile_cuda keeps it only where it is valid). The tasks
     // as compile_cuda extracts them, for the target's arch.
     std::set<std::string> keys;
+    std::map<std::string, std::string> twin_of;  // the convs storing class scores
     for (const codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(
              g, codegen::cuda::parse_cuda_arch(cuda.arch), cuda.b2b, cuda.stem_pairs)) {
       keys.insert(t.key);
+      if (!t.twin_key.empty()) {
+        twin_of.emplace(t.key, t.twin_key);
+        keys.insert(t.twin_key);
+      }
       if (const auto twin = codegen::cuda::nhwc_output_twin(t.key)) keys.insert(*twin);
     }
     for (const auto& [key, r] : tuner::nearest_batch_records(same_arch, q, keys))
       if (cuda.configs.try_emplace(key, r.config).second) report.nearest_batch.emplace(key, r.batch);
-    // Convs writing NCHW or an upsampled copy without records take their NHWC twin's config.
+    // Convs writing NCHW or an upsampled copy without records take their NHWC twin's config,
+    // convs storing class scores that of the conv storing its own output (CudaTask::twin_key).
     for (const std::string& key : keys) {
-      const auto twin = codegen::cuda::nhwc_output_twin(key);
+      const auto it = twin_of.find(key);
+      const auto twin =
+          it != twin_of.end() ? std::optional(it->second) : codegen::cuda::nhwc_output_twin(key);
       if (!twin || cuda.configs.contains(key)) continue;
       if (auto it = cuda.configs.find(*twin); it != cuda.configs.end()) {
         cuda.configs.emplace(key, it->second);

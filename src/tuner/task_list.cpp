@@ -15,8 +15,10 @@ TaskInfo task_info(const codegen::cpu::CpuTask& t) {
 }
 
 TaskInfo task_info(const codegen::cuda::CudaTask& t) {
-  return TaskInfo{t.group, t.group_name, t.template_name,  t.key,  t.flops,
-                  1,       t.space,      t.default_config, t.valid};
+  TaskInfo info{t.group, t.group_name, t.template_name,  t.key,  t.flops,
+                1,       t.space,      t.default_config, t.valid};
+  info.twin_key = t.twin_key;
+  return info;
 }
 
 void merge_task(std::vector<TuneTask>& tasks, TuneTask t) {

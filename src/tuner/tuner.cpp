@@ -183,18 +183,39 @@ void Tuner::resume(const RecordSet& existing) {
   }
   for (size_t i = 0; i < tasks_.size(); ++i) scheduler_.seed(static_cast<int>(i), runs_[i].best_s);
   std::map<std::string, codegen::ScheduleSpace> spaces;
-  for (const TuneTask& t : tasks_) spaces.emplace(t.key(), t.task.space);
+  for (const TuneTask& t : tasks_) {
+    spaces.emplace(t.key(), t.task.space);
+    if (!t.task.twin_key.empty()) spaces.emplace(t.task.twin_key, t.task.space);
+  }
   std::vector<Record> completed = existing.records;
   complete_configs(completed, spaces);
   const auto ranked = ranked_records(completed, query, static_cast<size_t>(o_.verify_top));
+  // The tasks each ranked key serves: its own, and a task without records of its own whose
+  // twin it is (TaskInfo::twin_key), which starts from the twin's best configs: its first round
+  // takes the best (the search breeds from it), the final re-measurement the others.
+  std::multimap<std::string, std::pair<size_t, bool>> served;  // key -> (task, as its twin)
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    served.emplace(tasks_[i].key(), std::pair(i, false));
+    const std::string& twin = tasks_[i].task.twin_key;
+    if (!twin.empty() && !ranked.contains(tasks_[i].key()))
+      served.emplace(twin, std::pair(i, true));
+  }
   for (const auto& [key, rs] : ranked) {
-    const auto it = index.find(key);
-    if (it == index.end()) continue;
-    const TaskInfo& task = tasks_[it->second].task;
-    for (const Record& r : rs) {  // (their configs completed above)
-      if (r.mode == "kernel" && r.config.in_space(task.space) && task.valid(r.config) &&
-          !(r.config == task.default_config))
-        runs_[it->second].incumbents.push_back(r.config);
+    const auto [from, to] = served.equal_range(key);
+    for (auto it = from; it != to; ++it) {
+      const auto [i, as_twin] = it->second;
+      const TaskInfo& task = tasks_[i].task;
+      for (const Record& r : rs) {  // (their configs completed above)
+        if (r.mode != "kernel" || !r.config.in_space(task.space) || !task.valid(r.config) ||
+            r.config == task.default_config)
+          continue;
+        if (as_twin && !runs_[i].transfer) {
+          runs_[i].transfer = r.config;
+          ++sum_.transferred;
+        } else {
+          runs_[i].incumbents.push_back(r.config);
+        }
+      }
     }
   }
   // A task new to the file (another batch of a tuned model) starts where compile would: from its
@@ -204,6 +225,7 @@ void Tuner::resume(const RecordSet& existing) {
     if (runs_[i].search.measured.empty()) fresh.insert(tasks_[i].key());
   for (const auto& [key, r] : nearest_batch_records(existing.records, query, fresh)) {
     const size_t i = index.at(key);
+    if (runs_[i].transfer) continue;  // its twin's best at this batch
     const TaskInfo& task = tasks_[i].task;
     const ScheduleConfig cfg = task.space.complete(r.config);
     if (!cfg.in_space(task.space) || !task.valid(cfg) || cfg == task.default_config) continue;
@@ -217,8 +239,10 @@ void Tuner::resume(const RecordSet& existing) {
                     "versions ignored)",
                     o_.records, sum_.resumed, sum_.stale));
   if (sum_.transferred > 0)
-    progress_.note(fmt::format("{} tasks start from their best config at the nearest tuned batch",
-                               sum_.transferred));
+    progress_.note(
+        fmt::format("{} tasks start from their best config at the nearest tuned batch "
+                    "or their twin's (a conv storing class scores)",
+                    sum_.transferred));
   if (sum_.swept > 0)
     progress_.note(
         fmt::format("sweep of '{}': {} configs first (the best measured ones with "

@@ -73,8 +73,9 @@ struct TuneSummary {
   int64_t verify_trials = 0;       ///< measurements of the final re-measurement
   int resumed = 0;                 ///< matching records read from the file
   int stale = 0;                   ///< records of other versions in the file (ignored)
-  /// Tasks without records of their own that started from their workload's best config at the
-  /// nearest tuned batch of the file (nearest_batch_records), measured in their first round.
+  /// Tasks without records of their own that started from their twin's best config
+  /// (TaskInfo::twin_key) or their workload's at the nearest tuned batch of the file
+  /// (nearest_batch_records), measured in their first round.
   int transferred = 0;
   /// Configs the sweep (TuneOptions::sweep) planned ahead of the search, over all tasks.
   int swept = 0;

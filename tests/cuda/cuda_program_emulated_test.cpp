@@ -6,8 +6,10 @@
 // together, here the detect head's convs written NCHW into channel slices of each level's concat
 // (strided at batch 2), the tail (the detect-tail template) reading them through reshape views,
 // a neck's nearest Resize written by the conv it reads as its upsampled copy (no launch of its
-// own; the memory plan keeps the concat it lands in alive from that conv on), and a depthwise
-// conv (the depthwise template).
+// own; the memory plan keeps the concat it lands in alive from that conv on), a depthwise
+// conv (the depthwise template), and with split heads the class convs storing the class scores
+// into the output (the tail then decodes the boxes only; the memory plan keeps the output alive
+// from the first of them on and stores no class map).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -56,8 +58,11 @@ Attrs int_attr(const char* name, int64_t v) {
 // Levels of 8x8 and 4x4 (a max pool between), each with a box branch (two 3x3, then 1x1 to 16 =
 // 4 sides x 4 bins) and a class branch (two 3x3, then 1x1 to 6) concatenated to 22 channels and
 // flattened; the levels concatenated along the anchors and split; the DFL (Softmax over the
-// bins, 1x1 conv) and the class Sigmoid into [2, 10, 80], the anchors innermost.
-std::unique_ptr<Graph> detector() {
+// bins, 1x1 conv) and the class Sigmoid into [2, 10, 80], the anchors innermost. With
+// `split_heads`, each branch flattened on its own and the levels' box and class maps
+// concatenated apart (as YOLO11 exports): the class convs' outputs are then theirs alone, and
+// at fp16 they store the class scores straight into the output (CudaConvTask::scores).
+std::unique_ptr<Graph> detector(bool split_heads = false) {
   auto gp = std::make_unique<Graph>();
   Graph& g = *gp;
   Value* x = input(g, "x", {2, 8, 8, 8});
@@ -79,7 +84,7 @@ std::unique_ptr<Graph> detector() {
                                     1, 7)});
   // A depthwise conv (the depthwise template) on the 8x8 level.
   p1 = node(g, "SiLU", {dwconv(g, p1, 16, 3, 8)});
-  std::vector<Value*> levels;
+  std::vector<Value*> levels, box_levels, cls_levels;
   uint32_t seed = 10;
   const auto branch = [&](Value* f, int64_t k) {
     Value* a = node(g, "SiLU", {conv(g, f, 16, 16, 3, seed)});
@@ -90,18 +95,31 @@ std::unique_ptr<Graph> detector() {
   for (Value* f : {p1, p2}) {
     Value* box = branch(f, 16);
     Value* cls = branch(f, 6);
+    if (split_heads) {
+      box_levels.push_back(node(g, "Reshape", {box, ints(g, {2, 16, -1})}));
+      cls_levels.push_back(node(g, "Reshape", {cls, ints(g, {2, 6, -1})}));
+      continue;
+    }
     Value* cat = node(g, "Concat", {box, cls}, int_attr("axis", 1));
     levels.push_back(node(g, "Reshape", {cat, ints(g, {2, 22, -1})}));
   }
-  Value* all = node(g, "Concat", levels, int_attr("axis", 2));
-  Node* split = g.add_node("Split", {all, ints(g, {16, 6})}, 2, int_attr("axis", 1));
-  infer_node(*split);
-  Value* bins = node(g, "Reshape", {split->outputs[0], ints(g, {2, 4, 4, 80})});
+  Value *box_all = nullptr, *cls_all = nullptr;
+  if (split_heads) {
+    box_all = node(g, "Concat", box_levels, int_attr("axis", 2));
+    cls_all = node(g, "Concat", cls_levels, int_attr("axis", 2));
+  } else {
+    Value* all = node(g, "Concat", levels, int_attr("axis", 2));
+    Node* split = g.add_node("Split", {all, ints(g, {16, 6})}, 2, int_attr("axis", 1));
+    infer_node(*split);
+    box_all = split->outputs[0];
+    cls_all = split->outputs[1];
+  }
+  Value* bins = node(g, "Reshape", {box_all, ints(g, {2, 4, 4, 80})});
   Attrs perm;
   perm.set("perm", std::vector<int64_t>{0, 2, 1, 3});
   Value* soft = node(g, "Softmax", {node(g, "Transpose", {bins}, perm)}, int_attr("axis", 1));
   Value* sides = node(g, "Reshape", {conv(g, soft, 4, 1, 1, 99), ints(g, {2, 4, 80})});
-  Value* scores = node(g, "Sigmoid", {split->outputs[1]});
+  Value* scores = node(g, "Sigmoid", {cls_all});
   g.outputs.push_back(node(g, "Concat", {sides, scores}, int_attr("axis", 1)));
   return gp;
 }
@@ -113,11 +131,11 @@ std::unique_ptr<Graph> detector() {
 // conv and its 1x1 run as one back-to-back kernel, the intermediate never stored. With `halo`,
 // every tensor-core conv that allows it takes halo tiles 8 pixels wide (16 where 8 is invalid).
 void run_detector(Precision precision, float tolerance, bool splitk = false, bool b2b = true,
-                  bool halo = false) {
+                  bool halo = false, bool split_heads = false) {
   const Tensor xin = yoloc::testing::random_tensor({2, 8, 8, 8}, 7);
-  const Tensor want = run_reference(*detector(), {{"x", xin}}).at(0).tensor;
+  const Tensor want = run_reference(*detector(split_heads), {{"x", xin}}).at(0).tensor;
 
-  std::unique_ptr<Graph> g = detector();
+  std::unique_ptr<Graph> g = detector(split_heads);
   PassContext ctx;
   ctx.target = "cuda";
   ctx.precision = precision;
@@ -163,7 +181,7 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
   std::vector<CudaKernel> conv_kernels;
   GenericKernels generic;
   std::map<std::string, CudaKernel> by_symbol;
-  int nchw_convs = 0, detect_tails = 0, upsampled = 0, pairs = 0, depthwise = 0;
+  int nchw_convs = 0, detect_tails = 0, upsampled = 0, pairs = 0, depthwise = 0, scores = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const CudaLowered l = tasks[i].lower(build.tasks[i].config, fmt::format("yc_t{}", i));
     // Detect-tail kernels (no shared memory, no barrier) run sequentially as generic ones do.
@@ -182,12 +200,16 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
       // " out-nchw", or " nchw" for a pair whose second stage writes NCHW.
       nchw_convs += key.size() > 5 && (key.compare(key.size() - 5, 5, "-nchw") == 0 ||
                                        key.compare(key.size() - 5, 5, " nchw") == 0);
+      scores += key.find(" scores") != std::string::npos;
     }
     for (const CudaKernel& k : l.launches) by_symbol[k.symbol] = k;
   }
-  // The 1x1 box and class convs of both levels, into their level's concat buffer; with b2b,
-  // each in one kernel with the 3x3 conv before it.
-  EXPECT_EQ(nchw_convs, 4);
+  // The 1x1 box and class convs of both levels, into their level's concat buffer (with split
+  // heads, each into its own; the class convs of fp16 into the output, as class scores); with
+  // b2b, each in one kernel with the 3x3 conv before it.
+  const int want_scores = split_heads && precision == Precision::kFp16 ? 2 : 0;
+  EXPECT_EQ(scores, want_scores);
+  EXPECT_EQ(nchw_convs, 4 - want_scores);
   // The neck's Resize is the 4x4 conv's upsampled copy, into the concat's first slice.
   EXPECT_EQ(upsampled, 1);
   EXPECT_EQ(depthwise, 1);
@@ -269,8 +291,14 @@ TEST(CudaProgramEmulated, Fp16DetectorWithHaloTilesInB2bPairsMatchesReference) {
   run_detector(Precision::kFp16, 1e-2f, false, true, true);
 }
 
+TEST(CudaProgramEmulated, Fp16DetectorWithSplitHeadsStoresClassScoresFromTheConvs) {
+  run_detector(Precision::kFp16, 1e-2f, false, true, false, true);
+  run_detector(Precision::kFp16, 1e-2f, false, false, false, true);
+}
+
 TEST(CudaProgramEmulated, Fp32DetectorWithNchwHeadConvsMatchesReference) {
   run_detector(Precision::kFp32, 1e-4f);
+  run_detector(Precision::kFp32, 1e-4f, false, true, false, true);  // no scores: SIMT convs
 }
 
 // B2bPolicy::kMeasured fuses a pair only where it and both its convs have a time and the pair's

@@ -174,6 +174,41 @@ TEST(TunerPipeline, ANewBatchStartsFromTheNearestTunedBatchsBestConfig) {
   EXPECT_EQ(tune(tasks, o2, m2, quiet).transferred, 0);
 }
 
+// A conv storing class scores (TaskInfo::twin_key) without records of its own starts from its
+// twin's best config; once it has records it searches from them.
+TEST(TunerPipeline, ATaskWithoutRecordsStartsFromItsTwinsBestConfig) {
+  TempDir dir;
+  std::vector<TuneTask> tasks = one_conv_task();
+  const TuneTask& t = tasks[0];
+  tasks[0].task.twin_key = t.key() + " (twin)";
+  SearchState st;
+  st.task = &t;
+  st.tried.insert(t.task.default_config.str());
+  const std::vector<ScheduleConfig> pick = make_strategy("random", nullptr, 11)->propose(st, 1);
+  ASSERT_EQ(pick.size(), 1u);
+  TuneOptions o = options(dir, "twin.jsonl");
+  Record r;
+  r.key = t.task.twin_key;
+  r.template_name = t.task.template_name;
+  r.target = o.target;
+  r.config = pick[0];
+  r.times = {1e-3};
+  r.median = 1e-3;
+  RecordWriter(o.records).write(r);
+  o.trials = 4;  // one round
+  ProgressDisplay quiet(stderr, false);
+  LoggingMeasurer m;
+  EXPECT_EQ(tune(tasks, o, m, quiet).transferred, 1);
+  ASSERT_GE(m.ran.size(), 2u);
+  EXPECT_EQ(m.ran[0], t.key() + "|" + t.task.default_config.str());
+  EXPECT_EQ(m.ran[1], t.key() + "|" + pick[0].str());
+  // Records of its own: no start from the twin.
+  LoggingMeasurer m2;
+  TuneOptions o2 = o;
+  o2.trials = 8;
+  EXPECT_EQ(tune(tasks, o2, m2, quiet).transferred, 0);
+}
+
 // --sweep KNOB: the first rounds measure the best recorded configs with each other value of the
 // knob (those valid with it), right after the default, the best config's first; a knob no task
 // has is an error.

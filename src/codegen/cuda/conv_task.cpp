@@ -158,6 +158,7 @@ CudaConvTask CudaConvTask::second_stage() const {
   t.conv.isa = first.isa;
   t.out = b2b->out;
   t.out_nchw = b2b->out_nchw;
+  t.scores = scores;
   t.sm = sm;
   return t;
 }
@@ -180,6 +181,7 @@ std::string CudaConvTask::key() const {
                      short_dtype_name(b2b->out_dtype), b2b->out.stride, b2b->out.offset,
                      b2b->out_nchw ? " nchw" : "");
   }
+  if (scores) k += fmt::format(" scores{}/{}", scores->base, scores->plane);
   return k;
 }
 

@@ -62,6 +62,15 @@ struct B2bStage {
   Tensor bias;  ///< float32 [k]
 };
 
+/// Where a conv stores the detector's class scores straight into its output (CudaConvTask::scores):
+/// the output [N, R, A] of a DFL detect tail (R rows, the anchors of every level side by side)
+/// taken as NCHW channel planes of `plane` = A elements, this conv's map starting `base` elements
+/// into each plane. The detect tail then only decodes the boxes (DetectTailTask::classes_stored).
+struct CudaScoresOut {
+  int64_t plane = 0, base = 0;
+  bool operator==(const CudaScoresOut& o) const { return plane == o.plane && base == o.base; }
+};
+
 /// A fused conv group for CUDA: shapes and epilogue (bias, activation, residual add) as on the
 /// CPU, the storage types, and the placement of each activation in its buffer.
 struct CudaConvTask {
@@ -88,6 +97,11 @@ struct CudaConvTask {
   /// Set for a back-to-back fused pair: this conv, then the 1x1 conv of `b2b` on its output. `out`
   /// then describes the intermediate (dense, NHWC), the kernel's y the second stage's output.
   std::optional<B2bStage> b2b;
+  /// Set when the task's output (a b2b pair's: its second stage's) is the detector's class
+  /// scores: sigmoid after bias (the conv itself has no activation), stored NCHW (out_nchw) with
+  /// channel c of pixel p of image i at element (i * out.stride + out.offset + c) * plane + base +
+  /// p of the detector's output, out.stride its rows and out.offset its first class row.
+  std::optional<CudaScoresOut> scores;
 
   /// A task on dense NHWC tensors (slices as wide as the tensors).
   static CudaConvTask dense(const ConvTask& conv, DType dtype, DType out_dtype);
@@ -102,7 +116,8 @@ struct CudaConvTask {
   /// type) / " out-nchw" / " up2x2 out256+128" (the upsampled copy: scales, its slice) appended for
   /// those forms: an NCHW output or an upsampled copy stores in another pattern, so it is tuned on
   /// its own. A b2b pair appends " b2b k2=<k> <act> -><dtype> out<stride>+<offset>" (and " nchw"
-  /// for an NCHW second output): it is tuned apart from the lone first conv.
+  /// for an NCHW second output): it is tuned apart from the lone first conv. Class scores append
+  /// " scores<base>/<plane>".
   std::string key() const;
 };
 

@@ -94,7 +94,7 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
   // and its intermediate is never stored; a conv writes the outputs of the Resizes it absorbs.
   // The runtime runs independent branches on concurrent streams, ordered by the bytes each
   // launch touches: a reuse of bytes should not order two branches (Reuse::kOrdered).
-  out.plan = plan_memory(g, merged_groups(tasks), options.reuse);
+  out.plan = plan_memory(g, merged_groups(tasks), options.reuse, redirects(tasks));
   verify_memory_plan(out.plan);
   const ArenaMap arena(g, out.plan);
   Availability avail(g);

@@ -254,6 +254,8 @@ YC_DEVICE float yc_act_none(float x) { return x; }
 YC_DEVICE float yc_act_relu(float x) { return x > 0.f ? x : 0.f; }
 YC_DEVICE float yc_act_silu(float x) { return x / (1.f + yc_exp(-x)); }
 YC_DEVICE float yc_act_silu_fast(float x) { return yc_div_fast(x, 1.f + yc_exp_fast(-x)); }
+YC_DEVICE float yc_act_sigmoid(float x) { return 1.f / (1.f + yc_exp(-x)); }
+YC_DEVICE float yc_act_sigmoid_fast(float x) { return yc_div_fast(1.f, 1.f + yc_exp_fast(-x)); }
 #endif  // YOLOC_CUDA_COMMON_PRELUDE
 )";
 
@@ -316,7 +318,13 @@ const char* cuda_act_function(Activation a, DType out) {
 
 std::string conv_common_source(const CudaConvTask& task) {
   const ConvTask& t = task.conv;
-  const char* act = cuda_act_function(t.act, task.out_dtype);
+  // Class scores (a b2b pair's second stage stores them, not its first): the sigmoid, to about 2
+  // ulp of float32 where 16-bit values take part (the conv's inputs or its output), as the
+  // detect tail takes it.
+  const bool scores = task.scores && !task.b2b;
+  const bool narrow = task.dtype != DType::kFloat32 || task.out_dtype != DType::kFloat32;
+  const char* act = scores ? (narrow ? "yc_act_sigmoid_fast" : "yc_act_sigmoid")
+                           : cuda_act_function(t.act, task.out_dtype);
   return fmt::format(
       R"(typedef {in_t} InT;
 typedef {out_t} OutT;
@@ -330,8 +338,11 @@ enum : int {{
   RES = {res}
 }};
 enum : yc_i64 {{ IS = {is}, IO = {io}, OS = {os}, OO = {oo}, RS = {rs}, RO = {ro} }};
-// The output and the residual: channels innermost (NHWC), or planes of OH*OW pixels (NCHW: the
-// detect head's convs, whose readers walk the pixels). Only NHWC pairs channels n, n + 1.
+// The output and the residual: channels innermost (NHWC), or planes of OPLANE elements (NCHW:
+// the detect head's convs, whose readers walk the pixels), the map's OH*OW pixels OBASE elements
+// into each (OH*OW and 0 but for the class scores a conv stores into the detector's output).
+// Only NHWC pairs channels n, n + 1.
+enum : yc_i64 {{ OPLANE = {oplane}, OBASE = {obase} }};
 enum : int {{
   OUT_NCHW = {out_nchw},
   PAIR_Y = !OUT_NCHW && OS % 2 == 0 && OO % 2 == 0,
@@ -380,7 +391,7 @@ YC_DEVICE void up_store2(OutT* __restrict__ up, int m, int n, float v0, float v1
 YC_DEVICE yc_i64 out_at(int m, int n, yc_i64 stride, yc_i64 offset) {{
   if constexpr (OUT_NCHW) {{
     const int img = m / (OH * OW);
-    return (static_cast<yc_i64>(img) * stride + offset + n) * (OH * OW) + (m - img * (OH * OW));
+    return (static_cast<yc_i64>(img) * stride + offset + n) * OPLANE + OBASE + (m - img * (OH * OW));
   }} else {{
     return static_cast<yc_i64>(m) * stride + offset + n;
   }}
@@ -489,9 +500,10 @@ YC_DEVICE void epilogue_vec(OutT* __restrict__ y, OutT* __restrict__ up,
       fmt::arg("os", task.out.stride), fmt::arg("oo", task.out.offset),
       fmt::arg("rs", task.res.stride), fmt::arg("ro", task.res.offset),
       fmt::arg("res", t.residual ? 1 : 0), fmt::arg("out_nchw", task.out_nchw ? 1 : 0),
-      fmt::arg("act", act), fmt::arg("up", task.up ? 1 : 0),
-      fmt::arg("ush", task.up ? task.up->sh : 1), fmt::arg("usw", task.up ? task.up->sw : 1),
-      fmt::arg("us", task.up ? task.up->out.stride : 0),
+      fmt::arg("oplane", scores ? task.scores->plane : t.oh * t.ow),
+      fmt::arg("obase", scores ? task.scores->base : 0), fmt::arg("act", act),
+      fmt::arg("up", task.up ? 1 : 0), fmt::arg("ush", task.up ? task.up->sh : 1),
+      fmt::arg("usw", task.up ? task.up->sw : 1), fmt::arg("us", task.up ? task.up->out.stride : 0),
       fmt::arg("uo", task.up ? task.up->out.offset : 0));
 }
 

@@ -524,7 +524,7 @@ bool fast_math(const DetectTailTask& t) {
 }
 
 int64_t units(const DetectTailTask& t, int64_t chunk) {
-  return 1 + cpu::ceil_div(t.classes, chunk);
+  return 1 + (t.classes_stored ? 0 : cpu::ceil_div(t.classes, chunk));
 }
 
 constexpr const char* kDetectTailKernel = R"(namespace @SYM@_ns {
@@ -557,7 +557,7 @@ template <class TI>
 YC_DEVICE void class_unit(const TI* __restrict__ x, yc_i64 sc, int c0, TO* __restrict__ y) {
 #pragma unroll 4
   for (int c = c0; c < c0 + CC; ++c) {
-    if (c < C) yc_store(y + (CO + c) * OC, @SIGMOID@);
+    if (c < C) yc_store(y + (CO + c) * OC, @SIGMOID@(yc_load(x + c * sc)));
   }
 }
 }  // namespace @SYM@_ns
@@ -594,7 +594,7 @@ std::string DetectTailTask::key() const {
   }
   k += " out";
   for (const Operand& o : box_out) k += fmt::format(" {}", operand_str(o));
-  return k + fmt::format(" {}", strides_str(output));
+  return k + fmt::format(" {}{}", strides_str(output), classes_stored ? " cls-stored" : "");
 }
 
 std::optional<DetectTailTask> detect_tail_task_from_group(
@@ -643,13 +643,17 @@ bool DetectTailTemplate::matches(const DetectTailTask& t) {
          (s.op == '+' || s.op == '-' || s.op == '*' || s.op == '/');
   }
   for (const Operand& o : t.box_out) ok = ok && operand_ok(o, t.decode.size());
-  return ok && valid(t, ScheduleConfig({{"threads", 256}, {"class_chunk", 128}}));
+  return ok &&
+         valid(t, ScheduleConfig({{"threads", 256}, {"class_chunk", t.classes_stored ? 16 : 128}}));
 }
 
-ScheduleSpace DetectTailTemplate::space(const DetectTailTask&) {
+ScheduleSpace DetectTailTemplate::space(const DetectTailTask& t) {
   ScheduleSpace s;
   s.knobs.push_back({"threads", "threads per block", {64, 128, 256, 512}});
-  s.knobs.push_back({"class_chunk", "classes per class unit", {8, 16, 32, 64, 128}});
+  // Without class units (classes_stored) the chunk changes nothing: one value.
+  s.knobs.push_back(
+      {"class_chunk", "classes per class unit",
+       t.classes_stored ? std::vector<int64_t>{16} : std::vector<int64_t>{8, 16, 32, 64, 128}});
   return s;
 }
 
@@ -657,7 +661,7 @@ bool DetectTailTemplate::valid(const DetectTailTask& t, const ScheduleConfig& cf
   if (!cfg.in_space(space(t))) return false;
   const int64_t chunk = cfg.get("class_chunk"), threads = cfg.get("threads");
   // A chunk above C's next power of two is the one above it again (but 128 always serves).
-  if (chunk > 8 && chunk / 2 >= t.classes && chunk != 128) return false;
+  if (!t.classes_stored && chunk > 8 && chunk / 2 >= t.classes && chunk != 128) return false;
   const int64_t blocks = cpu::ceil_div(t.n * t.anchors, threads) * units(t, chunk);
   return blocks * threads < (int64_t{1} << 31);
 }
@@ -725,14 +729,16 @@ CudaKernel DetectTailTemplate::emit(const DetectTailTask& t, const ScheduleConfi
         "    const int p = a - {};\n"
         "    if (unit == 0) {{\n"
         "      box_unit({}, {}, p_table, a, y);\n"
-        "    }} else {{\n"
-        "      class_unit({}, {}, (unit - 1) * CC, y);\n"
-        "    }}\n"
+        "    }}{}\n"
         "    return;\n"
         "  }}\n",
         l.first + l.h * l.w, l.first, at(l.box_input, l.box_channel),
-        t.inputs[static_cast<size_t>(l.box_input)].strides[1], at(l.cls_input, l.cls_channel),
-        t.inputs[static_cast<size_t>(l.cls_input)].strides[1]);
+        t.inputs[static_cast<size_t>(l.box_input)].strides[1],
+        t.classes_stored
+            ? std::string()
+            : fmt::format(" else {{\n      class_unit({}, {}, (unit - 1) * CC, y);\n    }}",
+                          at(l.cls_input, l.cls_channel),
+                          t.inputs[static_cast<size_t>(l.cls_input)].strides[1]));
   }
   std::string body = kDetectTailKernel;
   const std::pair<const char*, std::string> subs[] = {
@@ -756,8 +762,7 @@ CudaKernel DetectTailTemplate::emit(const DetectTailTask& t, const ScheduleConfi
       {"@LEVELS@", levels},
       {"@PARAMS@", params},
       {"@DIV@", fast_math(t) ? "yc_div_fast(acc, sum)" : "acc / sum"},
-      {"@SIGMOID@", fast_math(t) ? "yc_div_fast(1.f, 1.f + yc_exp_fast(-yc_load(x + c * sc)))"
-                                 : "1.f / (1.f + yc_exp(-yc_load(x + c * sc)))"},
+      {"@SIGMOID@", fast_math(t) ? "yc_act_sigmoid_fast" : "yc_act_sigmoid"},
       {"@EXP@", fast_math(t) ? "yc_exp_fast" : "yc_exp"}};
   for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
   CudaKernel k;

@@ -76,9 +76,14 @@ struct DetectTailTask {
   int64_t class_offset = 0;
   std::vector<float> table;  ///< rows of `anchors` floats (anchor points, strides)
   CudaOperand output;        ///< [N, box_out + C, A]
+  /// The class sigmoids are stored by the head convs that make them (CudaConvTask::scores,
+  /// extract_cuda_tasks): the kernel has box units only and reads no class channel (their inputs
+  /// may be null).
+  bool classes_stored = false;
 
   /// Workload key, e.g. "cuda_detect_tail f16->f32 n1 a8400 s4 r16 c80 box4 cls@4 levels
-  /// 80x80,40x40,20x20 in f16:409600,6400,80,1 ... decode t0=T0-d0 ... out f32:705600,8400,1".
+  /// 80x80,40x40,20x20 in f16:409600,6400,80,1 ... decode t0=T0-d0 ... out f32:705600,8400,1",
+  /// " cls-stored" appended when classes_stored.
   std::string key() const;
 };
 

@@ -126,10 +126,11 @@ CudaTask conv_task(const CudaConvTask& t, const cpu::ConvOperands& o, const Conv
     l.args.push_back(constant(bias_of(o.bias, t.conv.k)));
     // A kernel addresses the buffer a slice lies in; the slice begins `offset` channels in: that
     // many elements in NHWC, channel planes in NCHW. A b2b pair writes its second stage's output.
+    // Class scores are addressed from the start of the detector's output, which y then is.
     const CudaConvTask last = t.b2b ? t.second_stage() : t;
     const int64_t plane = last.out_nchw ? t.conv.oh * t.conv.ow : 1;
     l.args.push_back(o.res ? activation(o.res, t.res.offset * plane, false) : CudaArg{});
-    l.args.push_back(activation(o.y, last.out.offset * plane, true));
+    l.args.push_back(activation(o.y, t.scores ? 0 : last.out.offset * plane, true));
     l.args.push_back(up_value ? activation(up_value, t.up->out.offset, true) : CudaArg{});
     // ---- Parameters of fused forms after the common six, in the kernel's order
     // (tc_conv_template.h): a b2b pair's second weights and bias.
@@ -239,6 +240,71 @@ bool chosen(const B2bPolicy& policy, const B2bPair& p) {
     }
   }
   return false;
+}
+
+/// The head convs that store the class scores of the DFL detect tail `tail` (CudaConvTask::scores),
+/// by the group whose output the scores are (a pair's second group): their workloads and
+/// operands as redirected (y the detector's output), and the values they no longer store.
+struct ScoresPlan {
+  const FusedGroup* tail = nullptr;
+  std::map<int, std::pair<CudaConvTask, cpu::ConvOperands>> convs;
+  std::map<int, const Value*> unstored;  ///< by group: its own output, which only the tail read
+  std::map<int, std::string> twin;       ///< by group: the key of the conv storing its output
+};
+
+/// Where the class scores go instead of a head output of their own: into the detector's output,
+/// when at every level of the DFL tail they are all the channels of a dense NCHW output of a
+/// tensor-core conv (or b2b pair) without activation that only the tail reads. The tail's class
+/// units (a read and a write of every score) then go; the convs compute the sigmoid. nullopt
+/// when some level's scores come otherwise (float32 networks, whose heads the SIMT template
+/// computes, keep the tail's class units).
+std::optional<ScoresPlan> scores_plan(const Graph& g, const std::vector<const FusedGroup*>& groups,
+                                      const std::map<int, B2bPair>& pair_of_second, int sm) {
+  ScoresPlan plan;
+  for (const FusedGroup* grp : groups)
+    if (grp->kind == GroupKind::kDetectTail) plan.tail = grp;
+  if (!plan.tail) return std::nullopt;
+  const auto t = detect_tail_task_from_group(
+      g, *plan.tail, [&g](const Value* v) { return cuda_operand_of(g, v); });
+  if (!t) return std::nullopt;
+  const std::vector<int64_t>& os = t->output.strides;
+  if (os[2] != 1 || os[1] <= 0 || os[0] % os[1] != 0) return std::nullopt;
+  const ChannelSlice rows{os[0] / os[1], t->class_offset};
+  for (const DetectTailLevel& l : t->levels) {
+    const Value* v = t->inputs[static_cast<size_t>(l.cls_input)].value;
+    bool shared = false;
+    for (const DetectTailLevel& o : t->levels) shared = shared || o.box_input == l.cls_input;
+    const Node* p = v->producer;
+    if (shared || l.cls_channel != 0 || !p || g.is_output(v) || v->layout.layout != Layout::kNCHW ||
+        !(v->type.static_shape() == Shape{t->n, t->classes, l.h, l.w}))
+      return std::nullopt;
+    for (const Node* u : g.users(v))
+      if (u->group != plan.tail->id) return std::nullopt;
+    std::optional<std::pair<CudaConvTask, cpu::ConvOperands>> w;
+    const auto pair = pair_of_second.find(p->group);
+    if (pair != pair_of_second.end()) {
+      w.emplace(pair->second.task, pair->second.operands);
+    } else {
+      for (const FusedGroup* q : groups)
+        if (q->id == p->group) w = tensor_core_workload(g, *q, sm);
+    }
+    if (!w || w->second.y != v) return std::nullopt;
+    CudaConvTask& c = w->first;
+    plan.twin[p->group] = c.key();
+    // The last conv's output: a pair's second stage, or the conv's own.
+    const bool nchw = c.b2b ? c.b2b->out_nchw : c.out_nchw;
+    ChannelSlice& out = c.b2b ? c.b2b->out : c.out;
+    DType& out_dtype = c.b2b ? c.b2b->out_dtype : c.out_dtype;
+    if (!nchw || !(out == ChannelSlice{t->classes, 0})) return std::nullopt;
+    out = rows;
+    out_dtype = t->output.dtype;
+    c.scores = CudaScoresOut{os[1], l.first};
+    w->second.y = t->output.value;
+    if (!TensorCoreConvTemplate::matches(w->first)) return std::nullopt;
+    plan.unstored[p->group] = v;
+    plan.convs.emplace(p->group, std::move(*w));
+  }
+  return plan;
 }
 
 /// A stem pair: `first`'s conv of the image, then `second`'s conv of its output, as one task.
@@ -353,21 +419,32 @@ std::optional<CudaTask> upsample_task(const Graph& g, const FusedGroup& grp) {
   return task;
 }
 
-std::optional<CudaTask> detect_tail_task(const Graph& g, const FusedGroup& grp) {
+/// The detect tail of `grp`; with `classes_stored`, of box units only (the head convs store the
+/// class scores, scores_plan), its class inputs passed as null.
+std::optional<CudaTask> detect_tail_task(const Graph& g, const FusedGroup& grp,
+                                         bool classes_stored = false) {
   if (grp.kind != GroupKind::kDetectTail) return std::nullopt;
-  const auto t = detect_tail_task_from_group(
-      g, grp, [&g](const Value* v) { return cuda_operand_of(g, v); });
+  auto t =
+      detect_tail_task_from_group(g, grp, [&g](const Value* v) { return cuda_operand_of(g, v); });
   if (!t) return std::nullopt;
+  t->classes_stored = classes_stored;
   CudaTask task;
   task.template_name = "detect_tail";
   task.key = t->key();
   // The box unit's softmax and expectation (about 4 operations a logit), a sigmoid a class.
   task.flops = static_cast<double>(t->n * t->anchors) *
-               static_cast<double>(4 * t->sides * t->bins + 4 * t->classes);
+               static_cast<double>(4 * t->sides * t->bins + (classes_stored ? 0 : 4 * t->classes));
   set_schedule<DetectTailTemplate>(task, *t);
   task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& prefix) {
     CudaLowered l = one_kernel(DetectTailTemplate::emit(t, cfg, prefix));
-    for (const CudaOperand& o : t.inputs) l.args.push_back(activation(o.value, 0, false));
+    std::set<int> read;
+    for (const DetectTailLevel& lv : t.levels) {
+      read.insert(lv.box_input);
+      if (!t.classes_stored) read.insert(lv.cls_input);
+    }
+    for (size_t i = 0; i < t.inputs.size(); ++i)
+      l.args.push_back(read.count(static_cast<int>(i)) ? activation(t.inputs[i].value, 0, false)
+                                                       : CudaArg{});
     Tensor table(DType::kFloat32, {static_cast<int64_t>(std::max<size_t>(t.table.size(), 1))});
     std::fill_n(table.data<float>(), table.numel(), 0.f);
     std::copy(t.table.begin(), t.table.end(), table.data<float>());
@@ -444,6 +521,17 @@ std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, const B2bPolicy
     if (p && chosen(b2b, *p) && pair_up(grp, p->second))
       pair_of_second.emplace(p->second->id, std::move(*p));
   }
+  const std::optional<ScoresPlan> scores = scores_plan(g, groups, pair_of_second, sm);
+  // A conv of the plan: its task, storing the class scores.
+  const auto scores_task = [&scores](int group) -> std::optional<CudaTask> {
+    if (!scores || !scores->convs.count(group)) return std::nullopt;
+    const auto& [t, o] = scores->convs.at(group);
+    CudaTask task = conv_task<TensorCoreConvTemplate>(t, o, kTensorCoreRule);
+    task.twin_key = scores->twin.at(group);
+    task.redirected_from = scores->unstored.at(group);
+    task.redirected_into = o.y;
+    return task;
+  };
   std::vector<CudaTask> tasks;
   std::set<int> absorbed;  // groups an earlier task computes
   const auto add_pair = [&tasks](CudaTask t, const FusedGroup& first, const FusedGroup& second) {
@@ -460,12 +548,16 @@ std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, const B2bPolicy
     }
     if (auto it = pair_of_second.find(grp->id); it != pair_of_second.end()) {
       const B2bPair& p = it->second;
-      add_pair(conv_task<TensorCoreConvTemplate>(p.task, p.operands, kTensorCoreRule), *p.first,
-               *grp);
+      std::optional<CudaTask> t = scores_task(grp->id);
+      add_pair(t ? std::move(*t)
+                 : conv_task<TensorCoreConvTemplate>(p.task, p.operands, kTensorCoreRule),
+               *p.first, *grp);
       continue;
     }
     if (paired.count(grp->id)) continue;  // the first of a pair
-    std::optional<CudaTask> t = task_of_group(g, *grp, sm);
+    std::optional<CudaTask> t = scores_task(grp->id);
+    if (!t && scores && grp == scores->tail) t = detect_tail_task(g, *grp, true);
+    if (!t) t = task_of_group(g, *grp, sm);
     if (!t) {
       std::string ops;
       for (const Node* n : cpu::group_io(g, *grp).nodes) ops += (ops.empty() ? "" : ", ") + n->op;
@@ -478,6 +570,17 @@ std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, const B2bPolicy
     tasks.push_back(std::move(*t));
   }
   return tasks;
+}
+
+std::vector<Redirect> redirects(const std::vector<CudaTask>& tasks) {
+  std::vector<Redirect> out;
+  for (const CudaTask& t : tasks) {
+    if (t.redirected_from) {
+      out.push_back(
+          {t.redirected_from, t.redirected_into, t.second_group >= 0 ? t.second_group : t.group});
+    }
+  }
+  return out;
 }
 
 std::vector<MergedGroups> merged_groups(const std::vector<CudaTask>& tasks) {

@@ -78,6 +78,14 @@ struct CudaTask {
   /// The kernel groups this task computes besides its own (a Resize written as a conv's
   /// upsampled copy): they have no task, and their values are written when this task runs.
   std::vector<int> absorbed;
+  /// A conv storing the detector's class scores (CudaConvTask::scores): the workload key of the
+  /// same conv storing its own output, whose tuned config it takes without records of its own
+  /// (the main loop, which the config shapes, is the same).
+  std::string twin_key;
+  /// A conv storing the class scores: its own output, which it no longer stores, and the
+  /// detector's output it writes into instead (plan_memory's Redirect).
+  const Value* redirected_from = nullptr;
+  const Value* redirected_into = nullptr;
 };
 
 /// How kernels address the stored value v from a pointer to its first element: NHWC and NCHW
@@ -120,13 +128,19 @@ struct B2bPolicy {
 /// templates may use; the default, 80, is every target's); with `stem_pairs`, a conv of the image
 /// and the conv that alone reads its output as one stem-pair task (CudaTask::second_group) where
 /// StemPairTemplate takes them; the back-to-back pairs `b2b` chooses as one task each. A pair
-/// runs in its second group's place. Raises a UserError naming the group and its ops when no
-/// template takes it.
+/// runs in its second group's place. Where the class scores of a DFL detect tail come from
+/// tensor-core head convs that only the tail reads, those convs store the scores (sigmoid) straight
+/// into the detector's output and the tail decodes only the boxes (CudaConvTask::scores): on an
+/// H200 at batch 128 the tail's class units read and wrote every score once more. Raises a
+/// UserError naming the group and its ops when no template takes it.
 std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm = 80, const B2bPolicy& b2b = {},
                                          bool stem_pairs = false);
 
 /// The groups each task of `tasks` runs besides its own, for plan_memory: a pair's two (its
 /// intermediate never stored), a conv's and the Resizes it writes the output of.
 std::vector<MergedGroups> merged_groups(const std::vector<CudaTask>& tasks);
+
+/// The outputs the tasks of `tasks` write into later values, for plan_memory: the class scores.
+std::vector<Redirect> redirects(const std::vector<CudaTask>& tasks);
 
 }  // namespace yoloc::codegen::cuda

@@ -789,7 +789,7 @@ constexpr const char* kB2bFunctions = R"(enum : int {
   // The second stage's output tile staged over the intermediate (see b2b_store_staged): pixel
   // rows of LDT halves (NHWC), or channel rows of LDP halves (NCHW).
   B2B_EPI = @B2B_EPI@, LDP = BM + 8,
-  VEC_NHWC = s2::OS % 8 == 0 && s2::OO % 8 == 0, VEC_NCHW = (s2::OH * s2::OW) % 8 == 0
+  VEC_NHWC = s2::OS % 8 == 0 && s2::OO % 8 == 0, VEC_NCHW = (s2::OH * s2::OW) % 8 == 0 && s2::OPLANE % 8 == 0 && s2::OBASE % 8 == 0
 };
 static_assert(!B2B_EPI || (K2P == BN && sizeof(s2::OutT) == 2 &&
                            (!s2::OUT_NCHW || BN * LDP <= W2_AT)),
@@ -949,6 +949,14 @@ bool takes(const CudaConvTask& task) {
   const bool image_ok = !task.in_nchw || task.image_dtype == DType::kFloat32;
   if (!(sizes && t.groups == 1 && in16 && image_ok && out_ok(task.out_dtype) &&
         task.slices_valid() && fits))
+    return false;
+  // Class scores: an NCHW output of the last conv (no activation, residual or upsampled copy)
+  // whose map fits its planes.
+  const ConvTask& last = task.b2b ? task.second_stage().conv : t;
+  const bool last_nchw = task.b2b ? task.b2b->out_nchw : task.out_nchw;
+  if (task.scores &&
+      !(last_nchw && last.act == Activation::kNone && !last.residual && !task.up &&
+        task.scores->base >= 0 && task.scores->base + last.oh * last.ow <= task.scores->plane))
     return false;
   if (!task.b2b) return true;
   // The intermediate is the second GEMM's A operand: the activation dtype, kept in shared memory.
