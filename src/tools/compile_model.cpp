@@ -145,29 +145,38 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     // nearest batch that has records (compile_cuda keeps it only where it is valid). The tasks
     // as compile_cuda extracts them, for the target's arch.
     std::set<std::string> keys;
-    std::map<std::string, std::string> twin_of;  // the convs storing class scores
-    for (const codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(
+    std::vector<codegen::cuda::CudaTask> scores;  // the convs storing class scores
+    for (codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(
              g, codegen::cuda::parse_cuda_arch(cuda.arch), cuda.b2b, cuda.stem_pairs)) {
       keys.insert(t.key);
-      if (!t.twin_key.empty()) {
-        twin_of.emplace(t.key, t.twin_key);
-        keys.insert(t.twin_key);
-      }
       if (const auto twin = codegen::cuda::nhwc_output_twin(t.key)) keys.insert(*twin);
+      if (!t.twin_key.empty()) {
+        keys.insert(t.twin_key);
+        if (const auto twin = codegen::cuda::nhwc_output_twin(t.twin_key)) keys.insert(*twin);
+        scores.push_back(std::move(t));
+      }
     }
     for (const auto& [key, r] : tuner::nearest_batch_records(same_arch, q, keys))
       if (cuda.configs.try_emplace(key, r.config).second) report.nearest_batch.emplace(key, r.batch);
-    // Convs writing NCHW or an upsampled copy without records take their NHWC twin's config,
-    // convs storing class scores that of the conv storing its own output (CudaTask::twin_key).
+    // Convs writing NCHW or an upsampled copy without records take their NHWC twin's config.
     for (const std::string& key : keys) {
-      const auto it = twin_of.find(key);
-      const auto twin =
-          it != twin_of.end() ? std::optional(it->second) : codegen::cuda::nhwc_output_twin(key);
+      const auto twin = codegen::cuda::nhwc_output_twin(key);
       if (!twin || cuda.configs.contains(key)) continue;
       if (auto it = cuda.configs.find(*twin); it != cuda.configs.end()) {
         cuda.configs.emplace(key, it->second);
         report.layout_twin.insert(key);
       }
+    }
+    // Convs storing class scores, that of the conv storing its own output (CudaTask::twin_key),
+    // with the fragment stores (epi=0) where its staged epilogue does not store their type.
+    for (const codegen::cuda::CudaTask& t : scores) {
+      const auto it = cuda.configs.find(t.twin_key);
+      if (cuda.configs.contains(t.key) || it == cuda.configs.end()) continue;
+      codegen::ScheduleConfig cfg = t.space.complete(it->second);
+      if (!t.valid(cfg) && cfg.values().contains("epi")) cfg.set("epi", 0);
+      if (!t.valid(cfg)) continue;
+      cuda.configs.emplace(t.key, cfg);
+      report.layout_twin.insert(t.key);
     }
   }
   if (o.outputs.empty() && g.inputs.size() == 1 && !g.outputs.empty() &&

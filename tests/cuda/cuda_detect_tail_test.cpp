@@ -8,31 +8,19 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <regex>
 
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "codegen/cuda/tasks.h"
 #include "cuda_emulator.h"
 #include "detect_tail_test_util.h"
-#include "frontend/onnx/importer.h"
+#include "shared_model_util.h"
 
 namespace yoloc::codegen::cuda::testing {
 namespace {
 
 std::unique_ptr<Graph> model(const char* file, Precision precision, int64_t batch = 1) {
-  const char* env = std::getenv("YOLOC_SHARED_DIR");
-  const auto path = std::filesystem::path(env ? env : YOLOC_SHARED_DIR) / "models" / file;
-  if (!std::filesystem::exists(path)) return nullptr;
-  onnx_frontend::ImportOptions io;
-  io.fix_dims = {{"batch", batch}, {"height", 640}, {"width", 640}};
-  auto g = onnx_frontend::import_onnx(path.string(), io);
-  PassContext ctx;
-  ctx.target = "cuda";
-  ctx.precision = precision;
-  optimize(*g, ctx);
-  return g;
+  return shared_cuda_model(file, precision, batch);
 }
 
 // The template of the task of g's detect_tail group.

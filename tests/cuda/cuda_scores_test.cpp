@@ -9,17 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <set>
 
 #include "codegen/cuda/tasks.h"
 #include "codegen/memory_plan.h"
 #include "conv_test_util.h"
 #include "cuda_emulator.h"
-#include "frontend/onnx/importer.h"
-#include "passes/pipeline.h"
+#include "shared_model_util.h"
 
 namespace yoloc::codegen::cuda::testing {
 namespace scores_tests {  // named: the unity build joins this file with others
@@ -186,16 +183,8 @@ TEST(CudaScoresRules, ValidityAndKeys) {
 // yolov8n fp16 for CUDA: the three class pairs of the head store their scores into the output,
 // the detect tail decodes the boxes only, and the memory plan stores no class head output.
 TEST(CudaScoresExtraction, Yolov8nClassPairsStoreTheirScores) {
-  const char* env = std::getenv("YOLOC_SHARED_DIR");
-  const auto path = std::filesystem::path(env ? env : YOLOC_SHARED_DIR) / "models/yolov8n.onnx";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no shared models";
-  onnx_frontend::ImportOptions io;
-  io.fix_dims = {{"batch", 1}, {"height", 640}, {"width", 640}};
-  auto g = onnx_frontend::import_onnx(path.string(), io);
-  PassContext ctx;
-  ctx.target = "cuda";
-  ctx.precision = Precision::kFp16;
-  optimize(*g, ctx);
+  const auto g = shared_cuda_model("yolov8n.onnx", Precision::kFp16);
+  if (!g) GTEST_SKIP() << "no shared models";
   const std::vector<CudaTask> tasks = extract_cuda_tasks(*g, 90, B2bPolicy::all());
   int scores = 0, tails = 0;
   std::set<int64_t> bases;

@@ -10,32 +10,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <limits>
 #include <regex>
 
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "codegen/cuda/tasks.h"
 #include "cuda_emulator.h"
-#include "frontend/onnx/importer.h"
+#include "shared_model_util.h"
 #include "sppf_test_util.h"
 
 namespace yoloc::codegen::cuda::testing {
 namespace {
 
 std::unique_ptr<Graph> model(const char* file, Precision precision) {
-  const char* env = std::getenv("YOLOC_SHARED_DIR");
-  const auto path = std::filesystem::path(env ? env : YOLOC_SHARED_DIR) / "models" / file;
-  if (!std::filesystem::exists(path)) return nullptr;
-  onnx_frontend::ImportOptions io;
-  io.fix_dims = {{"batch", 1}, {"height", 640}, {"width", 640}};
-  auto g = onnx_frontend::import_onnx(path.string(), io);
-  PassContext ctx;
-  ctx.target = "cuda";
-  ctx.precision = precision;
-  optimize(*g, ctx);
-  return g;
+  return shared_cuda_model(file, precision);
 }
 
 std::vector<const CudaTask*> of_template(const std::vector<CudaTask>& tasks, const char* name) {

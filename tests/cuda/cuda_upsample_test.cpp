@@ -7,9 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 
 #include "../unit/graph_builder.h"
 #include "codegen/cuda/nvrtc_compiler.h"
@@ -17,9 +15,9 @@
 #include "codegen/cuda/upsample_template.h"
 #include "core/half.h"
 #include "cuda_emulator.h"
-#include "frontend/onnx/importer.h"
 #include "ops/reference_executor.h"
 #include "passes/pipeline.h"
+#include "shared_model_util.h"
 
 namespace yoloc::codegen::cuda::testing {
 namespace {
@@ -140,17 +138,8 @@ UpsampleTask task_of(const Graph& g, DType dtype, ChannelSlice in, ChannelSlice 
 // yolov5n at batch 4: its two 2x Resizes of the neck (above kUpsampleMaxBatch no conv writes
 // them) take the upsample template, reading and writing concat slices.
 TEST(UpsampleTask, Yolov5nNeckResizesAtBatch4) {
-  const char* env = std::getenv("YOLOC_SHARED_DIR");
-  const auto path =
-      std::filesystem::path(env ? env : YOLOC_SHARED_DIR) / "models" / "yolov5n-fp16-dynbatch.onnx";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
-  onnx_frontend::ImportOptions io;
-  io.fix_dims = {{"batch", 4}, {"height", 640}, {"width", 640}};
-  auto g = onnx_frontend::import_onnx(path.string(), io);
-  PassContext ctx;
-  ctx.target = "cuda";
-  ctx.precision = Precision::kFp16;
-  optimize(*g, ctx);
+  const auto g = shared_cuda_model("yolov5n-fp16-dynbatch.onnx", Precision::kFp16, 4);
+  if (!g) GTEST_SKIP() << "no yolov5n-fp16-dynbatch.onnx";
   std::vector<std::string> keys;
   for (const CudaTask& t : extract_cuda_tasks(*g)) {
     if (t.template_name == "upsample") keys.push_back(t.key);

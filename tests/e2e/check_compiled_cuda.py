@@ -21,6 +21,7 @@ check_compiled.py --target cuda).
 
 usage: check_compiled_cuda.py --yoloc BIN --model M.onnx --work DIR
 """
+import json
 import os
 import re
 import subprocess
@@ -145,12 +146,22 @@ def main():
             artifact + ".twins.ycm")[0]["program"]["launches"]]
         twin_nchw = sum(t["key"].endswith(" out-nchw") for t in twin_tasks)
         twin_ups = sum(" up2x2 out" in t["key"] for t in twin_tasks)
-        if twin_nchw == 0 or twin_ups != 2 or \
-                f"{twin_nchw + twin_ups} from the records of their plain NHWC form" \
+        # The class convs storing the scores into the output (" scores<base>/<plane>") without
+        # records of their own take those of the same conv storing its own output.
+        shipped_keys = set()
+        with open(nhwc_only) as f:
+            for line in f:
+                shipped_keys.add(json.loads(line).get("key", ""))
+        twin_scores = sum(" scores" in t["key"] and t["key"] not in shipped_keys
+                          for t in twin_tasks)
+        untuned = [t["key"] for t in twin_tasks if not t.get("tuned")]
+        if twin_nchw == 0 or twin_ups != 2 or untuned or \
+                f"{twin_nchw + twin_ups + twin_scores} from the records of their twin" \
                 not in twins.stdout:
-            problems.append(f"{twin_nchw} NCHW-output convs and {twin_ups} convs with an "
-                            "upsampled copy without records of their own but not all took their "
-                            "NHWC twin's tuned config:\n" + twins.stdout)
+            problems.append(f"{twin_nchw} NCHW-output convs, {twin_ups} convs with an upsampled "
+                            f"copy and {twin_scores} convs storing class scores without records "
+                            "of their own but not all took their twin's tuned config (untuned: "
+                            f"{untuned}):\n" + twins.stdout)
         # --io-precision fp16: the image in and the output out as float16, the stem reading the
         # fp16 image itself and the detect tail writing fp16, in as many launches (no casts).
         io = common.run([args.yoloc, "compile", args.model, "-o", artifact + ".io16.ycm",

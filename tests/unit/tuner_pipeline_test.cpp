@@ -128,6 +128,27 @@ std::vector<std::string> recorded(const std::string& file) {
   return out;
 }
 
+/// A config of t other than its default (the random strategy's first pick under `seed`), and a
+/// record of it under `key` at `batch` that times it at 1 ms, written to o's records.
+ScheduleConfig record_other_config(const TuneTask& t, const TuneOptions& o, const std::string& key,
+                                   int64_t batch, uint32_t seed) {
+  SearchState st;
+  st.task = &t;
+  st.tried.insert(t.task.default_config.str());
+  const std::vector<ScheduleConfig> pick = make_strategy("random", nullptr, seed)->propose(st, 1);
+  EXPECT_EQ(pick.size(), 1u);
+  Record r;
+  r.key = key;
+  r.batch = batch;
+  r.template_name = t.task.template_name;
+  r.target = o.target;
+  r.config = pick.at(0);
+  r.times = {1e-3};
+  r.median = 1e-3;
+  RecordWriter(o.records).write(r);
+  return r.config;
+}
+
 TEST(TunerPipeline, ANewBatchStartsFromTheNearestTunedBatchsBestConfig) {
   TempDir dir;
   std::vector<TuneTask> tasks = one_conv_task();
@@ -138,21 +159,9 @@ TEST(TunerPipeline, ANewBatchStartsFromTheNearestTunedBatchsBestConfig) {
   const auto batch = workload_key_batch(t.key());
   ASSERT_TRUE(batch);
   // A valid config other than the default, recorded for the workload at 4x the batch.
-  SearchState st;
-  st.task = &t;
-  st.tried.insert(t.task.default_config.str());
-  const std::vector<ScheduleConfig> pick = make_strategy("random", nullptr, 7)->propose(st, 1);
-  ASSERT_EQ(pick.size(), 1u);
   TuneOptions o = options(dir, "transfer.jsonl");
-  Record r;
-  r.key = *workload_key_at_batch(t.key(), 4 * *batch);
-  r.batch = 4 * *batch;
-  r.template_name = t.task.template_name;
-  r.target = o.target;
-  r.config = pick[0];
-  r.times = {1e-3};
-  r.median = 1e-3;
-  RecordWriter(o.records).write(r);
+  const ScheduleConfig pick =
+      record_other_config(t, o, *workload_key_at_batch(t.key(), 4 * *batch), 4 * *batch, 7);
   o.trials = 4;  // one round
   ProgressDisplay quiet(stderr, false);
   LoggingMeasurer m;
@@ -161,14 +170,11 @@ TEST(TunerPipeline, ANewBatchStartsFromTheNearestTunedBatchsBestConfig) {
   // The first round: the default, then the transferred config, then the search's.
   ASSERT_GE(m.ran.size(), 2u);
   EXPECT_EQ(m.ran[0], t.key() + "|" + t.task.default_config.str());
-  EXPECT_EQ(m.ran[1], t.key() + "|" + pick[0].str());
+  EXPECT_EQ(m.ran[1], t.key() + "|" + pick.str());
   // With a record of its own batch the task searches as before.
   TuneOptions o2 = options(dir, "own.jsonl");
-  Record own = r;
-  own.key = t.key();
-  own.batch = *batch;
-  RecordWriter(o2.records).write(own);
-  RecordWriter(o2.records).write(r);
+  record_other_config(t, o2, t.key(), *batch, 7);
+  record_other_config(t, o2, *workload_key_at_batch(t.key(), 4 * *batch), 4 * *batch, 7);
   o2.trials = 4;
   LoggingMeasurer m2;
   EXPECT_EQ(tune(tasks, o2, m2, quiet).transferred, 0);
@@ -181,27 +187,15 @@ TEST(TunerPipeline, ATaskWithoutRecordsStartsFromItsTwinsBestConfig) {
   std::vector<TuneTask> tasks = one_conv_task();
   const TuneTask& t = tasks[0];
   tasks[0].task.twin_key = t.key() + " (twin)";
-  SearchState st;
-  st.task = &t;
-  st.tried.insert(t.task.default_config.str());
-  const std::vector<ScheduleConfig> pick = make_strategy("random", nullptr, 11)->propose(st, 1);
-  ASSERT_EQ(pick.size(), 1u);
   TuneOptions o = options(dir, "twin.jsonl");
-  Record r;
-  r.key = t.task.twin_key;
-  r.template_name = t.task.template_name;
-  r.target = o.target;
-  r.config = pick[0];
-  r.times = {1e-3};
-  r.median = 1e-3;
-  RecordWriter(o.records).write(r);
+  const ScheduleConfig pick = record_other_config(t, o, t.task.twin_key, 1, 11);
   o.trials = 4;  // one round
   ProgressDisplay quiet(stderr, false);
   LoggingMeasurer m;
   EXPECT_EQ(tune(tasks, o, m, quiet).transferred, 1);
   ASSERT_GE(m.ran.size(), 2u);
   EXPECT_EQ(m.ran[0], t.key() + "|" + t.task.default_config.str());
-  EXPECT_EQ(m.ran[1], t.key() + "|" + pick[0].str());
+  EXPECT_EQ(m.ran[1], t.key() + "|" + pick.str());
   // Records of its own: no start from the twin.
   LoggingMeasurer m2;
   TuneOptions o2 = o;
