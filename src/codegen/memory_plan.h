@@ -33,7 +33,8 @@ enum class Placement {
   kArena,     ///< in an allocation of the arena
   kInput,     ///< in a graph input (or a view of one): the caller's buffer
   kConstant,  ///< in the weights
-  kInternal,  ///< never stored: produced and consumed inside one fused kernel
+  kInternal,  ///< never stored: produced and consumed inside one fused kernel, or redirected
+              ///< into a later value by the kernel that makes it (Redirect)
 };
 
 /// One value's place.

@@ -789,7 +789,8 @@ constexpr const char* kB2bFunctions = R"(enum : int {
   // The second stage's output tile staged over the intermediate (see b2b_store_staged): pixel
   // rows of LDT halves (NHWC), or channel rows of LDP halves (NCHW).
   B2B_EPI = @B2B_EPI@, LDP = BM + 8,
-  VEC_NHWC = s2::OS % 8 == 0 && s2::OO % 8 == 0, VEC_NCHW = (s2::OH * s2::OW) % 8 == 0 && s2::OPLANE % 8 == 0 && s2::OBASE % 8 == 0
+  VEC_NHWC = s2::OS % 8 == 0 && s2::OO % 8 == 0,
+  VEC_NCHW = (s2::OH * s2::OW) % 8 == 0 && s2::OPLANE % 8 == 0 && s2::OBASE % 8 == 0
 };
 static_assert(!B2B_EPI || (K2P == BN && sizeof(s2::OutT) == 2 &&
                            (!s2::OUT_NCHW || BN * LDP <= W2_AT)),
