@@ -741,6 +741,7 @@ CudaKernel DetectTailTemplate::emit(const DetectTailTask& t, const ScheduleConfi
                           t.inputs[static_cast<size_t>(l.cls_input)].strides[1]));
   }
   std::string body = kDetectTailKernel;
+  const bool fast = fast_math(t);
   const std::pair<const char*, std::string> subs[] = {
       {"@SYM@", symbol},
       {"@TO@", cuda_storage_type(t.output.dtype)},
@@ -761,9 +762,9 @@ CudaKernel DetectTailTemplate::emit(const DetectTailTask& t, const ScheduleConfi
       {"@DECODE@", decode},
       {"@LEVELS@", levels},
       {"@PARAMS@", params},
-      {"@DIV@", fast_math(t) ? "yc_div_fast(acc, sum)" : "acc / sum"},
-      {"@SIGMOID@", fast_math(t) ? "yc_act_sigmoid_fast" : "yc_act_sigmoid"},
-      {"@EXP@", fast_math(t) ? "yc_exp_fast" : "yc_exp"}};
+      {"@DIV@", fast ? "yc_div_fast(acc, sum)" : "acc / sum"},
+      {"@SIGMOID@", fast ? "yc_act_sigmoid_fast" : "yc_act_sigmoid"},
+      {"@EXP@", fast ? "yc_exp_fast" : "yc_exp"}};
   for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
   CudaKernel k;
   k.symbol = symbol;

@@ -246,10 +246,14 @@ bool chosen(const B2bPolicy& policy, const B2bPair& p) {
 /// by the group whose output the scores are (a pair's second group): their workloads and
 /// operands as redirected (y the detector's output), and the values they no longer store.
 struct ScoresPlan {
+  struct Conv {
+    CudaConvTask task;
+    cpu::ConvOperands operands;
+    std::string twin_key;        ///< the key of the same conv storing its own output
+    const Value* own = nullptr;  ///< its own output, which only the tail read
+  };
   const FusedGroup* tail = nullptr;
-  std::map<int, std::pair<CudaConvTask, cpu::ConvOperands>> convs;
-  std::map<int, const Value*> unstored;  ///< by group: its own output, which only the tail read
-  std::map<int, std::string> twin;       ///< by group: the key of the conv storing its output
+  std::map<int, Conv> convs;  ///< by group
 };
 
 /// Where the class scores go instead of a head output of their own: into the detector's output,
@@ -290,7 +294,7 @@ std::optional<ScoresPlan> scores_plan(const Graph& g, const std::vector<const Fu
     }
     if (!w || w->second.y != v) return std::nullopt;
     CudaConvTask& c = w->first;
-    plan.twin[p->group] = c.key();
+    const std::string twin_key = c.key();
     // The last conv's output: a pair's second stage, or the conv's own.
     const bool nchw = c.b2b ? c.b2b->out_nchw : c.out_nchw;
     ChannelSlice& out = c.b2b ? c.b2b->out : c.out;
@@ -301,8 +305,7 @@ std::optional<ScoresPlan> scores_plan(const Graph& g, const std::vector<const Fu
     c.scores = CudaScoresOut{os[1], l.first};
     w->second.y = t->output.value;
     if (!TensorCoreConvTemplate::matches(w->first)) return std::nullopt;
-    plan.unstored[p->group] = v;
-    plan.convs.emplace(p->group, std::move(*w));
+    plan.convs.emplace(p->group, ScoresPlan::Conv{std::move(w->first), w->second, twin_key, v});
   }
   return plan;
 }
@@ -525,11 +528,11 @@ std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, const B2bPolicy
   // A conv of the plan: its task, storing the class scores.
   const auto scores_task = [&scores](int group) -> std::optional<CudaTask> {
     if (!scores || !scores->convs.count(group)) return std::nullopt;
-    const auto& [t, o] = scores->convs.at(group);
-    CudaTask task = conv_task<TensorCoreConvTemplate>(t, o, kTensorCoreRule);
-    task.twin_key = scores->twin.at(group);
-    task.redirected_from = scores->unstored.at(group);
-    task.redirected_into = o.y;
+    const ScoresPlan::Conv& c = scores->convs.at(group);
+    CudaTask task = conv_task<TensorCoreConvTemplate>(c.task, c.operands, kTensorCoreRule);
+    task.twin_key = c.twin_key;
+    task.redirected_from = c.own;
+    task.redirected_into = c.operands.y;
     return task;
   };
   std::vector<CudaTask> tasks;
