@@ -20,6 +20,8 @@
 #                                     runs only that model, VERSUS_BATCHES=1,128 only those
 #                                     batches, VERSUS_IO=fp32,fp16 also with fp16 I/O)
 #
+# COMPILE_OPTIONS (e.g. "--b2b on") adds options to the compiles of models, detect and eval.
+#
 # $OUT (default ./gpu_out) receives checks.log and results.tgz (the GPU test logs, bench/*.json,
 # tuning records): the device tool returns at most 8 files.
 set -uo pipefail
@@ -161,7 +163,7 @@ for s in "$@"; do
         p=${v%%-*} io=fp32
         [[ $v == *-io16 ]] && io=fp16
         step "eval yolov8n $v on coco-eval"
-        check "$Y" compile "$S/models/yolov8n.onnx" --target cuda --precision "$p" --io-precision "$io" -o "$work/eval-$v.ycm" --force
+        check "$Y" compile "$S/models/yolov8n.onnx" --target cuda --precision "$p" --io-precision "$io" ${COMPILE_OPTIONS:-} -o "$work/eval-$v.ycm" --force
         check "$Y" eval "$work/eval-$v.ycm" --data "$S/data/coco-eval" --json "$out/bench/eval-yolov8n-$v.json"
         tail -3 "$log"
       done

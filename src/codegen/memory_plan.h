@@ -75,7 +75,7 @@ struct MergedGroups {
 };
 
 /// A value a kernel writes into a later value instead (CUDA's head convs storing the class scores
-/// straight into the detector's output, which the detect tail completes): `from` is never stored
+/// and perhaps the boxes straight into the detector's output): `from` is never stored
 /// (its readers are passed no pointer for it), and `into`'s bytes live from `group`'s kernel on.
 struct Redirect {
   const Value* from = nullptr;

@@ -130,7 +130,8 @@ CompileReport compile_for_cuda(const CompileOptions& o,
       for (const codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(
                g, codegen::cuda::parse_cuda_arch(cuda.arch), all, cuda.stem_pairs)) {
         spaces.emplace(t.key, t.space);
-        // The twin's records are ranked too: a conv storing class scores may take its config.
+        // The twin's records are ranked too: a conv storing class scores or boxes may take its
+        // config.
         if (!t.twin_key.empty()) spaces.emplace(t.twin_key, t.space);
       }
     }
@@ -145,7 +146,7 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     // nearest batch that has records (compile_cuda keeps it only where it is valid). The tasks
     // as compile_cuda extracts them, for the target's arch.
     std::set<std::string> keys;
-    std::vector<codegen::cuda::CudaTask> scores;  // the convs storing class scores
+    std::vector<codegen::cuda::CudaTask> twins;  // the convs storing class scores or boxes
     for (codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(
              g, codegen::cuda::parse_cuda_arch(cuda.arch), cuda.b2b, cuda.stem_pairs)) {
       keys.insert(t.key);
@@ -153,7 +154,7 @@ CompileReport compile_for_cuda(const CompileOptions& o,
       if (!t.twin_key.empty()) {
         keys.insert(t.twin_key);
         if (const auto twin = codegen::cuda::nhwc_output_twin(t.twin_key)) keys.insert(*twin);
-        scores.push_back(std::move(t));
+        twins.push_back(std::move(t));
       }
     }
     for (const auto& [key, r] : tuner::nearest_batch_records(same_arch, q, keys))
@@ -167,15 +168,14 @@ CompileReport compile_for_cuda(const CompileOptions& o,
         report.layout_twin.insert(key);
       }
     }
-    // Convs storing class scores, that of the conv storing its own output (CudaTask::twin_key),
-    // with the fragment stores (epi=0) where its staged epilogue does not store their type.
-    for (const codegen::cuda::CudaTask& t : scores) {
+    // Convs storing class scores or boxes, that of the conv storing its own output
+    // (CudaTask::twin_key), with the other epilogue where theirs needs it (twin_config).
+    for (const codegen::cuda::CudaTask& t : twins) {
       const auto it = cuda.configs.find(t.twin_key);
       if (cuda.configs.contains(t.key) || it == cuda.configs.end()) continue;
-      codegen::ScheduleConfig cfg = t.space.complete(it->second);
-      if (!t.valid(cfg) && cfg.values().contains("epi")) cfg.set("epi", 0);
-      if (!t.valid(cfg)) continue;
-      cuda.configs.emplace(t.key, cfg);
+      const auto cfg = codegen::twin_config(t.space, it->second, t.valid);
+      if (!cfg) continue;
+      cuda.configs.emplace(t.key, *cfg);
       report.layout_twin.insert(t.key);
     }
   }

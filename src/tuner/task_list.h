@@ -31,7 +31,8 @@ struct TaskInfo {
   /// where it was measured faster than its two): left out of the report's kernel sums.
   bool alternative = false;
   /// A workload whose records this one starts from while it has none of its own (a CUDA conv
-  /// storing class scores: the same conv storing its own output, CudaTask::twin_key); "" if none.
+  /// storing class scores or boxes: the same conv storing its own output, CudaTask::twin_key); ""
+  /// if none.
   std::string twin_key;
 };
 

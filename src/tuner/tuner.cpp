@@ -206,14 +206,17 @@ void Tuner::resume(const RecordSet& existing) {
       const auto [i, as_twin] = it->second;
       const TaskInfo& task = tasks_[i].task;
       for (const Record& r : rs) {  // (their configs completed above)
-        if (r.mode != "kernel" || !r.config.in_space(task.space) || !task.valid(r.config) ||
-            r.config == task.default_config)
-          continue;
+        if (r.mode != "kernel" || !r.config.in_space(task.space)) continue;
+        // A twin's config with the epilogue the task needs (codegen::twin_config).
+        const std::optional<ScheduleConfig> cfg =
+            as_twin ? codegen::twin_config(task.space, r.config, task.valid)
+                    : std::optional<ScheduleConfig>(r.config);
+        if (!cfg || !task.valid(*cfg) || *cfg == task.default_config) continue;
         if (as_twin && !runs_[i].transfer) {
-          runs_[i].transfer = r.config;
+          runs_[i].transfer = *cfg;
           ++sum_.transferred;
         } else {
-          runs_[i].incumbents.push_back(r.config);
+          runs_[i].incumbents.push_back(*cfg);
         }
       }
     }
@@ -241,7 +244,7 @@ void Tuner::resume(const RecordSet& existing) {
   if (sum_.transferred > 0)
     progress_.note(
         fmt::format("{} tasks start from their best config at the nearest tuned batch "
-                    "or their twin's (a conv storing class scores)",
+                    "or their twin's (a conv storing class scores or boxes)",
                     sum_.transferred));
   if (sum_.swept > 0)
     progress_.note(

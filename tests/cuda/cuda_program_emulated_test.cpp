@@ -181,7 +181,8 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
   std::vector<CudaKernel> conv_kernels;
   GenericKernels generic;
   std::map<std::string, CudaKernel> by_symbol;
-  int nchw_convs = 0, detect_tails = 0, upsampled = 0, pairs = 0, depthwise = 0, scores = 0;
+  int nchw_convs = 0, detect_tails = 0, upsampled = 0, pairs = 0, depthwise = 0, scores = 0,
+      boxes = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const CudaLowered l = tasks[i].lower(build.tasks[i].config, fmt::format("yc_t{}", i));
     // Detect-tail kernels (no shared memory, no barrier) run sequentially as generic ones do.
@@ -201,21 +202,26 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
       nchw_convs += key.size() > 5 && (key.compare(key.size() - 5, 5, "-nchw") == 0 ||
                                        key.compare(key.size() - 5, 5, " nchw") == 0);
       scores += key.find(" scores") != std::string::npos;
+      boxes += key.find(" boxes") != std::string::npos;
     }
     for (const CudaKernel& k : l.launches) by_symbol[k.symbol] = k;
   }
   // The 1x1 box and class convs of both levels, into their level's concat buffer (with split
   // heads, each into its own; the class convs of fp16 into the output, as class scores); with
-  // b2b, each in one kernel with the 3x3 conv before it.
+  // b2b, each in one kernel with the 3x3 conv before it, and the box pairs then decode the boxes
+  // into the output too).
   const int want_scores = split_heads && precision == Precision::kFp16 ? 2 : 0;
+  const int want_boxes = want_scores && b2b ? 2 : 0;
   EXPECT_EQ(scores, want_scores);
-  EXPECT_EQ(nchw_convs, 4 - want_scores);
+  EXPECT_EQ(boxes, want_boxes);
+  EXPECT_EQ(nchw_convs, 4 - want_scores - want_boxes);
   // The neck's Resize is the 4x4 conv's upsampled copy, into the concat's first slice.
   EXPECT_EQ(upsampled, 1);
   EXPECT_EQ(depthwise, 1);
   EXPECT_EQ(pairs, b2b && precision == Precision::kFp16 ? 4 : 0);
-  // The DFL tail (distances and class sigmoids, no box decode) takes the detect-tail template.
-  EXPECT_EQ(detect_tails, 1);
+  // The DFL tail (distances and class sigmoids, no box decode) takes the detect-tail template,
+  // unless the head convs store the boxes and the class scores.
+  EXPECT_EQ(detect_tails, want_boxes ? 0 : 1);
   const EmulatedKernels convs(conv_kernels);
   const EmulatedGenericKernels generics(generic);
 
@@ -242,11 +248,11 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
     if (launch.task["template"] == "generic" || launch.task["template"] == "detect_tail") {
       EXPECT_EQ(generics.launch(k, args), "");
     } else {
-      // (x, w, bias, res, y, up), and a b2b pair's (w2, bias2).
-      ASSERT_EQ(args.size(), launch.task["key"].get<std::string>().find(" b2b ") ==
-                                     std::string::npos
-                                 ? 6u
-                                 : 8u);
+      // (x, w, bias, res, y, up), a b2b pair's (w2, bias2), a box pair's table.
+      const std::string key = launch.task["key"].get<std::string>();
+      ASSERT_EQ(args.size(), key.find(" b2b ") == std::string::npos    ? 6u
+                             : key.find(" boxes") == std::string::npos ? 8u
+                                                                       : 9u);
       std::vector<EmulatedKernels::Buffer> buffers;
       for (size_t a = 0; a < args.size(); ++a) buffers.push_back({args[a], bytes[a]});
       EXPECT_EQ(convs.launch(k, buffers), "");
@@ -291,7 +297,7 @@ TEST(CudaProgramEmulated, Fp16DetectorWithHaloTilesInB2bPairsMatchesReference) {
   run_detector(Precision::kFp16, 1e-2f, false, true, true);
 }
 
-TEST(CudaProgramEmulated, Fp16DetectorWithSplitHeadsStoresClassScoresFromTheConvs) {
+TEST(CudaProgramEmulated, Fp16DetectorWithSplitHeadsStoresScoresAndBoxesFromTheConvs) {
   run_detector(Precision::kFp16, 1e-2f, false, true, false, true);
   run_detector(Precision::kFp16, 1e-2f, false, false, false, true);
 }

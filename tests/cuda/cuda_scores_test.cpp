@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "codegen/cuda/tasks.h"
@@ -180,33 +181,41 @@ TEST(CudaScoresRules, ValidityAndKeys) {
   EXPECT_FALSE(TensorCoreConvTemplate::valid(wide, c));
 }
 
-// yolov8n fp16 for CUDA: the three class pairs of the head store their scores into the output,
-// the detect tail decodes the boxes only, and the memory plan stores no class head output.
-TEST(CudaScoresExtraction, Yolov8nClassPairsStoreTheirScores) {
+// yolov8n fp16 for CUDA with every b2b pair fused: the three class pairs of the head store their
+// scores into the output, the three box pairs decode their boxes into it, no detect tail is left
+// to run, and the memory plan stores no class or box head output. Without the box pairs (no b2b)
+// the tail decodes the boxes.
+TEST(CudaScoresExtraction, Yolov8nHeadPairsStoreScoresAndBoxes) {
   const auto g = shared_cuda_model("yolov8n.onnx", Precision::kFp16);
   if (!g) GTEST_SKIP() << "no shared models";
   const std::vector<CudaTask> tasks = extract_cuda_tasks(*g, 90, B2bPolicy::all());
-  int scores = 0, tails = 0;
-  std::set<int64_t> bases;
+  int tails = 0;
+  std::map<std::string, std::set<int64_t>> bases;  // by " scores" / " boxes"
   for (const CudaTask& t : tasks) {
-    if (t.key.find(" scores") != std::string::npos) {
-      ++scores;
-      EXPECT_NE(t.key.find(" b2b k2=80 none ->f32 out84+4 nchw scores"), std::string::npos)
+    for (const std::string form : {" scores", " boxes"}) {
+      if (t.key.find(form) == std::string::npos) continue;
+      EXPECT_NE(t.key.find(form == " scores" ? " b2b k2=80 none ->f32 out84+4 nchw scores"
+                                             : " b2b k2=64 none ->f16 out64+0 nchw boxes"),
+                std::string::npos)
           << t.key;
       EXPECT_FALSE(t.twin_key.empty());
-      EXPECT_EQ(t.twin_key.find(" scores"), std::string::npos);
+      EXPECT_EQ(t.twin_key.find(form), std::string::npos);
       ASSERT_TRUE(t.redirected_from && t.redirected_into);
       EXPECT_EQ(t.redirected_into, g->outputs[0]);
-      bases.insert(std::stoll(t.key.substr(t.key.rfind(" scores") + 7)));
+      bases[form].insert(std::stoll(t.key.substr(t.key.rfind(form) + form.size())));
     }
-    if (t.template_name == "detect_tail") {
-      ++tails;
-      EXPECT_NE(t.key.find(" cls-stored"), std::string::npos) << t.key;
-    }
+    tails += t.template_name == "detect_tail";
   }
-  EXPECT_EQ(scores, 3);
-  EXPECT_EQ(tails, 1);
-  EXPECT_EQ(bases, (std::set<int64_t>{0, 6400, 8000}));
+  EXPECT_EQ(tails, 0);
+  const std::set<int64_t> levels{0, 6400, 8000};
+  EXPECT_EQ(bases[" scores"], levels);
+  EXPECT_EQ(bases[" boxes"], levels);
+  int box_units = 0;
+  for (const CudaTask& t : extract_cuda_tasks(*g, 90, B2bPolicy{})) {
+    EXPECT_EQ(t.key.find(" boxes"), std::string::npos) << t.key;
+    box_units += t.template_name == "detect_tail";
+  }
+  EXPECT_EQ(box_units, 1);
   const MemoryPlan plan = plan_memory(*g, merged_groups(tasks), Reuse::kOrdered, redirects(tasks));
   verify_memory_plan(plan);
   for (const Redirect& r : redirects(tasks)) {

@@ -14,7 +14,7 @@ narrow: they run on an input in the model's range (0..255 for YOLOX, which takes
 must stay within 2e-2 relative (bf16 5e-2), or within twice the error ONNX Runtime's own fp16
 conversion of the model makes on the same input when that is larger (some exports amplify
 rounding: YOLOX's box branch on a noise image). The detections (check_detections.py) are what
-must agree. IO_PRECISION=fp16 compiles with `--io-precision fp16` (fp16 image in, fp16 outputs
+must agree. COMPILE_OPTIONS adds compile options (e.g. "--b2b on"). IO_PRECISION=fp16 compiles with `--io-precision fp16` (fp16 image in, fp16 outputs
 out): the artifact then takes the random input rounded to fp16, which ONNX Runtime takes too (as
 float32).
 
@@ -90,6 +90,7 @@ def main():
     batches = [int(b) for b in os.environ.get("CHECK_BATCHES", "1,2").split(",")]
     io = os.environ.get("IO_PRECISION", "")
     io_options = ["--io-precision", io] if io else []
+    io_options += os.environ.get("COMPILE_OPTIONS", "").split()  # e.g. "--b2b on"
     for batch in batches if dynamic_batch else [1]:
         artifact = os.path.join(args.work, f"model-b{batch}.ycm")
         t0 = time.time()

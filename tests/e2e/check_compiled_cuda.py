@@ -8,7 +8,8 @@ yolov8n it also checks that its SPPF is one launch of the SPPF template, that th
 records (records/cuda-sm_90.jsonl) still apply (a change of workload keys would leave them
 silently unused), that its two Resizes have no launch of their own (the convs they read write
 the upsampled copies), that with --b2b on its 9 back-to-back conv pairs run as one kernel each
-(the detect head's 3x3 -> 1x1 ends of branches, the stride-2 convs with the C2f cv1 after them)
+(the detect head's 3x3 -> 1x1 ends of branches, the stride-2 convs with the C2f cv1 after them),
+the box pairs then decoding the boxes and the class pairs storing the scores (no detect tail),
 and that by default (--b2b measured) none does at batch 1 (the shipped records time none of them
 faster than its two convs by the margin), that its NCHW-output head convs and the convs with
 an upsampled copy are tuned (by their own records, or, without them, by their NHWC twin's) and
@@ -112,12 +113,17 @@ def main():
         pair_launches = common.read_artifact(artifact + ".b2b.ycm")[0].get("program", {}).get(
             "launches", [])
         b2b = [launch["task"] for launch in pair_launches if " b2b " in launch["task"]["key"]]
-        # Each pair is one launch in place of two.
+        # Each pair is one launch in place of two; the three box pairs decode the boxes into the
+        # output (" boxes<base>/<anchors>"), the class pairs store the scores, so the detect
+        # tail has nothing left and no launch.
         unfused = len(single_launches) + fused
-        if len(b2b) != 9 or any(t["template"] != "tc_conv" for t in b2b) or \
-                len(pair_launches) != unfused - len(b2b) or \
+        box_pairs = sum(" boxes" in t["key"] for t in b2b)
+        tails = sum(launch["task"]["template"] == "detect_tail" for launch in pair_launches)
+        if len(b2b) != 9 or any(t["template"] != "tc_conv" for t in b2b) or box_pairs != 3 or \
+                tails != 0 or len(pair_launches) != unfused - len(b2b) - 1 or \
                 "back-to-back pairs: 9 fused (--b2b on)" not in pairs.stdout:
-            problems.append(f"--b2b on: {len(b2b)} back-to-back pairs (expected 9), "
+            problems.append(f"--b2b on: {len(b2b)} back-to-back pairs (expected 9), {box_pairs} "
+                            f"decoding boxes (expected 3), {tails} detect tails (expected 0), "
                             f"{len(pair_launches)} launches against {unfused} unfused:\n" +
                             pairs.stdout)
         # The head's NCHW-output convs are tuned: by records of their own, else by their NHWC
@@ -146,14 +152,15 @@ def main():
             artifact + ".twins.ycm")[0]["program"]["launches"]]
         twin_nchw = sum(t["key"].endswith(" out-nchw") for t in twin_tasks)
         twin_ups = sum(" up2x2 out" in t["key"] for t in twin_tasks)
-        # The class convs storing the scores into the output (" scores<base>/<plane>") without
-        # records of their own take those of the same conv storing its own output.
+        # The class convs storing the scores into the output (" scores<base>/<plane>") and the
+        # box pairs decoding the boxes (" boxes<base>/<anchors>") without records of their own
+        # take those of the same conv storing its own output.
         shipped_keys = set()
         with open(nhwc_only) as f:
             for line in f:
                 shipped_keys.add(json.loads(line).get("key", ""))
-        twin_scores = sum(" scores" in t["key"] and t["key"] not in shipped_keys
-                          for t in twin_tasks)
+        twin_scores = sum((" scores" in t["key"] or " boxes" in t["key"]) and
+                          t["key"] not in shipped_keys for t in twin_tasks)
         untuned = [t["key"] for t in twin_tasks if not t.get("tuned")]
         if twin_nchw == 0 or twin_ups != 2 or untuned or \
                 f"{twin_nchw + twin_ups + twin_scores} from the records of their twin" \

@@ -284,7 +284,8 @@ def main():
     if args.compile:
         target = os.path.join(args.work, "model.ycm")
         common.run([args.yoloc, "compile", args.model, "-o", target, "--force", "--target",
-                    args.target, "--precision", args.precision, *family_opts], "yoloc compile")
+                    args.target, "--precision", args.precision, *family_opts,
+                    *os.environ.get("COMPILE_OPTIONS", "").split()], "yoloc compile")
         family_opts = []
     p = common.run([args.yoloc, "run", target, *args.images, "--json", "-", *extra, *family_opts],
                    "yoloc run")

@@ -203,6 +203,43 @@ TEST(TunerPipeline, ATaskWithoutRecordsStartsFromItsTwinsBestConfig) {
   EXPECT_EQ(tune(tasks, o2, m2, quiet).transferred, 0);
 }
 
+// A twin's best config that the task does not take as it is (a box pair needs the staged
+// epilogue its twin may not have) starts it with one knob changed (codegen::twin_config): the
+// first value of that knob's domain the task takes.
+TEST(TunerPipeline, ATwinsConfigStartsTheTaskWithTheKnobItNeeds) {
+  TempDir dir;
+  std::vector<TuneTask> tasks = one_conv_task();
+  TuneTask& t = tasks[0];
+  t.task.twin_key = t.key() + " (twin)";
+  TuneOptions o = options(dir, "twin-knob.jsonl");
+  const ScheduleConfig pick = record_other_config(t, o, t.task.twin_key, 1, 11);
+  // The task refuses the pick's value of a knob (one where the default differs from the pick).
+  std::string name;
+  for (const codegen::Knob& k : t.task.space.knobs)
+    if (name.empty() && k.domain.size() > 1 && pick.get(k.name) != t.task.default_config.get(k.name))
+      name = k.name;
+  ASSERT_FALSE(name.empty());
+  const int64_t refused = pick.get(name);
+  const auto valid = t.task.valid;
+  t.task.valid = [valid, name, refused](const ScheduleConfig& c) {
+    return valid(c) && c.get(name) != refused;
+  };
+  std::optional<ScheduleConfig> want;
+  for (const codegen::Knob& k : t.task.space.knobs)
+    for (int64_t v : k.domain) {
+      ScheduleConfig c = pick;
+      c.set(k.name, v);
+      if (!want && k.name == name && v != refused && t.task.valid(c)) want = c;
+    }
+  ASSERT_TRUE(want.has_value());
+  o.trials = 4;  // one round
+  ProgressDisplay quiet(stderr, false);
+  LoggingMeasurer m;
+  EXPECT_EQ(tune(tasks, o, m, quiet).transferred, 1);
+  ASSERT_GE(m.ran.size(), 2u);
+  EXPECT_EQ(m.ran[1], t.key() + "|" + want->str());
+}
+
 // --sweep KNOB: the first rounds measure the best recorded configs with each other value of the
 // knob (those valid with it), right after the default, the best config's first; a knob no task
 // has is an error.

@@ -107,6 +107,26 @@ inline ScheduleConfig ScheduleSpace::complete(ScheduleConfig cfg) const {
   return cfg;
 }
 
+/// A twin's config for a task (the same main loop, other stores: CudaTask::twin_key): `cfg`
+/// (through `space`) when `valid` takes it, else the first config `valid` takes that differs from
+/// it in one knob (knobs and values in `space`'s order), else nullopt. A conv storing class
+/// scores in float32 has no staged epilogue (epi=0), a pair decoding boxes only that (epi=1):
+/// either takes its twin's tuned tile with the other epilogue.
+template <class Valid>
+std::optional<ScheduleConfig> twin_config(const ScheduleSpace& space, const ScheduleConfig& cfg,
+                                          const Valid& valid) {
+  const ScheduleConfig c = space.complete(cfg);
+  if (valid(c)) return c;
+  for (const Knob& k : space.knobs) {
+    for (int64_t v : k.domain) {
+      ScheduleConfig other = c;
+      other.set(k.name, v);
+      if (other.get(k.name) != c.get(k.name) && valid(other)) return other;
+    }
+  }
+  return std::nullopt;
+}
+
 /// Fills a target's task (CpuTask, CudaTask: fields space, default_config, valid) from the
 /// template class T for its workload t: what every task extraction does for every template.
 template <class T, class OutTask, class Workload>

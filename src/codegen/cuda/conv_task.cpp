@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "codegen/cuda/detect_tail_template.h"
 #include "core/error.h"
 
 namespace yoloc::codegen::cuda {
@@ -182,6 +183,10 @@ std::string CudaConvTask::key() const {
                      b2b->out_nchw ? " nchw" : "");
   }
   if (scores) k += fmt::format(" scores{}/{}", scores->base, scores->plane);
+  if (boxes) {
+    k += fmt::format(" boxes{}/{} ->{}", boxes->base, boxes->tail->anchors,
+                     short_dtype_name(boxes->tail->output.dtype));
+  }
   return k;
 }
 

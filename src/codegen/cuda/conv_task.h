@@ -18,6 +18,7 @@
 /// (CudaConvTask::b2b) appends its extra parameters after these (see TensorCoreConvTemplate).
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -71,6 +72,18 @@ struct CudaScoresOut {
   bool operator==(const CudaScoresOut& o) const { return plane == o.plane && base == o.base; }
 };
 
+struct DetectTailTask;
+
+/// Where a b2b pair stores the detector's boxes instead of its DFL logits (CudaConvTask::boxes):
+/// its second stage's output is the S x R box logits of the level of `tail` whose anchors start
+/// at `base`; the pair decodes them from its staged output tile with the tail's box unit
+/// (detect_box_unit_source) into the tail's output. With the class scores stored too
+/// (CudaScoresOut), the detect tail has nothing left to do and is not run.
+struct CudaBoxesOut {
+  std::shared_ptr<const DetectTailTask> tail;
+  int64_t base = 0;
+};
+
 /// A fused conv group for CUDA: shapes and epilogue (bias, activation, residual add) as on the
 /// CPU, the storage types, and the placement of each activation in its buffer.
 struct CudaConvTask {
@@ -102,6 +115,11 @@ struct CudaConvTask {
   /// channel c of pixel p of image i at element (i * out.stride + out.offset + c) * plane + base +
   /// p of the detector's output, out.stride its rows and out.offset its first class row.
   std::optional<CudaScoresOut> scores;
+  /// Set when a b2b pair's second-stage output is a level's DFL box logits, which it decodes into
+  /// the detector's boxes (CudaBoxesOut): its staged epilogue only (epi=1), the logits rounded to
+  /// b2b->out_dtype as the unfused pair stores them. The kernel takes the tail's table after the
+  /// pair's parameters and its y is the detector's output.
+  std::optional<CudaBoxesOut> boxes;
 
   /// A task on dense NHWC tensors (slices as wide as the tensors).
   static CudaConvTask dense(const ConvTask& conv, DType dtype, DType out_dtype);
@@ -117,7 +135,7 @@ struct CudaConvTask {
   /// those forms: an NCHW output or an upsampled copy stores in another pattern, so it is tuned on
   /// its own. A b2b pair appends " b2b k2=<k> <act> -><dtype> out<stride>+<offset>" (and " nchw"
   /// for an NCHW second output): it is tuned apart from the lone first conv. Class scores append
-  /// " scores<base>/<plane>".
+  /// " scores<base>/<plane>", boxes " boxes<base>/<anchors> -><output dtype>".
   std::string key() const;
 };
 

@@ -527,12 +527,11 @@ int64_t units(const DetectTailTask& t, int64_t chunk) {
   return 1 + (t.classes_stored ? 0 : cpu::ceil_div(t.classes, chunk));
 }
 
-constexpr const char* kDetectTailKernel = R"(namespace @SYM@_ns {
-typedef @TO@ TO;
+// The box unit (detect_box_unit_source): the output type, the box constants, box_unit.
+constexpr const char* kBoxUnit = R"(typedef @TO@ TO;
 // Constants as enumerators: namespace-scope constexpr variables would each become a __device__
 // global of the module.
-enum : int { N = @N@, A = @A@, S = @S@, R = @R@, C = @C@, CC = @CC@, CO = @CO@,
-             THREADS = @THREADS@, TILES = @TILES@ };
+enum : int { A = @A@, S = @S@, R = @R@ };
 enum : yc_i64 { ON = @ON@, OC = @OC@, OA = @OA@ };
 // The box unit of one anchor: x at its first DFL logit, channels sc apart; y at its output
 // element of channel 0.
@@ -552,6 +551,10 @@ YC_DEVICE void box_unit(const TI* __restrict__ x, yc_i64 sc, const float* __rest
 @EXPECT@    d[s] = @DIV@ + @BIAS@;
   }
 @DECODE@}
+)";
+
+constexpr const char* kDetectTailKernel = R"(namespace @SYM@_ns {
+@BOX_UNIT@enum : int { N = @N@, C = @C@, CC = @CC@, CO = @CO@, THREADS = @THREADS@, TILES = @TILES@ };
 // A class unit: the sigmoids of classes c0 .. c0 + CC.
 template <class TI>
 YC_DEVICE void class_unit(const TI* __restrict__ x, yc_i64 sc, int c0, TO* __restrict__ y) {
@@ -675,19 +678,7 @@ ScheduleConfig DetectTailTemplate::default_config(const DetectTailTask& t) {
   internal_error("no valid detect-tail config for {}", t.key());
 }
 
-CudaKernel DetectTailTemplate::emit(const DetectTailTask& t, const ScheduleConfig& cfg,
-                                    const std::string& symbol) {
-  YOLOC_CHECK(matches(t) && valid(t, cfg), "detect-tail config {} invalid for {}", cfg.str(),
-              t.key());
-  YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
-  const int64_t threads = cfg.get("threads"), chunk = cfg.get("class_chunk");
-  const int64_t tiles = cpu::ceil_div(t.n * t.anchors, threads);
-  std::string params;
-  for (size_t i = 0; i < t.inputs.size(); ++i) {
-    params += fmt::format("const void* __restrict__ p_in{}, ", i);
-  }
-  params += "const float* __restrict__ p_table, void* __restrict__ p_out";
-
+std::string detect_box_unit_source(const DetectTailTask& t) {
   std::string expect;
   for (int64_t r = 0; r < t.bins; ++r) {
     expect +=
@@ -713,6 +704,38 @@ CudaKernel DetectTailTemplate::emit(const DetectTailTask& t, const ScheduleConfi
                                            : static_cast<int64_t>(k);
     decode += fmt::format("  yc_store(y + {} * OC, {});\n", ch, op(t.box_out[k]));
   }
+  std::string body = kBoxUnit;
+  const bool fast = fast_math(t);
+  const std::pair<const char*, std::string> subs[] = {
+      {"@TO@", cuda_storage_type(t.output.dtype)},
+      {"@A@", std::to_string(t.anchors)},
+      {"@S@", std::to_string(t.sides)},
+      {"@R@", std::to_string(t.bins)},
+      {"@ON@", std::to_string(t.output.strides[0])},
+      {"@OC@", std::to_string(t.output.strides[1])},
+      {"@OA@", std::to_string(t.output.strides[2])},
+      {"@EXPECT@", expect},
+      {"@BIAS@", literal(t.dfl_bias)},
+      {"@DECODE@", decode},
+      {"@DIV@", fast ? "yc_div_fast(acc, sum)" : "acc / sum"},
+      {"@EXP@", fast ? "yc_exp_fast" : "yc_exp"}};
+  for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
+  return body;
+}
+
+CudaKernel DetectTailTemplate::emit(const DetectTailTask& t, const ScheduleConfig& cfg,
+                                    const std::string& symbol) {
+  YOLOC_CHECK(matches(t) && valid(t, cfg), "detect-tail config {} invalid for {}", cfg.str(),
+              t.key());
+  YOLOC_CHECK(cpu::is_c_identifier(symbol), "kernel symbol '{}' is not a C identifier", symbol);
+  const int64_t threads = cfg.get("threads"), chunk = cfg.get("class_chunk");
+  const int64_t tiles = cpu::ceil_div(t.n * t.anchors, threads);
+  std::string params;
+  for (size_t i = 0; i < t.inputs.size(); ++i) {
+    params += fmt::format("const void* __restrict__ p_in{}, ", i);
+  }
+  params += "const float* __restrict__ p_table, void* __restrict__ p_out";
+
   // The level of anchor a: pointers at its pixel of the head outputs.
   std::string levels;
   for (const DetectTailLevel& l : t.levels) {
@@ -741,30 +764,18 @@ CudaKernel DetectTailTemplate::emit(const DetectTailTask& t, const ScheduleConfi
                           t.inputs[static_cast<size_t>(l.cls_input)].strides[1]));
   }
   std::string body = kDetectTailKernel;
-  const bool fast = fast_math(t);
   const std::pair<const char*, std::string> subs[] = {
       {"@SYM@", symbol},
-      {"@TO@", cuda_storage_type(t.output.dtype)},
+      {"@BOX_UNIT@", detect_box_unit_source(t)},
       {"@N@", std::to_string(t.n)},
-      {"@A@", std::to_string(t.anchors)},
-      {"@S@", std::to_string(t.sides)},
-      {"@R@", std::to_string(t.bins)},
       {"@C@", std::to_string(t.classes)},
       {"@CC@", std::to_string(chunk)},
       {"@CO@", std::to_string(t.class_offset)},
       {"@THREADS@", std::to_string(threads)},
       {"@TILES@", std::to_string(tiles)},
-      {"@ON@", std::to_string(t.output.strides[0])},
-      {"@OC@", std::to_string(t.output.strides[1])},
-      {"@OA@", std::to_string(t.output.strides[2])},
-      {"@EXPECT@", expect},
-      {"@BIAS@", literal(t.dfl_bias)},
-      {"@DECODE@", decode},
       {"@LEVELS@", levels},
       {"@PARAMS@", params},
-      {"@DIV@", fast ? "yc_div_fast(acc, sum)" : "acc / sum"},
-      {"@SIGMOID@", fast ? "yc_act_sigmoid_fast" : "yc_act_sigmoid"},
-      {"@EXP@", fast ? "yc_exp_fast" : "yc_exp"}};
+      {"@SIGMOID@", fast_math(t) ? "yc_act_sigmoid_fast" : "yc_act_sigmoid"}};
   for (const auto& [from, to] : subs) cpu::replace_all(body, from, to);
   CudaKernel k;
   k.symbol = symbol;

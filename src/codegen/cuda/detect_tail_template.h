@@ -93,6 +93,14 @@ std::optional<DetectTailTask> detect_tail_task_from_group(
     const Graph& g, const FusedGroup& grp,
     const std::function<CudaOperand(const Value*)>& operand_of, std::string* why = nullptr);
 
+/// The box unit of `t`'s kernel, for a kernel's namespace: the output type TO, enumerators A
+/// (anchors), S, R and the output strides ON, OC, OA, and
+///   template <class TI> box_unit(const TI* x, yc_i64 sc, const float* table, int a, TO* y)
+/// which decodes anchor a from its S x R logits (x at the first, channels sc apart; global or
+/// shared memory) into its box channels (y at its output element of channel 0). A b2b pair
+/// storing the boxes (CudaConvTask::boxes) runs it on its staged output tile.
+std::string detect_box_unit_source(const DetectTailTask& t);
+
 class DetectTailTemplate {
  public:
   /// True when t is well formed (sizes, levels covering the anchors, operands in range,

@@ -106,6 +106,14 @@ std::optional<std::pair<CudaConvTask, cpu::ConvOperands>> conv_workload(const Gr
   return std::pair(*t, *o);
 }
 
+/// The per-anchor constants of a detect tail (rows of A floats; one zero when it has none).
+Tensor tail_table(const DetectTailTask& t) {
+  Tensor table(DType::kFloat32, {static_cast<int64_t>(std::max<size_t>(t.table.size(), 1))});
+  std::fill_n(table.data<float>(), table.numel(), 0.f);
+  std::copy(t.table.begin(), t.table.end(), table.data<float>());
+  return table;
+}
+
 /// The task of conv workload t with operands o (for a b2b pair: the first's x, w and bias, the
 /// second's output as y); `resize`: the Resize whose output t's upsampled copy (t.up) is.
 template <class T>
@@ -126,18 +134,20 @@ CudaTask conv_task(const CudaConvTask& t, const cpu::ConvOperands& o, const Conv
     l.args.push_back(constant(bias_of(o.bias, t.conv.k)));
     // A kernel addresses the buffer a slice lies in; the slice begins `offset` channels in: that
     // many elements in NHWC, channel planes in NCHW. A b2b pair writes its second stage's output.
-    // Class scores are addressed from the start of the detector's output, which y then is.
+    // Class scores and boxes are addressed from the start of the detector's output, which y
+    // then is.
     const CudaConvTask last = t.b2b ? t.second_stage() : t;
     const int64_t plane = last.out_nchw ? t.conv.oh * t.conv.ow : 1;
     l.args.push_back(o.res ? activation(o.res, t.res.offset * plane, false) : CudaArg{});
-    l.args.push_back(activation(o.y, t.scores ? 0 : last.out.offset * plane, true));
+    l.args.push_back(activation(o.y, t.scores || t.boxes ? 0 : last.out.offset * plane, true));
     l.args.push_back(up_value ? activation(up_value, t.up->out.offset, true) : CudaArg{});
     // ---- Parameters of fused forms after the common six, in the kernel's order
-    // (tc_conv_template.h): a b2b pair's second weights and bias.
+    // (tc_conv_template.h): a b2b pair's second weights and bias, the box decode's table.
     if (t.b2b) {
       l.args.push_back(constant(TensorCoreConvTemplate::pack_b2b_weights(t)));
       l.args.push_back(constant(t.b2b->bias));
     }
+    if (t.boxes) l.args.push_back(constant(tail_table(*t.boxes->tail)));
     return l;
   };
   return task;
@@ -242,10 +252,11 @@ bool chosen(const B2bPolicy& policy, const B2bPair& p) {
   return false;
 }
 
-/// The head convs that store the class scores of the DFL detect tail `tail` (CudaConvTask::scores),
-/// by the group whose output the scores are (a pair's second group): their workloads and
-/// operands as redirected (y the detector's output), and the values they no longer store.
-struct ScoresPlan {
+/// The head convs that store the class scores (CudaConvTask::scores), and perhaps the boxes
+/// (CudaConvTask::boxes), of the DFL detect tail `tail` straight into its output, by the group
+/// whose output they replace (a pair's second group): their workloads and operands as redirected
+/// (y the detector's output), and the values they no longer store.
+struct HeadPlan {
   struct Conv {
     CudaConvTask task;
     cpu::ConvOperands operands;
@@ -254,7 +265,41 @@ struct ScoresPlan {
   };
   const FusedGroup* tail = nullptr;
   std::map<int, Conv> convs;  ///< by group
+  bool boxes = false;         ///< the boxes too: the tail has nothing left to do and is not run
 };
+
+/// Adds to `plan` (the class scores' convs of the tail t) the b2b pairs decoding the boxes of
+/// every level (CudaConvTask::boxes): when each level's S x R box logits are the whole output of
+/// a chosen pair that only the tail reads, which TensorCoreConvTemplate takes as such (no
+/// activation, 16-bit logits, a staged epilogue that fits). Else leaves the plan as it is: the
+/// tail keeps its box units. The box maps are then never stored, and the tail not run: on an H200
+/// at batch 128 it read every logit once more (59 us of yolov8n's 5.1 ms).
+void add_boxes(const Graph& g, const DetectTailTask& t,
+               const std::map<int, B2bPair>& pair_of_second, HeadPlan& plan) {
+  const auto tail = std::make_shared<const DetectTailTask>(t);
+  std::map<int, HeadPlan::Conv> convs;
+  for (const DetectTailLevel& l : t.levels) {
+    const Value* v = t.inputs[static_cast<size_t>(l.box_input)].value;
+    int reads = 0;  // of this input by the levels
+    for (const DetectTailLevel& o : t.levels)
+      reads += (o.box_input == l.box_input) + (o.cls_input == l.box_input);
+    const Node* p = v->producer;
+    if (reads != 1 || l.box_channel != 0 || !p || g.is_output(v) ||
+        !(v->type.static_shape() == Shape{t.n, t.sides * t.bins, l.h, l.w}))
+      return;
+    for (const Node* u : g.users(v))
+      if (u->group != plan.tail->id) return;
+    const auto pair = pair_of_second.find(p->group);
+    if (pair == pair_of_second.end() || pair->second.operands.y != v) return;
+    HeadPlan::Conv c{pair->second.task, pair->second.operands, pair->second.task.key(), v};
+    c.task.boxes = CudaBoxesOut{tail, l.first};
+    c.operands.y = t.output.value;
+    if (!TensorCoreConvTemplate::matches(c.task)) return;
+    convs.emplace(p->group, std::move(c));
+  }
+  plan.convs.merge(convs);
+  plan.boxes = true;
+}
 
 /// Where the class scores go instead of a head output of their own: into the detector's output,
 /// when at every level of the DFL tail they are all the channels of a dense NCHW output of a
@@ -262,9 +307,9 @@ struct ScoresPlan {
 /// units (a read and a write of every score) then go; the convs compute the sigmoid. nullopt
 /// when some level's scores come otherwise (float32 networks, whose heads the SIMT template
 /// computes, keep the tail's class units).
-std::optional<ScoresPlan> scores_plan(const Graph& g, const std::vector<const FusedGroup*>& groups,
-                                      const std::map<int, B2bPair>& pair_of_second, int sm) {
-  ScoresPlan plan;
+std::optional<HeadPlan> head_plan(const Graph& g, const std::vector<const FusedGroup*>& groups,
+                                  const std::map<int, B2bPair>& pair_of_second, int sm) {
+  HeadPlan plan;
   for (const FusedGroup* grp : groups)
     if (grp->kind == GroupKind::kDetectTail) plan.tail = grp;
   if (!plan.tail) return std::nullopt;
@@ -305,8 +350,9 @@ std::optional<ScoresPlan> scores_plan(const Graph& g, const std::vector<const Fu
     c.scores = CudaScoresOut{os[1], l.first};
     w->second.y = t->output.value;
     if (!TensorCoreConvTemplate::matches(w->first)) return std::nullopt;
-    plan.convs.emplace(p->group, ScoresPlan::Conv{std::move(w->first), w->second, twin_key, v});
+    plan.convs.emplace(p->group, HeadPlan::Conv{std::move(w->first), w->second, twin_key, v});
   }
+  add_boxes(g, *t, pair_of_second, plan);
   return plan;
 }
 
@@ -423,7 +469,7 @@ std::optional<CudaTask> upsample_task(const Graph& g, const FusedGroup& grp) {
 }
 
 /// The detect tail of `grp`; with `classes_stored`, of box units only (the head convs store the
-/// class scores, scores_plan), its class inputs passed as null.
+/// class scores, head_plan), its class inputs passed as null.
 std::optional<CudaTask> detect_tail_task(const Graph& g, const FusedGroup& grp,
                                          bool classes_stored = false) {
   if (grp.kind != GroupKind::kDetectTail) return std::nullopt;
@@ -448,9 +494,7 @@ std::optional<CudaTask> detect_tail_task(const Graph& g, const FusedGroup& grp,
     for (size_t i = 0; i < t.inputs.size(); ++i)
       l.args.push_back(read.count(static_cast<int>(i)) ? activation(t.inputs[i].value, 0, false)
                                                        : CudaArg{});
-    Tensor table(DType::kFloat32, {static_cast<int64_t>(std::max<size_t>(t.table.size(), 1))});
-    std::fill_n(table.data<float>(), table.numel(), 0.f);
-    std::copy(t.table.begin(), t.table.end(), table.data<float>());
+    const Tensor table = tail_table(t);
     l.args.push_back(constant(table));
     l.args.push_back(activation(t.output.value, 0, true));
     return l;
@@ -524,11 +568,11 @@ std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, const B2bPolicy
     if (p && chosen(b2b, *p) && pair_up(grp, p->second))
       pair_of_second.emplace(p->second->id, std::move(*p));
   }
-  const std::optional<ScoresPlan> scores = scores_plan(g, groups, pair_of_second, sm);
-  // A conv of the plan: its task, storing the class scores.
-  const auto scores_task = [&scores](int group) -> std::optional<CudaTask> {
-    if (!scores || !scores->convs.count(group)) return std::nullopt;
-    const ScoresPlan::Conv& c = scores->convs.at(group);
+  const std::optional<HeadPlan> head = head_plan(g, groups, pair_of_second, sm);
+  // A conv of the plan: its task, storing the class scores or the boxes.
+  const auto head_task = [&head](int group) -> std::optional<CudaTask> {
+    if (!head || !head->convs.count(group)) return std::nullopt;
+    const HeadPlan::Conv& c = head->convs.at(group);
     CudaTask task = conv_task<TensorCoreConvTemplate>(c.task, c.operands, kTensorCoreRule);
     task.twin_key = c.twin_key;
     task.redirected_from = c.own;
@@ -551,15 +595,16 @@ std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, const B2bPolicy
     }
     if (auto it = pair_of_second.find(grp->id); it != pair_of_second.end()) {
       const B2bPair& p = it->second;
-      std::optional<CudaTask> t = scores_task(grp->id);
+      std::optional<CudaTask> t = head_task(grp->id);
       add_pair(t ? std::move(*t)
                  : conv_task<TensorCoreConvTemplate>(p.task, p.operands, kTensorCoreRule),
                *p.first, *grp);
       continue;
     }
     if (paired.count(grp->id)) continue;  // the first of a pair
-    std::optional<CudaTask> t = scores_task(grp->id);
-    if (!t && scores && grp == scores->tail) t = detect_tail_task(g, *grp, true);
+    if (head && head->boxes && grp == head->tail) continue;  // done by the head convs
+    std::optional<CudaTask> t = head_task(grp->id);
+    if (!t && head && grp == head->tail) t = detect_tail_task(g, *grp, true);
     if (!t) t = task_of_group(g, *grp, sm);
     if (!t) {
       std::string ops;

@@ -78,12 +78,12 @@ struct CudaTask {
   /// The kernel groups this task computes besides its own (a Resize written as a conv's
   /// upsampled copy): they have no task, and their values are written when this task runs.
   std::vector<int> absorbed;
-  /// A conv storing the detector's class scores (CudaConvTask::scores): the workload key of the
-  /// same conv storing its own output, whose tuned config it takes without records of its own
-  /// (the main loop, which the config shapes, is the same).
+  /// A conv storing the detector's class scores or boxes (CudaConvTask::scores, boxes): the
+  /// workload key of the same conv storing its own output, whose tuned config it takes without
+  /// records of its own (the main loop, which the config shapes, is the same; twin_config).
   std::string twin_key;
-  /// A conv storing the class scores: its own output, which it no longer stores, and the
-  /// detector's output it writes into instead (plan_memory's Redirect).
+  /// A conv storing the class scores or boxes: its own output, which it no longer stores, and
+  /// the detector's output it writes into instead (plan_memory's Redirect).
   const Value* redirected_from = nullptr;
   const Value* redirected_into = nullptr;
 };
@@ -131,7 +131,9 @@ struct B2bPolicy {
 /// runs in its second group's place. Where the class scores of a DFL detect tail come from
 /// tensor-core head convs that only the tail reads, those convs store the scores (sigmoid) straight
 /// into the detector's output and the tail decodes only the boxes (CudaConvTask::scores): on an
-/// H200 at batch 128 the tail's class units read and wrote every score once more. Raises a
+/// H200 at batch 128 the tail's class units read and wrote every score once more. Where then also
+/// every level's box logits come from a chosen b2b pair that only the tail reads, those pairs
+/// decode the boxes into the output (CudaConvTask::boxes) and the tail has no task. Raises a
 /// UserError naming the group and its ops when no template takes it.
 std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm = 80, const B2bPolicy& b2b = {},
                                          bool stem_pairs = false);

@@ -7,6 +7,7 @@
 
 #include "codegen/cpu/emit_util.h"
 #include "codegen/cuda/cuda_emit.h"
+#include "codegen/cuda/detect_tail_template.h"
 #include "core/error.h"
 
 namespace yoloc::codegen::cuda {
@@ -789,6 +790,9 @@ constexpr const char* kB2bFunctions = R"(enum : int {
   // The second stage's output tile staged over the intermediate (see b2b_store_staged): pixel
   // rows of LDT halves (NHWC), or channel rows of LDP halves (NCHW).
   B2B_EPI = @B2B_EPI@, LDP = BM + 8,
+  // (CudaConvTask::boxes) The staged tile is a level's DFL logits, decoded into the detector's
+  // boxes (dfl::box_unit, kB2bBoxes) from anchor BOX_BASE on.
+  BOX_BASE = @BOX_BASE@,
   VEC_NHWC = s2::OS % 8 == 0 && s2::OO % 8 == 0,
   VEC_NCHW = (s2::OH * s2::OW) % 8 == 0 && s2::OPLANE % 8 == 0 && s2::OBASE % 8 == 0
 };
@@ -814,8 +818,9 @@ YC_DEVICE void b2b_load_w2(yc_u16* sw, const yc_u16* __restrict__ w2, int tid) {
 // on consecutive pieces. The fragments' own stores are 4 bytes (NHWC) or 2 (NCHW) 8 pixels apart,
 // a transaction each.
 YC_DEVICE void b2b_store_staged(const float (&acc2)[MI][NI][4], const float* __restrict__ bias2,
-                                yc_u16* st, s2::OutT* __restrict__ y, int tile, int lane,
-                                int wrow0, int warp_n) {
+                                yc_u16* st, s2::OutT* __restrict__ y,
+                                const float* __restrict__ table, int tile, int lane, int wrow0,
+                                int warp_n) {
   const int tid = static_cast<int>(threadIdx.x);
   s2::OutT* so = reinterpret_cast<s2::OutT*>(st);
   YC_SYNC();
@@ -839,7 +844,7 @@ YC_DEVICE void b2b_store_staged(const float (&acc2)[MI][NI][4], const float* __r
     }
   }
   YC_SYNC();
-  typedef yc_vec<s2::OutT, 8> V8;
+@B2B_BOXES@  typedef yc_vec<s2::OutT, 8> V8;
   if constexpr (s2::OUT_NCHW) {
     enum : int { GROUPS = BM / 8 };  // pixel groups of a channel
     for (int chunk = tid; chunk < K2 * GROUPS; chunk += THREADS) {
@@ -885,7 +890,8 @@ YC_DEVICE void b2b_store_staged(const float (&acc2)[MI][NI][4], const float* __r
 // stage's epilogue.
 YC_DEVICE void b2b_tail(const float (&acc)[MI][NI][4], const float* __restrict__ bias,
                         const yc_u16* sw, yc_u16* st, const float* __restrict__ bias2,
-                        s2::OutT* __restrict__ y, int tile, int lane, int wrow0, int warp_n) {
+                        s2::OutT* __restrict__ y, const float* __restrict__ table, int tile,
+                        int lane, int wrow0, int warp_n) {
   YC_SYNC();  // every warp is past its last read of the ring (ldmatrix, or waited-for wgmma)
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi) {
@@ -911,7 +917,7 @@ YC_DEVICE void b2b_tail(const float (&acc)[MI][NI][4], const float* __restrict__
       warp_step(acc2, st + wrow0 * LDT, LDT, sw + (nc + warp_n * WN) * LDW, LDW, ks * 16, lane);
     }
     if constexpr (B2B_EPI) {
-      b2b_store_staged(acc2, bias2, st, y, tile, lane, wrow0, warp_n);
+      b2b_store_staged(acc2, bias2, st, y, table, tile, lane, wrow0, warp_n);
       continue;
     }
 #pragma unroll
@@ -927,6 +933,22 @@ YC_DEVICE void b2b_tail(const float (&acc)[MI][NI][4], const float* __restrict__
     }
   }
 }
+)";
+
+// (CudaConvTask::boxes) b2b_store_staged's end once the tile is staged: the box decode.
+constexpr const char* kB2bBoxes =
+    R"(  // A thread a pixel: the detect tail's box unit on its staged logits (16-bit, as the unfused
+  // pair stores them), y the detector's output.
+  for (int row = tid; row < BM; row += THREADS) {
+    const int m = out_pixel(tile, row);
+    if (m >= M) continue;
+    const int img = m / (s2::OH * s2::OW), a = BOX_BASE + (m - img * (s2::OH * s2::OW));
+    dfl::box_unit(so + (s2::OUT_NCHW ? row : row * LDT), s2::OUT_NCHW ? yc_i64{LDP} : yc_i64{1},
+                  table, a,
+                  reinterpret_cast<dfl::TO*>(y) +
+                      (static_cast<yc_i64>(img) * dfl::ON + static_cast<yc_i64>(a) * dfl::OA));
+  }
+  return;
 )";
 
 }  // namespace
@@ -959,6 +981,17 @@ bool takes(const CudaConvTask& task) {
       !(last_nchw && last.act == Activation::kNone && !last.residual && !task.up &&
         task.scores->base >= 0 && task.scores->base + last.oh * last.ow <= task.scores->plane))
     return false;
+  // Boxes: a pair whose second stage (no activation) is the whole dense S x R logits map of a
+  // level that lies within the tail's anchors, and a tail whose box unit reads 16-bit logits.
+  if (task.boxes) {
+    const DetectTailTask* d = task.boxes->tail.get();
+    if (!task.b2b || task.scores || !d || !DetectTailTemplate::matches(*d)) return false;
+    const B2bStage& b = *task.b2b;
+    if (b.act != Activation::kNone || b.k != d->sides * d->bins ||
+        !(b.out == ChannelSlice{b.k, 0}) || task.boxes->base < 0 ||
+        task.boxes->base + t.oh * t.ow > d->anchors || t.n != d->n)
+      return false;
+  }
   if (!task.b2b) return true;
   // The intermediate is the second GEMM's A operand: the activation dtype, kept in shared memory.
   const B2bStage& b = *task.b2b;
@@ -1008,6 +1041,8 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   // A b2b block holds all the first stage's channels, in one block (no split), and finishes its
   // tile through the second stage (epi=1: its output staged, where that fits).
   if (t.b2b && (bn < cpu::ceil_div(t.conv.k, 16) * 16 || splitk != 1)) return false;
+  // Boxes are decoded from the staged tile only (each pixel's logits in shared memory).
+  if (t.boxes && !b2b_staged(t, cfg)) return false;
   if (b2b_staged(t, cfg) &&
       !b2b_staging_fits(t, bm, bn, bk, cfg.get("stages"),
                         halo_elems(t, bm, cfg.get("halo"), cfg.get("wg") == 2), cfg.get("wg") == 2))
@@ -1103,7 +1138,7 @@ std::optional<ScheduleConfig> b2b_default(const CudaConvTask& t) {
                                       {"stages", stages},
                                       {"splitk", 1},
                                       {"l1", 0},
-                                      {"epi", 0},
+                                      {"epi", t.boxes ? 1 : 0},
                                       {"halo", 0},
                                       {"wg", 0},
                                       {"minb", 0},
@@ -1242,19 +1277,26 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
       {{"@WGMMA_SOURCE@", wgmma},
        {"@WG@", std::to_string(wg)},
        {"@BF16@", bf16 ? "1" : "0"},
-       {"@B2B_FUNCTIONS@", t.b2b ? "namespace s2 {\n" + conv_common_source(t.second_stage()) +
-                                       "}  // namespace s2\n" + kB2bFunctions
-                                 : ""},
+       {"@B2B_FUNCTIONS@",
+        t.b2b ? "namespace s2 {\n" + conv_common_source(t.second_stage()) + "}  // namespace s2\n" +
+                    (t.boxes ? "namespace dfl {\n" + detect_box_unit_source(*t.boxes->tail) +
+                                   "}  // namespace dfl\n"
+                             : std::string()) +
+                    kB2bFunctions
+              : ""},
        // ---- The b2b kernel parameters, after the common ones of conv_task.h (extra parameters
        // of other fused forms go before these: the list is x, w, bias, res, y, [others], w2,
        // bias2; tasks.cpp appends their arguments in the same order).
        {"@B2B_PARAMS@",
-        t.b2b ? ",\n          const void* w2_, const float* __restrict__ bias2" : ""},
+        t.b2b ? std::string(",\n          const void* w2_, const float* __restrict__ bias2") +
+                    (t.boxes ? ", const float* __restrict__ dfl_table" : "")
+              : ""},
        {"@B2B_LOAD@",
         t.b2b ? "  b2b_load_w2(yc_smem + W2_AT, static_cast<const yc_u16*>(w2_), tid);" : ""},
-       {"@B2B_TAIL@", t.b2b ? "  b2b_tail(acc, bias, yc_smem + W2_AT, yc_smem, bias2, "
-                              "static_cast<s2::OutT*>(y_), tile, lane, wrow0, warp_n);\n"
-                              "  return;"
+       {"@B2B_TAIL@", t.b2b ? fmt::format("  b2b_tail(acc, bias, yc_smem + W2_AT, yc_smem, bias2, "
+                                          "static_cast<s2::OutT*>(y_), {}, tile, lane, wrow0, "
+                                          "warp_n);\n  return;",
+                                          t.boxes ? "dfl_table" : "nullptr")
                             : ""},
        {"@ACT1@", act1},
        {"@BM@", std::to_string(bm)},
@@ -1277,6 +1319,8 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
        {"@L1@", std::to_string(cfg.get("l1"))},
        {"@EPI@", staged_output(t, cfg) ? "1" : "0"},
        {"@B2B_EPI@", b2b_staged(t, cfg) ? "1" : "0"},
+       {"@B2B_BOXES@", t.boxes ? kB2bBoxes : ""},
+       {"@BOX_BASE@", std::to_string(t.boxes ? t.boxes->base : 0)},
        {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},
        {"@NCHW_IN@", t.in_nchw ? "1" : "0"},
        {"@HALO@", std::to_string(cfg.get("halo"))},

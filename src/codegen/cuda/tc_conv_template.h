@@ -47,7 +47,10 @@
 /// the second epilogue (bias2, activation2, its output slice, NHWC or NCHW). The intermediate
 /// never reaches memory, and one launch replaces two. The kernel takes two parameters after the
 /// common ones: (x, w, bias, res, y, w2, bias2), w2 what pack_b2b_weights makes, bias2 K2 float32
-/// values, y the second stage's output, res unused.
+/// values, y the second stage's output, res unused. A pair decoding a level's DFL boxes
+/// (CudaConvTask::boxes; staged epilogue only) takes the tail's table after bias2 and y is the
+/// detector's output: once its second-stage tile (the S x R logits) is staged, a thread per pixel
+/// runs the detect tail's box unit on its logits in shared memory and stores its box channels.
 ///
 /// Warpgroup MMA (knob "wg", sm_90 only; the kernel is built for sm_90a): the warps form warpgroups
 /// of 4 that each compute 4*WM x WN with wgmma.mma_async m64nWNk16, A from registers (the same
