@@ -64,6 +64,21 @@ inline Tensor reference_conv(const ConvTask& t, const Tensor& x, const Tensor& w
   return run_reference(g, feeds).at(0).tensor;
 }
 
+/// Element `element` of a buffer of float32, float16 or bfloat16 values, as float.
+inline float stored_element(const std::vector<uint8_t>& y, size_t element, DType dt) {
+  if (dt == DType::kFloat32) {
+    float v;
+    std::memcpy(&v, &y[element * 4], 4);
+    return v;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, &y[element * 2], 2);
+  if (dt == DType::kFloat16) return static_cast<float>(Half::from_bits(bits));
+  BFloat16 bf;
+  bf.bits = bits;
+  return static_cast<float>(bf);
+}
+
 inline ConvOperands make_operands(const CudaConvTask& task, uint32_t seed) {
   const ConvTask& t = task.conv;
   // Weights scaled so outputs stay of order one at any depth (a group reads C / groups channels).
@@ -138,17 +153,7 @@ inline ::testing::AssertionResult check_output(const CudaConvTask& task,
           }
           continue;
         }
-        float got = 0;
-        if (task.out_dtype == DType::kFloat32) {
-          std::memcpy(&got, &y[at], 4);
-        } else {
-          uint16_t bits;
-          std::memcpy(&bits, &y[at], 2);
-          BFloat16 bf;
-          bf.bits = bits;
-          got = task.out_dtype == DType::kFloat16 ? static_cast<float>(Half::from_bits(bits))
-                                                  : static_cast<float>(bf);
-        }
+        const float got = stored_element(y, at / es, task.out_dtype);
         const float w = ref[(b * t.k + k) * hw + p];
         const double err =
             std::fabs(static_cast<double>(got) - w) / std::max(1.0, std::fabs(double{w}));

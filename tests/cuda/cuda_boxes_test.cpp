@@ -103,17 +103,6 @@ std::vector<std::pair<int64_t, double>> decode(const DetectTailTask& t,
   return out;
 }
 
-float stored(const std::vector<uint8_t>& y, size_t element, DType dt) {
-  if (dt == f32) {
-    float v;
-    std::memcpy(&v, &y[element * 4], 4);
-    return v;
-  }
-  uint16_t bits;
-  std::memcpy(&bits, &y[element * 2], 2);
-  return static_cast<float>(Half::from_bits(bits));
-}
-
 // Emulates t with cfg and checks the detector output against the reference decode of the pair's
 // logits (want: NCHW float32, rounded here to the logits' stored type).
 ::testing::AssertionResult check(const EmulatedKernels& emu, const CudaKernel& k,
@@ -153,7 +142,7 @@ float stored(const std::vector<uint8_t>& y, size_t element, DType dt) {
       for (const auto& [ch, value] : decode(tail, v, a)) {
         const auto at = static_cast<size_t>(i * os[0] + ch * os[1] + a * os[2]);
         mine[at] = true;
-        const double got = stored(y, at, od);
+        const double got = stored_element(y, at, od);
         // The logits' rounding may differ from the reference's by an ulp (another summation
         // order): about 1e-3 of a box coordinate of the 20x20 level (stride 32).
         const double tol = (od == f32 ? 2e-3 : 4e-3) * std::fabs(value) + 1e-2;

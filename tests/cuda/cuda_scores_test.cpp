@@ -40,17 +40,6 @@ CudaConvTask with_scores(CudaConvTask t, ChannelSlice rows, int64_t plane, int64
   return t;
 }
 
-float stored(const std::vector<uint8_t>& y, size_t element, DType dt) {
-  if (dt == f32) {
-    float v;
-    std::memcpy(&v, &y[element * 4], 4);
-    return v;
-  }
-  uint16_t bits;
-  std::memcpy(&bits, &y[element * 2], 2);
-  return static_cast<float>(Half::from_bits(bits));
-}
-
 // Checks the detector output y (n images of rows.stride planes) against sigmoid(want) (NCHW
 // float32 [n, k, oh, ow]) at the task's places, and every other byte still `fill`.
 ::testing::AssertionResult check_scores(const CudaConvTask& t, const std::vector<uint8_t>& y,
@@ -70,7 +59,7 @@ float stored(const std::vector<uint8_t>& y, size_t element, DType dt) {
         mine[at] = true;
         const double x = want.data<float>()[(i * c.k + k) * hw + p];
         const double s = 1.0 / (1.0 + std::exp(-x));
-        const double got = stored(y, at, last.out_dtype);
+        const double got = stored_element(y, at, last.out_dtype);
         if (!(std::fabs(got - s) <= (last.out_dtype == f32 ? 1e-4 : 2e-3)) && bad++ == 0)
           first = fmt::format("image {} class {} pixel {}: got {}, want {}", i, k, p, got, s);
       }

@@ -13,6 +13,7 @@
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "codegen/cuda/tasks.h"
 #include "codegen/cuda/upsample_template.h"
+#include "conv_test_util.h"
 #include "core/half.h"
 #include "cuda_emulator.h"
 #include "ops/reference_executor.h"
@@ -75,20 +76,6 @@ std::vector<uint8_t> to_nhwc(const Tensor& v, DType dtype, const ChannelSlice& s
   return buf;
 }
 
-float stored(const std::vector<uint8_t>& buf, DType dtype, size_t at) {
-  if (dtype == DType::kFloat32) {
-    float f;
-    std::memcpy(&f, &buf[at * 4], 4);
-    return f;
-  }
-  uint16_t b;
-  std::memcpy(&b, &buf[at * 2], 2);
-  if (dtype == DType::kFloat16) return Half::from_bits(b);
-  BFloat16 v;
-  v.bits = b;
-  return v;
-}
-
 // Runs kernel k of task t (built into emu) in the emulation on x and compares the output slice
 // with the reference executor's Resize (graph g), and that the bytes outside the slice are
 // untouched.
@@ -115,7 +102,7 @@ void check(const UpsampleTask& t, const CudaKernel& k, const EmulatedKernels& em
             continue;
           }
           const float exp = want.data<float>()[((n * t.c + c - t.out.offset) * oh + h) * ow + w];
-          bad += stored(y, t.dtype, at) != exp;
+          bad += stored_element(y, at, t.dtype) != exp;
         }
   EXPECT_EQ(bad, 0);
 }
