@@ -33,7 +33,7 @@ struct TaskInfo {
   /// A workload whose records this one starts from while it has none of its own (a CUDA conv
   /// storing class scores or boxes: the same conv storing its own output, CudaTask::twin_key); ""
   /// if none.
-  std::string twin_key;
+  std::string twin_key = {};
 };
 
 /// TaskInfo of a CPU task.
