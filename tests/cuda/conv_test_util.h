@@ -79,6 +79,18 @@ inline float stored_element(const std::vector<uint8_t>& y, size_t element, DType
   return static_cast<float>(bf);
 }
 
+/// Counts into `bad` the elements of y (es bytes each) that `mine` does not mark and that are not
+/// all `fill` bytes any more (written where nothing should be), naming the first in `first` if
+/// it is the first bad one.
+inline void count_written_outside(const std::vector<uint8_t>& y, const std::vector<bool>& mine,
+                                  size_t es, uint8_t fill, int& bad, std::string& first) {
+  for (size_t e = 0; e < mine.size(); ++e) {
+    if (mine[e]) continue;
+    for (size_t b = 0; b < es; ++b)
+      if (y[e * es + b] != fill && bad++ == 0) first = "element " + std::to_string(e) + " written";
+  }
+}
+
 inline ConvOperands make_operands(const CudaConvTask& task, uint32_t seed) {
   const ConvTask& t = task.conv;
   // Weights scaled so outputs stay of order one at any depth (a group reads C / groups channels).
