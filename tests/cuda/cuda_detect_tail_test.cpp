@@ -60,8 +60,9 @@ TEST_P(TailModels, TemplateOfTheTail) {
     int nulls = 0;
     for (size_t i = 0; i < 6; ++i) {
       nulls += l.args[i].kind == CudaArg::Kind::kNull;
-      if (l.args[i].kind != CudaArg::Kind::kNull)
+      if (l.args[i].kind != CudaArg::Kind::kNull) {
         EXPECT_EQ(l.args[i].kind, CudaArg::Kind::kActivation);
+      }
     }
     EXPECT_EQ(nulls, stored ? 3 : 0);
     EXPECT_EQ(l.args[6].kind, CudaArg::Kind::kConstant);
