@@ -209,9 +209,10 @@ void Tuner::resume(const RecordSet& existing) {
         if (r.mode != "kernel" || !r.config.in_space(task.space)) continue;
         // A twin's config with the epilogue the task needs (codegen::twin_config).
         const std::optional<ScheduleConfig> cfg =
-            as_twin ? codegen::twin_config(task.space, r.config, task.valid)
-                    : std::optional<ScheduleConfig>(r.config);
-        if (!cfg || !task.valid(*cfg) || *cfg == task.default_config) continue;
+            as_twin                ? codegen::twin_config(task.space, r.config, task.valid)
+            : task.valid(r.config) ? std::optional<ScheduleConfig>(r.config)
+                                   : std::nullopt;
+        if (!cfg || *cfg == task.default_config) continue;
         if (as_twin && !runs_[i].transfer) {
           runs_[i].transfer = *cfg;
           ++sum_.transferred;

@@ -80,7 +80,7 @@ struct DetectTailTask;
 /// (detect_box_unit_source) into the tail's output. With the class scores stored too
 /// (CudaScoresOut), the detect tail has nothing left to do and is not run.
 struct CudaBoxesOut {
-  std::shared_ptr<const DetectTailTask> tail;
+  std::shared_ptr<const DetectTailTask> tail;  ///< one DetectTailTemplate::matches takes
   int64_t base = 0;
 };
 

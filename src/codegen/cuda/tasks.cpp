@@ -264,6 +264,8 @@ struct HeadPlan {
     const Value* own = nullptr;  ///< its own output, which only the tail read
   };
   const FusedGroup* tail = nullptr;
+  std::shared_ptr<const DetectTailTask>
+      matched;                ///< the tail as detect_tail_task_from_group made it
   std::map<int, Conv> convs;  ///< by group
   bool boxes = false;         ///< the boxes too: the tail has nothing left to do and is not run
 };
@@ -274,9 +276,8 @@ struct HeadPlan {
 /// activation, 16-bit logits, a staged epilogue that fits). Else leaves the plan as it is: the
 /// tail keeps its box units. The box maps are then never stored, and the tail not run: on an H200
 /// at batch 128 it read every logit once more (59 us of yolov8n's 5.1 ms).
-void add_boxes(const Graph& g, const DetectTailTask& t,
-               const std::map<int, B2bPair>& pair_of_second, HeadPlan& plan) {
-  const auto tail = std::make_shared<const DetectTailTask>(t);
+void add_boxes(const Graph& g, const std::map<int, B2bPair>& pair_of_second, HeadPlan& plan) {
+  const DetectTailTask& t = *plan.matched;
   std::map<int, HeadPlan::Conv> convs;
   for (const DetectTailLevel& l : t.levels) {
     const Value* v = t.inputs[static_cast<size_t>(l.box_input)].value;
@@ -292,7 +293,7 @@ void add_boxes(const Graph& g, const DetectTailTask& t,
     const auto pair = pair_of_second.find(p->group);
     if (pair == pair_of_second.end() || pair->second.operands.y != v) return;
     HeadPlan::Conv c{pair->second.task, pair->second.operands, pair->second.task.key(), v};
-    c.task.boxes = CudaBoxesOut{tail, l.first};
+    c.task.boxes = CudaBoxesOut{plan.matched, l.first};
     c.operands.y = t.output.value;
     if (!TensorCoreConvTemplate::matches(c.task)) return;
     convs.emplace(p->group, std::move(c));
@@ -313,9 +314,11 @@ std::optional<HeadPlan> head_plan(const Graph& g, const std::vector<const FusedG
   for (const FusedGroup* grp : groups)
     if (grp->kind == GroupKind::kDetectTail) plan.tail = grp;
   if (!plan.tail) return std::nullopt;
-  const auto t = detect_tail_task_from_group(
+  const auto matched = detect_tail_task_from_group(
       g, *plan.tail, [&g](const Value* v) { return cuda_operand_of(g, v); });
-  if (!t) return std::nullopt;
+  if (!matched) return std::nullopt;
+  plan.matched = std::make_shared<const DetectTailTask>(*matched);
+  const DetectTailTask* t = plan.matched.get();
   const std::vector<int64_t>& os = t->output.strides;
   if (os[2] != 1 || os[1] <= 0 || os[0] % os[1] != 0) return std::nullopt;
   const ChannelSlice rows{os[0] / os[1], t->class_offset};
@@ -352,7 +355,7 @@ std::optional<HeadPlan> head_plan(const Graph& g, const std::vector<const FusedG
     if (!TensorCoreConvTemplate::matches(w->first)) return std::nullopt;
     plan.convs.emplace(p->group, HeadPlan::Conv{std::move(w->first), w->second, twin_key, v});
   }
-  add_boxes(g, *t, pair_of_second, plan);
+  add_boxes(g, pair_of_second, plan);
   return plan;
 }
 
@@ -468,23 +471,18 @@ std::optional<CudaTask> upsample_task(const Graph& g, const FusedGroup& grp) {
   return task;
 }
 
-/// The detect tail of `grp`; with `classes_stored`, of box units only (the head convs store the
-/// class scores, head_plan), its class inputs passed as null.
-std::optional<CudaTask> detect_tail_task(const Graph& g, const FusedGroup& grp,
-                                         bool classes_stored = false) {
-  if (grp.kind != GroupKind::kDetectTail) return std::nullopt;
-  auto t =
-      detect_tail_task_from_group(g, grp, [&g](const Value* v) { return cuda_operand_of(g, v); });
-  if (!t) return std::nullopt;
-  t->classes_stored = classes_stored;
+/// The task of a matched detect tail t; with t.classes_stored, of box units only (the head convs
+/// store the class scores, head_plan), its class inputs passed as null.
+CudaTask detect_tail_task(const DetectTailTask& t) {
+  const bool classes_stored = t.classes_stored;
   CudaTask task;
   task.template_name = "detect_tail";
-  task.key = t->key();
+  task.key = t.key();
   // The box unit's softmax and expectation (about 4 operations a logit), a sigmoid a class.
-  task.flops = static_cast<double>(t->n * t->anchors) *
-               static_cast<double>(4 * t->sides * t->bins + (classes_stored ? 0 : 4 * t->classes));
-  set_schedule<DetectTailTemplate>(task, *t);
-  task.lower = [t = *t](const ScheduleConfig& cfg, const std::string& prefix) {
+  task.flops = static_cast<double>(t.n * t.anchors) *
+               static_cast<double>(4 * t.sides * t.bins + (classes_stored ? 0 : 4 * t.classes));
+  set_schedule<DetectTailTemplate>(task, t);
+  task.lower = [t](const ScheduleConfig& cfg, const std::string& prefix) {
     CudaLowered l = one_kernel(DetectTailTemplate::emit(t, cfg, prefix));
     std::set<int> read;
     for (const DetectTailLevel& lv : t.levels) {
@@ -500,6 +498,15 @@ std::optional<CudaTask> detect_tail_task(const Graph& g, const FusedGroup& grp,
     return l;
   };
   return task;
+}
+
+/// The detect tail of `grp`, if it is one the detect-tail template takes.
+std::optional<CudaTask> detect_tail_task(const Graph& g, const FusedGroup& grp) {
+  if (grp.kind != GroupKind::kDetectTail) return std::nullopt;
+  auto t =
+      detect_tail_task_from_group(g, grp, [&g](const Value* v) { return cuda_operand_of(g, v); });
+  if (!t) return std::nullopt;
+  return detect_tail_task(*t);
 }
 
 std::optional<CudaTask> task_of_group(const Graph& g, const FusedGroup& grp, int sm) {
@@ -604,7 +611,11 @@ std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, const B2bPolicy
     if (paired.count(grp->id)) continue;  // the first of a pair
     if (head && head->boxes && grp == head->tail) continue;  // done by the head convs
     std::optional<CudaTask> t = head_task(grp->id);
-    if (!t && head && grp == head->tail) t = detect_tail_task(g, *grp, true);
+    if (!t && head && grp == head->tail) {
+      DetectTailTask box_units = *head->matched;
+      box_units.classes_stored = true;
+      t = detect_tail_task(box_units);
+    }
     if (!t) t = task_of_group(g, *grp, sm);
     if (!t) {
       std::string ops;

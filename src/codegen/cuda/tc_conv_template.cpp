@@ -982,10 +982,12 @@ bool takes(const CudaConvTask& task) {
         task.scores->base >= 0 && task.scores->base + last.oh * last.ow <= task.scores->plane))
     return false;
   // Boxes: a pair whose second stage (no activation) is the whole dense S x R logits map of a
-  // level that lies within the tail's anchors, and a tail whose box unit reads 16-bit logits.
+  // level that lies within the tail's anchors (a tail DetectTailTemplate takes, as
+  // detect_tail_task_from_group makes them; valid() runs for every candidate of a tuning run, so
+  // that is not checked again here).
   if (task.boxes) {
     const DetectTailTask* d = task.boxes->tail.get();
-    if (!task.b2b || task.scores || !d || !DetectTailTemplate::matches(*d)) return false;
+    if (!task.b2b || task.scores || !d) return false;
     const B2bStage& b = *task.b2b;
     if (b.act != Activation::kNone || b.k != d->sides * d->bins ||
         !(b.out == ChannelSlice{b.k, 0}) || task.boxes->base < 0 ||
