@@ -55,8 +55,9 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
     for (const auto& [batch, n] : from_batch)
       from += fmt::format("{}{} from records of batch {}", from.empty() ? "" : ", ", n, batch);
     if (twins > 0)
-      from += fmt::format("{}{} from the records of their twin (NHWC output, own output)",
-                          from.empty() ? "" : ", ", twins);
+      from +=
+          fmt::format("{}{} from the records of their twin (NHWC output, own output, whole input)",
+                      from.empty() ? "" : ", ", twins);
     fmt::print("  records {}: {} for this {} ({} of other versions ignored); {} tasks tuned{}, "
                "{} defaults\n",
                records, r.records_applicable, o.target == "cuda" ? "arch" : "machine",

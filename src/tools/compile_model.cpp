@@ -146,7 +146,8 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     // nearest batch that has records (compile_cuda keeps it only where it is valid). The tasks
     // as compile_cuda extracts them, for the target's arch.
     std::set<std::string> keys;
-    std::vector<codegen::cuda::CudaTask> twins;  // the convs storing class scores or boxes
+    // The convs storing class scores or boxes, or reading an upsampled input.
+    std::vector<codegen::cuda::CudaTask> twins;
     for (codegen::cuda::CudaTask& t : codegen::cuda::extract_cuda_tasks(
              g, codegen::cuda::parse_cuda_arch(cuda.arch), cuda.b2b, cuda.stem_pairs)) {
       keys.insert(t.key);
@@ -168,8 +169,9 @@ CompileReport compile_for_cuda(const CompileOptions& o,
         report.layout_twin.insert(key);
       }
     }
-    // Convs storing class scores or boxes, that of the conv storing its own output
-    // (CudaTask::twin_key), with the other epilogue where theirs needs it (twin_config).
+    // Convs storing class scores or boxes (or reading an upsampled input), that of the conv
+    // storing its own output (reading its whole input: CudaTask::twin_key), with the other knob
+    // where theirs needs it (twin_config).
     for (const codegen::cuda::CudaTask& t : twins) {
       const auto it = cuda.configs.find(t.twin_key);
       if (cuda.configs.contains(t.key) || it == cuda.configs.end()) continue;

@@ -6,7 +6,8 @@
 // together, here the detect head's convs written NCHW into channel slices of each level's concat
 // (strided at batch 2), the tail (the detect-tail template) reading them through reshape views,
 // a neck's nearest Resize written by the conv it reads as its upsampled copy (no launch of its
-// own; the memory plan keeps the concat it lands in alive from that conv on), a depthwise
+// own; the memory plan keeps the concat it lands in alive from that conv on), or at batch 3 read
+// from that conv's output by the 1x1 conv reading the concat (no launch either), a depthwise
 // conv (the depthwise template), and with split heads the class convs storing the class scores
 // into the output (the tail then decodes the boxes only; the memory plan keeps the output alive
 // from the first of them on and stores no class map).
@@ -18,6 +19,7 @@
 #include <set>
 
 #include "../unit/graph_builder.h"
+#include "codegen/cuda/conv_upsample.h"
 #include "codegen/cuda/cuda_compiler.h"
 #include "cuda_emulator.h"
 #include "passes/pipeline.h"
@@ -62,10 +64,10 @@ Attrs int_attr(const char* name, int64_t v) {
 // `split_heads`, each branch flattened on its own and the levels' box and class maps
 // concatenated apart (as YOLO11 exports): the class convs' outputs are then theirs alone, and
 // at fp16 they store the class scores straight into the output (CudaConvTask::scores).
-std::unique_ptr<Graph> detector(bool split_heads = false) {
+std::unique_ptr<Graph> detector(bool split_heads = false, int64_t n = 2) {
   auto gp = std::make_unique<Graph>();
   Graph& g = *gp;
-  Value* x = input(g, "x", {2, 8, 8, 8});
+  Value* x = input(g, "x", {n, 8, 8, 8});
   Value* f1 = node(g, "SiLU", {conv(g, x, 8, 16, 3, 1)});
   Attrs pool;
   pool.set("kernel_shape", std::vector<int64_t>{2, 2});
@@ -96,12 +98,12 @@ std::unique_ptr<Graph> detector(bool split_heads = false) {
     Value* box = branch(f, 16);
     Value* cls = branch(f, 6);
     if (split_heads) {
-      box_levels.push_back(node(g, "Reshape", {box, ints(g, {2, 16, -1})}));
-      cls_levels.push_back(node(g, "Reshape", {cls, ints(g, {2, 6, -1})}));
+      box_levels.push_back(node(g, "Reshape", {box, ints(g, {n, 16, -1})}));
+      cls_levels.push_back(node(g, "Reshape", {cls, ints(g, {n, 6, -1})}));
       continue;
     }
     Value* cat = node(g, "Concat", {box, cls}, int_attr("axis", 1));
-    levels.push_back(node(g, "Reshape", {cat, ints(g, {2, 22, -1})}));
+    levels.push_back(node(g, "Reshape", {cat, ints(g, {n, 22, -1})}));
   }
   Value *box_all = nullptr, *cls_all = nullptr;
   if (split_heads) {
@@ -114,11 +116,11 @@ std::unique_ptr<Graph> detector(bool split_heads = false) {
     box_all = split->outputs[0];
     cls_all = split->outputs[1];
   }
-  Value* bins = node(g, "Reshape", {box_all, ints(g, {2, 4, 4, 80})});
+  Value* bins = node(g, "Reshape", {box_all, ints(g, {n, 4, 4, 80})});
   Attrs perm;
   perm.set("perm", std::vector<int64_t>{0, 2, 1, 3});
   Value* soft = node(g, "Softmax", {node(g, "Transpose", {bins}, perm)}, int_attr("axis", 1));
-  Value* sides = node(g, "Reshape", {conv(g, soft, 4, 1, 1, 99), ints(g, {2, 4, 80})});
+  Value* sides = node(g, "Reshape", {conv(g, soft, 4, 1, 1, 99), ints(g, {n, 4, 80})});
   Value* scores = node(g, "Sigmoid", {cls_all});
   g.outputs.push_back(node(g, "Concat", {sides, scores}, int_attr("axis", 1)));
   return gp;
@@ -130,12 +132,14 @@ std::unique_ptr<Graph> detector(bool split_heads = false) {
 // clusters of split-K, in the program as compiled). With `b2b` (fp16), each branch's last 3x3
 // conv and its 1x1 run as one back-to-back kernel, the intermediate never stored. With `halo`,
 // every tensor-core conv that allows it takes halo tiles 8 pixels wide (16 where 8 is invalid).
+// At a batch above kUpsampleMaxBatch the neck's 1x1 conv reads its input's upsampled part from
+// the 4x4 conv's output (CudaConvTask::up_in; fp16), and the concat's slice is never written.
 void run_detector(Precision precision, float tolerance, bool splitk = false, bool b2b = true,
-                  bool halo = false, bool split_heads = false) {
-  const Tensor xin = yoloc::testing::random_tensor({2, 8, 8, 8}, 7);
-  const Tensor want = run_reference(*detector(split_heads), {{"x", xin}}).at(0).tensor;
+                  bool halo = false, bool split_heads = false, int64_t batch = 2) {
+  const Tensor xin = yoloc::testing::random_tensor({batch, 8, 8, 8}, 7);
+  const Tensor want = run_reference(*detector(split_heads, batch), {{"x", xin}}).at(0).tensor;
 
-  std::unique_ptr<Graph> g = detector(split_heads);
+  std::unique_ptr<Graph> g = detector(split_heads, batch);
   PassContext ctx;
   ctx.target = "cuda";
   ctx.precision = precision;
@@ -181,8 +185,8 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
   std::vector<CudaKernel> conv_kernels;
   GenericKernels generic;
   std::map<std::string, CudaKernel> by_symbol;
-  int nchw_convs = 0, detect_tails = 0, upsampled = 0, pairs = 0, depthwise = 0, scores = 0,
-      boxes = 0;
+  int nchw_convs = 0, detect_tails = 0, upsampled = 0, up_in = 0, pairs = 0, depthwise = 0,
+      scores = 0, boxes = 0;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const CudaLowered l = tasks[i].lower(build.tasks[i].config, fmt::format("yc_t{}", i));
     // Detect-tail kernels (no shared memory, no barrier) run sequentially as generic ones do.
@@ -198,6 +202,7 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
       pairs += key.find(" b2b ") != std::string::npos;
       depthwise += tasks[i].template_name == "dw_conv";
       upsampled += key.find(" up2x2 out32+0") != std::string::npos;
+      up_in += key.find(" upin0+16 2x2 from16+0") != std::string::npos;
       // " out-nchw", or " nchw" for a pair whose second stage writes NCHW.
       nchw_convs += key.size() > 5 && (key.compare(key.size() - 5, 5, "-nchw") == 0 ||
                                        key.compare(key.size() - 5, 5, " nchw") == 0);
@@ -215,8 +220,11 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
   EXPECT_EQ(scores, want_scores);
   EXPECT_EQ(boxes, want_boxes);
   EXPECT_EQ(nchw_convs, 4 - want_scores - want_boxes);
-  // The neck's Resize is the 4x4 conv's upsampled copy, into the concat's first slice.
-  EXPECT_EQ(upsampled, 1);
+  // The neck's Resize is the 4x4 conv's upsampled copy, into the concat's first slice; above
+  // kUpsampleMaxBatch (fp16) the neck's 1x1 conv reads that slice from the 4x4 conv's output.
+  const bool reads_up = batch > kUpsampleMaxBatch && precision == Precision::kFp16;
+  EXPECT_EQ(upsampled, batch > kUpsampleMaxBatch ? 0 : 1);
+  EXPECT_EQ(up_in, reads_up ? 1 : 0);
   EXPECT_EQ(depthwise, 1);
   EXPECT_EQ(pairs, b2b && precision == Precision::kFp16 ? 4 : 0);
   // The DFL tail (distances and class sigmoids, no box decode) takes the detect-tail template,
@@ -248,9 +256,11 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
     if (launch.task["template"] == "generic" || launch.task["template"] == "detect_tail") {
       EXPECT_EQ(generics.launch(k, args), "");
     } else {
-      // (x, w, bias, res, y, up), a b2b pair's (w2, bias2), a box pair's table.
+      // (x, w, bias, res, y, up), an upsampled input's source, a b2b pair's (w2, bias2), a box
+      // pair's table.
       const std::string key = launch.task["key"].get<std::string>();
-      ASSERT_EQ(args.size(), key.find(" b2b ") == std::string::npos    ? 6u
+      ASSERT_EQ(args.size(), key.find(" b2b ") == std::string::npos
+                                 ? (key.find(" upin") == std::string::npos ? 6u : 7u)
                              : key.find(" boxes") == std::string::npos ? 8u
                                                                        : 9u);
       std::vector<EmulatedKernels::Buffer> buffers;
@@ -300,6 +310,13 @@ TEST(CudaProgramEmulated, Fp16DetectorWithHaloTilesInB2bPairsMatchesReference) {
 TEST(CudaProgramEmulated, Fp16DetectorWithSplitHeadsStoresScoresAndBoxesFromTheConvs) {
   run_detector(Precision::kFp16, 1e-2f, false, true, false, true);
   run_detector(Precision::kFp16, 1e-2f, false, false, false, true);
+}
+
+// Batch 3: the neck's Resize fused into the 1x1 conv reading it (NaN bytes in the arena where
+// the concat's upsampled slice would be: a read of it fails the comparison).
+TEST(CudaProgramEmulated, Fp16DetectorAtBatch3ReadsTheUpsampledInputInItsConv) {
+  run_detector(Precision::kFp16, 1e-2f, false, true, false, true, 3);
+  run_detector(Precision::kFp16, 1e-2f, false, false, false, false, 3);
 }
 
 TEST(CudaProgramEmulated, Fp32DetectorWithNchwHeadConvsMatchesReference) {

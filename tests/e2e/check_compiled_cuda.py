@@ -7,7 +7,7 @@ module per task plus the detection module of a detector, an arena below the naiv
 yolov8n it also checks that its SPPF is one launch of the SPPF template, that the shipped tuning
 records (records/cuda-sm_90.jsonl) still apply (a change of workload keys would leave them
 silently unused), that its two Resizes have no launch of their own (the convs they read write
-the upsampled copies), that with --b2b on its 9 back-to-back conv pairs run as one kernel each
+the upsampled copies; at batch 128 the 1x1 convs reading their concats read their sources), that with --b2b on its 9 back-to-back conv pairs run as one kernel each
 (the detect head's 3x3 -> 1x1 ends of branches, the stride-2 convs with the C2f cv1 after them),
 the box pairs then decoding the boxes and the class pairs storing the scores (no detect tail),
 and that by default (--b2b measured) none does at batch 1 (the shipped records time none of them
@@ -193,6 +193,28 @@ def main():
                 mismatch.stderr or os.path.exists(artifact + ".bad.ycm"):
             problems.append("--io-precision fp16 with --precision bf16: unclear error:\n" +
                             mismatch.stderr)
+        # Batch 128 (the dynamic-batch twin, as bench/gpu_vs_torch.py compiles it): above
+        # kUpsampleMaxBatch the two Resizes have no launch either, for another reason: the 1x1
+        # convs reading their concats read their sources (" upin"), tuned by their own records
+        # or by those of the same conv reading the whole concat.
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                        "bench"))
+        from onnx_twin import dynamic_batch_twin
+        twin = dynamic_batch_twin(args.model, args.work)
+        big = common.run([args.yoloc, "compile", twin, "-o", artifact + ".b128.ycm", "--force",
+                          "--target", "cuda", "--precision", "fp16", "--batch", "128"],
+                         "yoloc compile --batch 128")
+        big_tasks = [launch["task"] for launch in
+                     common.read_artifact(artifact + ".b128.ycm")[0]["program"]["launches"]]
+        up_in = [t for t in big_tasks if " upin" in t["key"]]
+        resizes = [t["key"] for t in big_tasks if t["template"] == "upsample" or
+                   "Resize" in t["group"] or " up2x2 out" in t["key"]]
+        want_keys = [" upin0+256 2x2 from384+128", " upin0+128 2x2 from192+64"]
+        if [k for k in want_keys if not any(k in t["key"] for t in up_in)] or len(up_in) != 2 \
+                or resizes or not all(t.get("tuned") for t in up_in):
+            problems.append(f"batch 128: convs reading an upsampled input {up_in} (expected the "
+                            f"two with {want_keys}, tuned), Resize launches {resizes}:\n" +
+                            big.stdout)
         untuned = common.run([args.yoloc, "compile", args.model, "-o", artifact, "--force",
                               "--target", "cuda", "--precision", "fp16", "--no-records"],
                              "yoloc compile --target cuda --no-records")

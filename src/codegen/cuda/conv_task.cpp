@@ -146,8 +146,11 @@ bool CudaConvTask::slices_valid() const {
   };
   const bool up_ok =
       !up || (up->sh >= 1 && up->sw >= 1 && !out_nchw && !b2b && ok(up->out, conv.k));
+  const bool up_in_ok = !up_in || (up_in->fh >= 1 && up_in->fw >= 1 && conv.h % up_in->fh == 0 &&
+                                   conv.w % up_in->fw == 0 && up_in->c0 >= 0 &&
+                                   up_in->c0 + up_in->c <= conv.c && ok(up_in->from, up_in->c));
   return ok(in, conv.c) && ok(out, conv.k) && (!conv.residual || ok(res, conv.k)) && up_ok &&
-         (!b2b || ok(b2b->out, b2b->k));
+         up_in_ok && (!b2b || ok(b2b->out, b2b->k));
 }
 
 CudaConvTask CudaConvTask::second_stage() const {
@@ -177,6 +180,10 @@ std::string CudaConvTask::key() const {
   if (in_nchw) k += fmt::format(" in-nchw-{}", short_dtype_name(image_dtype));
   if (out_nchw) k += " out-nchw";
   if (up) k += fmt::format(" up{}x{} out{}+{}", up->sh, up->sw, up->out.stride, up->out.offset);
+  if (up_in) {
+    k += fmt::format(" upin{}+{} {}x{} from{}+{}", up_in->c0, up_in->c, up_in->fh, up_in->fw,
+                     up_in->from.stride, up_in->from.offset);
+  }
   if (b2b) {
     k += fmt::format(" b2b k2={} {} ->{} out{}+{}{}", b2b->k, act_name(b2b->act),
                      short_dtype_name(b2b->out_dtype), b2b->out.stride, b2b->out.offset,

@@ -48,6 +48,16 @@ struct CudaConvUp {
   ChannelSlice out;
 };
 
+/// Input channels a conv reads as the nearest upsampling of another value (CudaConvTask::up_in:
+/// the Resize writing them into the conv's input concat is fused away): channels [c0, c0 + c) of
+/// input pixel (n, h, w) are channels [0, c) of pixel (n, h / fh, w / fw) of an NHWC value of
+/// (n, c, H / fh, W / fw), which lies in slice `from` of its buffer.
+struct CudaConvUpIn {
+  int64_t fh = 1, fw = 1;
+  int64_t c0 = 0, c = 0;
+  ChannelSlice from;
+};
+
 /// The second stage of a back-to-back fused pair (the tensor-core template only): a 1x1
 /// stride-1 conv, without residual, of the first conv's whole output (K channels, which never
 /// reach memory: a block keeps its pixels' row tile in shared memory, rounded to the first
@@ -107,6 +117,10 @@ struct CudaConvTask {
   int sm = 80;
   /// The upsampled copy, if any (NHWC outputs only, never with b2b: slices_valid refuses it).
   std::optional<CudaConvUp> up;
+  /// Input channels read from the value a nearest Resize upsamples (a 1x1 conv of a concat one of
+  /// whose parts is that Resize's output, tensor-core template only): the Resize has no kernel
+  /// and its part of the concat is never stored.
+  std::optional<CudaConvUpIn> up_in;
   /// Set for a back-to-back fused pair: this conv, then the 1x1 conv of `b2b` on its output. `out`
   /// then describes the intermediate (dense, NHWC), the kernel's y the second stage's output.
   std::optional<B2bStage> b2b;
@@ -123,8 +137,9 @@ struct CudaConvTask {
 
   /// A task on dense NHWC tensors (slices as wide as the tensors).
   static CudaConvTask dense(const ConvTask& conv, DType dtype, DType out_dtype);
-  /// True when every slice holds its tensor: offset >= 0, offset + channels <= stride; and an
-  /// upsampled copy has scales >= 1 and an NHWC output.
+  /// True when every slice holds its tensor: offset >= 0, offset + channels <= stride; an
+  /// upsampled copy has scales >= 1 and an NHWC output; an upsampled input has factors >= 1 that
+  /// divide the input's height and width and lies within the input's channels.
   bool slices_valid() const;
   /// The second stage of a b2b pair as a task of its own (the 1x1 conv reading the intermediate,
   /// dense, stored as out_dtype): what the unfused pair would run second.
@@ -134,7 +149,8 @@ struct CudaConvTask {
   /// type) / " out-nchw" / " up2x2 out256+128" (the upsampled copy: scales, its slice) appended for
   /// those forms: an NCHW output or an upsampled copy stores in another pattern, so it is tuned on
   /// its own. A b2b pair appends " b2b k2=<k> <act> -><dtype> out<stride>+<offset>" (and " nchw"
-  /// for an NCHW second output): it is tuned apart from the lone first conv. Class scores append
+  /// for an NCHW second output): it is tuned apart from the lone first conv. An upsampled input
+  /// appends " upin<c0>+<c> <fh>x<fw> from<stride>+<offset>". Class scores append
   /// " scores<base>/<plane>", boxes " boxes<base>/<anchors> -><output dtype>".
   std::string key() const;
 };

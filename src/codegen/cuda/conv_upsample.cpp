@@ -73,4 +73,30 @@ std::optional<UpsampleConsumer> upsample_consumer(const Graph& g, const Value* y
   return std::nullopt;
 }
 
+std::optional<UpsampledInput> upsampled_input(const Graph& g, const Value* x, ChannelSlice in) {
+  if (!x || !x->producer || !x->type.is_static() || x->layout.layout != Layout::kNHWC)
+    return std::nullopt;
+  const Node* cat = x->producer;
+  const int64_t axis = cat->attrs.get_int("axis", 0);
+  if (cat->op != "Concat" || !cat->is_view() || (axis != 1 && axis != -3) ||
+      x->type.static_shape()[0] <= kUpsampleMaxBatch || g.users(x).size() != 1)
+    return std::nullopt;
+  for (const Value* part : cat->inputs) {
+    const Node* r = part ? part->producer : nullptr;
+    if (!r || g.users(part).size() != 1 || !alone_in_kernel(g, r)) continue;
+    const auto f = nearest_factors(*r);
+    const Value* src = r->input(0);
+    if (!f || src->type.dtype != x->type.dtype) continue;
+    const auto at = channel_slice_of(g, part);
+    const auto from = channel_slice_of(g, src);
+    if (!at || !from || at->stride != in.stride || at->offset < in.offset) continue;
+    UpsampledInput u;
+    u.resize = r;
+    u.source = src;
+    u.up_in = {f->first, f->second, at->offset - in.offset, src->type.static_shape()[1], *from};
+    return u;
+  }
+  return std::nullopt;
+}
+
 }  // namespace yoloc::codegen::cuda

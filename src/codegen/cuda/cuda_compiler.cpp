@@ -146,6 +146,12 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
     const std::string prefix = fmt::format("yc_t{}", i);
     const CudaLowered l = t.lower(ct.config, prefix);
     out.scratch_bytes = std::max(out.scratch_bytes, align_to_arena(l.scratch_bytes));
+    // The values of the groups the task absorbs hold their data once it runs (a Resize read as
+    // a conv's upsampled input is never stored, but the concat holding it counts as complete).
+    for (const int grp : t.absorbed)
+      for (const Node* n : g.nodes())
+        if (n->group == grp)
+          for (const Value* v : n->outputs) avail.written(v);
     std::vector<runtime::Binding> args;
     std::vector<int> writes;  // the task's outputs and its scratch
     for (const CudaArg& a : l.args) {

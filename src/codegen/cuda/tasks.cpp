@@ -115,18 +115,21 @@ Tensor tail_table(const DetectTailTask& t) {
 }
 
 /// The task of conv workload t with operands o (for a b2b pair: the first's x, w and bias, the
-/// second's output as y); `resize`: the Resize whose output t's upsampled copy (t.up) is.
+/// second's output as y); `resize`: the Resize whose output t's upsampled copy (t.up) is;
+/// `upsampled`: the Resize whose source t reads as its upsampled input (t.up_in).
 template <class T>
 CudaTask conv_task(const CudaConvTask& t, const cpu::ConvOperands& o, const ConvRule& rule,
-                   const Node* resize = nullptr) {
+                   const Node* resize = nullptr, const UpsampledInput* upsampled = nullptr) {
   CudaTask task;
   if (resize) task.absorbed.push_back(resize->group);
+  if (upsampled) task.absorbed.push_back(upsampled->resize->group);
+  const Value* up_in_value = upsampled ? upsampled->source : nullptr;
   task.template_name = rule.name;
   task.key = t.key() + rule.key_suffix;
   task.flops = t.conv.flops() + (t.b2b ? t.second_stage().conv.flops() : 0.0);
   set_schedule<T>(task, t);
   const Value* up_value = resize ? resize->outputs[0] : nullptr;
-  task.lower = [t, o, up_value](const ScheduleConfig& cfg, const std::string& prefix) {
+  task.lower = [t, o, up_value, up_in_value](const ScheduleConfig& cfg, const std::string& prefix) {
     CudaLowered l = one_kernel(T::emit(t, cfg, prefix));
     l.args.push_back(activation(o.x, t.in.offset, false));
     const Tensor w = o.w->data.cast(DType::kFloat32);
@@ -142,7 +145,9 @@ CudaTask conv_task(const CudaConvTask& t, const cpu::ConvOperands& o, const Conv
     l.args.push_back(activation(o.y, t.scores || t.boxes ? 0 : last.out.offset * plane, true));
     l.args.push_back(up_value ? activation(up_value, t.up->out.offset, true) : CudaArg{});
     // ---- Parameters of fused forms after the common six, in the kernel's order
-    // (tc_conv_template.h): a b2b pair's second weights and bias, the box decode's table.
+    // (tc_conv_template.h): an upsampled input's source, a b2b pair's second weights and bias,
+    // the box decode's table.
+    if (t.up_in) l.args.push_back(activation(up_in_value, t.up_in->from.offset, false));
     if (t.b2b) {
       l.args.push_back(constant(TensorCoreConvTemplate::pack_b2b_weights(t)));
       l.args.push_back(constant(t.b2b->bias));
@@ -170,6 +175,17 @@ std::optional<CudaTask> conv_task(const Graph& g, const FusedGroup& grp, const C
     }
   }
   return conv_task<T>(t, w->second, rule, resize);
+}
+
+/// The task of a tensor-core conv group reading part of its input from the source of the Resize
+/// that writes it (upsampled_input): without records of its own it takes the config of the same
+/// conv reading its whole input (twin_config).
+CudaTask up_in_task(const std::pair<CudaConvTask, cpu::ConvOperands>& w, const UpsampledInput& u) {
+  CudaConvTask t = w.first;
+  t.up_in = u.up_in;
+  CudaTask task = conv_task<TensorCoreConvTemplate>(t, w.second, kTensorCoreRule, nullptr, &u);
+  task.twin_key = w.first.key() + kTensorCoreRule.key_suffix;
+  return task;
 }
 
 /// A back-to-back pair: `first`'s conv, then `second`'s 1x1 conv of its output, as one task.
@@ -587,7 +603,21 @@ std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, const B2bPolicy
     return task;
   };
   std::vector<CudaTask> tasks;
-  std::set<int> absorbed;  // groups an earlier task computes
+  std::set<int> absorbed;  // groups another task computes
+  // Above kUpsampleMaxBatch, a Resize written into a concat that a 1x1 conv alone reads: the conv
+  // reads the Resize's source instead (it runs later, so the Resize is marked absorbed now).
+  std::map<int, std::pair<std::pair<CudaConvTask, cpu::ConvOperands>, UpsampledInput>> up_in_of;
+  for (const FusedGroup* grp : groups) {
+    if (paired.count(grp->id) || (head && head->convs.count(grp->id))) continue;
+    auto w = tensor_core_workload(g, *grp, sm);
+    const auto u = w ? upsampled_input(g, w->second.x, w->first.in) : std::nullopt;
+    if (!u || absorbed.count(u->resize->group)) continue;
+    CudaConvTask t = w->first;
+    t.up_in = u->up_in;
+    if (!TensorCoreConvTemplate::matches(t)) continue;
+    absorbed.insert(u->resize->group);
+    up_in_of.emplace(grp->id, std::pair(std::move(*w), *u));
+  }
   const auto add_pair = [&tasks](CudaTask t, const FusedGroup& first, const FusedGroup& second) {
     t.group = first.id;
     t.second_group = second.id;
@@ -616,6 +646,8 @@ std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, const B2bPolicy
       box_units.classes_stored = true;
       t = detect_tail_task(box_units);
     }
+    if (auto it = up_in_of.find(grp->id); !t && it != up_in_of.end())
+      t = up_in_task(it->second.first, it->second.second);
     if (!t) t = task_of_group(g, *grp, sm);
     if (!t) {
       std::string ops;

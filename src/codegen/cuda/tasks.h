@@ -12,7 +12,9 @@
 ///
 /// A conv whose output a nearest Resize of integer scales reads (upsample_consumer) writes the
 /// Resize's output too, as its upsampled copy (CudaConvTask::up): the Resize's group gets no task
-/// (CudaTask::absorbed).
+/// (CudaTask::absorbed). Above kUpsampleMaxBatch the Resize goes into its reader instead, where
+/// that is a 1x1 conv of the concat it writes into (upsampled_input): the conv reads the Resize's
+/// source (CudaConvTask::up_in), and that part of the concat is never stored.
 ///
 /// A task lowers to one CUDA source with one or more launches that all take the same parameter
 /// list (CudaLowered::args): the conv templates' (x, w, bias, res, y, up; a b2b pair appends
@@ -76,11 +78,14 @@ struct CudaTask {
   /// The kernels for a valid config, their symbols starting with `prefix` (a C identifier).
   std::function<CudaLowered(const ScheduleConfig&, const std::string& prefix)> lower;
   /// The kernel groups this task computes besides its own (a Resize written as a conv's
-  /// upsampled copy): they have no task, and their values are written when this task runs.
+  /// upsampled copy, or read as its upsampled input): they have no task, and their values are
+  /// written (or stand for what is read) when this task runs.
   std::vector<int> absorbed;
   /// A conv storing the detector's class scores or boxes (CudaConvTask::scores, boxes): the
-  /// workload key of the same conv storing its own output, whose tuned config it takes without
-  /// records of its own (the main loop, which the config shapes, is the same; twin_config).
+  /// workload key of the same conv storing its own output; a conv with an upsampled input
+  /// (CudaConvTask::up_in): that of the same conv reading its whole input. It takes the twin's
+  /// tuned config without records of its own (the main loop, which the config shapes, is the
+  /// same; twin_config).
   std::string twin_key;
   /// A conv storing the class scores or boxes: its own output, which it no longer stores, and
   /// the detector's output it writes into instead (plan_memory's Redirect).

@@ -277,12 +277,23 @@ enum : int {
 static_assert(THREADS % CPR == 0 && (!WG || THREADS % (8 * CPR) == 0),
               "a thread copies one chunk column");
 typedef typename yc_if<X_INT, int, yc_i64>::type XIdx;
+// UPIN (CudaConvTask::up_in; 1x1 stride-1 convs on im2col rows): input channels [UI0, UI0 + UIC)
+// are read from `uin`, pixel (img, h / UFH, w / UFW) of a value of UH x UW pixels in a buffer of
+// UIS channels whose slice starts at channel UIO, instead of from x.
+enum : int { UPIN = @UPIN@, UI0 = @UI0@, UIC = @UIC@, UFH = @UFH@, UFW = @UFW@, UH = H / UFH, UW = W / UFW };
+enum : yc_i64 { UIS = @UIS@, UIO = @UIO@ };
+static_assert(!UPIN || (TAP_BITS && !HALO && KH == 1 && KW == 1 && SH == 1 && SW == 1 && PH == 0 &&
+                        PW == 0 && UI0 % 8 == 0 && UIC % 8 == 0 && UIS % 8 == 0 && UIO % 8 == 0),
+              "an upsampled input: 1x1 stride-1 convs on im2col rows, 16-byte copies");
+enum : int { U_INT = static_cast<yc_i64>(N) * UH * UW * UIS + UIO < (1ll << 30) };
+typedef typename yc_if<U_INT, int, yc_i64>::type UIdx;
 
 // Per A row this thread copies, what every depth step needs: with TAP_BITS the element offset of
 // the pixel of tap (0, 0) (outside the image near its borders: only taps inside are read) and the
 // taps inside the image as bits; else the image's offset and the window's corner.
 struct ARows {
   XIdx pix[A_ITERS];
+  UIdx upix[A_ITERS];  // UPIN: the element offset of the pixel's channel 0 in uin
   yc_u32 taps[A_ITERS];
   yc_i64 base[A_ITERS];
   int ih0[A_ITERS], iw0[A_ITERS];
@@ -293,6 +304,7 @@ YC_DEVICE void a_rows(ARows& rows, int m0, int tid) {
   for (int j = 0; j < A_ITERS; ++j) {
     const int row = chunk_row(tid) + j * ROW_STEP, m = m0 + row;
     rows.pix[j] = 0;
+    rows.upix[j] = 0;
     rows.taps[j] = 0u;
     rows.base[j] = 0;
     rows.ih0[j] = rows.iw0[j] = OUTSIDE;
@@ -303,6 +315,10 @@ YC_DEVICE void a_rows(ARows& rows, int m0, int tid) {
                              : static_cast<yc_i64>(img) * H * W * IS + IO;
       rows.ih0[j] = ih;
       rows.iw0[j] = iw;
+      if constexpr (UPIN) {
+        rows.upix[j] = static_cast<UIdx>(
+            ((static_cast<yc_i64>(img) * UH + oh / UFH) * UW + ow / UFW) * UIS + UIO);
+      }
       if constexpr (TAP_BITS) {
         rows.pix[j] = static_cast<XIdx>(rows.base[j] + (static_cast<yc_i64>(ih) * W + iw) * IS);
 #pragma unroll
@@ -319,8 +335,8 @@ YC_DEVICE void a_rows(ARows& rows, int m0, int tid) {
 }
 
 // Depth step kt of the im2col rows of this thread's pixels into one stage of A.
-YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const ARows& rows, int kt,
-                      int tid) {
+YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const yc_u16* __restrict__ uin,
+                      const ARows& rows, int kt, int tid) {
   const int kc = chunk_col(tid), row0 = chunk_row(tid);
   if constexpr (TAP_BITS) {
     // This thread's 8 channels of the step: one tap, one offset from that tap's pixel.
@@ -328,6 +344,7 @@ YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const ARows& row
     const int tap = kk / C, c = kk - tap * C, r = tap / KW, s = tap - r * KW;
     const XIdx at = static_cast<XIdx>((r * DH * W + s * DW) * IS + c);
     const bool in_depth = KG % BK == 0 || kk < KG;
+    const bool upsampled = UPIN && c >= UI0 && c < UI0 + UIC;  // (UPIN: 1x1, so c == kk)
 #pragma unroll
     for (int j = 0; j < A_ITERS; ++j) {
       const int row = row0 + j * ROW_STEP;
@@ -336,6 +353,9 @@ YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const ARows& row
       // A pixel inside the image is at offset >= 0: unsigned, the address is one wide multiply-add.
       const XIdx off = ok ? rows.pix[j] + at : 0;
       const yc_u16* src = X_INT ? x + static_cast<unsigned>(off) : x + off;
+      if constexpr (UPIN) {
+        if (upsampled) src = uin + (ok ? rows.upix[j] + (c - UI0) : 0);
+      }
       yc_cp_async16<L1>(sa + chunk_at<A_LAYOUT>(row, kc), src, ok ? 16 : 0);
     }
   } else {
@@ -578,7 +598,7 @@ YC_DEVICE void store_tile(const float (&acc)[MI][NI][4], OutT* y, OutT* up, cons
 @SPLITK_ARCH_CHECK@
 YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
     @SYM@(const void* x_, const void* w_, const float* __restrict__ bias, const void* res_,
-          void* y_, void* up_ @B2B_PARAMS@) {
+          void* y_, void* up_ @UPIN_PARAMS@ @B2B_PARAMS@) {
   YC_KERNEL_ENTRY();
   using namespace @SYM@_ns;
   YC_DYNAMIC_SMEM(yc_u16, yc_smem);
@@ -587,6 +607,7 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
   const OutT* res = static_cast<const OutT*>(res_);
   OutT* y = static_cast<OutT*>(y_);
   OutT* up = static_cast<OutT*>(up_);
+  @UPIN_DECL@
   yc_u16* sa = yc_smem;  // the ring of A tiles, or HALO's tile
   yc_u16* sb = yc_smem + B_AT;
   const int tid = static_cast<int>(threadIdx.x), lane = tid & 31;
@@ -675,7 +696,7 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
   for (int s = 0; s < AHEAD; ++s) {
     const int st = kt0 + s;
     if (st < kt1) {
-      if constexpr (!HALO) load_a(sa + (st % STAGES) * A_STAGE, x, rows, st, tid);
+      if constexpr (!HALO) load_a(sa + (st % STAGES) * A_STAGE, x, uin, rows, st, tid);
       load_b(sb + (st % STAGES) * B_STAGE, w, n0, st, tid);
     }
     yc_cp_async_commit();
@@ -687,7 +708,7 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
     YC_SYNC();
     const int next = kt + AHEAD;
     if (next < kt1) {
-      if constexpr (!HALO) load_a(sa + (next % STAGES) * A_STAGE, x, rows, next, tid);
+      if constexpr (!HALO) load_a(sa + (next % STAGES) * A_STAGE, x, uin, rows, next, tid);
       load_b(sb + (next % STAGES) * B_STAGE, w, n0, next, tid);
     }
     yc_cp_async_commit();
@@ -994,6 +1015,15 @@ bool takes(const CudaConvTask& task) {
         task.boxes->base + t.oh * t.ow > d->anchors || t.n != d->n)
       return false;
   }
+  // An upsampled input: a 1x1 stride-1 conv of an NHWC input copied in 16-byte pieces, whose
+  // upsampled channels and their source's slice are 16-byte aligned too; no b2b pair.
+  if (const auto& u = task.up_in) {
+    const bool vec = task.in.stride % 8 == 0 && task.in.offset % 8 == 0 && t.c % 8 == 0;
+    if (task.b2b || task.in_nchw || !vec || t.kh != 1 || t.kw != 1 || t.sh != 1 || t.sw != 1 ||
+        t.ph != 0 || t.pw != 0 || u->c0 % 8 != 0 || u->c % 8 != 0 || u->from.stride % 8 != 0 ||
+        u->from.offset % 8 != 0)
+      return false;
+  }
   if (!task.b2b) return true;
   // The intermediate is the second GEMM's A operand: the activation dtype, kept in shared memory.
   const B2bStage& b = *task.b2b;
@@ -1040,6 +1070,8 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn");
   const int64_t splitk = cfg.get("splitk");
   if (bm % wm != 0 || bn % wn != 0) return false;
+  // An upsampled input is read on im2col rows (a halo tile holds one buffer's pixels).
+  if (t.up_in && cfg.get("halo") != 0) return false;
   // A b2b block holds all the first stage's channels, in one block (no split), and finishes its
   // tile through the second stage (epi=1: its output staged, where that fits).
   if (t.b2b && (bn < cpu::ceil_div(t.conv.k, 16) * 16 || splitk != 1)) return false;
@@ -1287,12 +1319,24 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
                     kB2bFunctions
               : ""},
        // ---- The b2b kernel parameters, after the common ones of conv_task.h (extra parameters
-       // of other fused forms go before these: the list is x, w, bias, res, y, [others], w2,
+       // of other fused forms go before these: the list is x, w, bias, res, y, up, [uin], w2,
        // bias2; tasks.cpp appends their arguments in the same order).
        {"@B2B_PARAMS@",
         t.b2b ? std::string(",\n          const void* w2_, const float* __restrict__ bias2") +
                     (t.boxes ? ", const float* __restrict__ dfl_table" : "")
               : ""},
+       // ---- An upsampled input's source (CudaConvTask::up_in), right after the common ones.
+       {"@UPIN_PARAMS@", t.up_in ? ",\n          const void* uin_" : ""},
+       {"@UPIN_DECL@", t.up_in
+                           ? "const yc_u16* __restrict__ uin = static_cast<const yc_u16*>(uin_);"
+                           : "const yc_u16* uin = nullptr;"},
+       {"@UPIN@", t.up_in ? "1" : "0"},
+       {"@UI0@", std::to_string(t.up_in ? t.up_in->c0 : 0)},
+       {"@UIC@", std::to_string(t.up_in ? t.up_in->c : 0)},
+       {"@UFH@", std::to_string(t.up_in ? t.up_in->fh : 1)},
+       {"@UFW@", std::to_string(t.up_in ? t.up_in->fw : 1)},
+       {"@UIS@", std::to_string(t.up_in ? t.up_in->from.stride : 0)},
+       {"@UIO@", std::to_string(t.up_in ? t.up_in->from.offset : 0)},
        {"@B2B_LOAD@",
         t.b2b ? "  b2b_load_w2(yc_smem + W2_AT, static_cast<const yc_u16*>(w2_), tid);" : ""},
        {"@B2B_TAIL@", t.b2b ? fmt::format("  b2b_tail(acc, bias, yc_smem + W2_AT, yc_smem, bias2, "

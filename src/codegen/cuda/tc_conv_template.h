@@ -93,6 +93,13 @@
 /// block alone on its multiprocessor leaves the tensor cores idle through each tile's epilogue
 /// and halo wait, which two non-persistent blocks cover for each other.
 ///
+/// Upsampled input (CudaConvTask::up_in; 1x1 stride-1 convs on im2col rows, halo=0, no b2b pair):
+/// the channels of the input that a fused-away nearest Resize wrote into the conv's input concat
+/// are copied from the Resize's source instead, pixel (h / fh, w / fw), by the same 16-byte
+/// copies (the kernel takes that source's pointer, uin, after up). A YOLOv8 neck's C2f after an
+/// upsampling then reads a quarter of those bytes, and the Resize's pass (reading them and
+/// writing four times as many) goes.
+///
 /// Weights: what pack_weights makes, [K][KG8] in the activation dtype, KG8 = KG rounded up to 8
 /// (zeros past KG): row n holds output channel n's kernel in (kh, kw, c) order.
 #include "codegen/cpu/schedule.h"
@@ -106,7 +113,9 @@ class TensorCoreConvTemplate {
   /// True for groups == 1, activations fp16 or bf16, output fp32, fp16 or bf16, slices that hold
   /// their tensors, and fewer than 2^31 output pixels; a b2b pair also needs an NHWC first output
   /// of the activation dtype without residual, and a valid config (shared memory for its tiles
-  /// and the second weights): without one the pair is not fused.
+  /// and the second weights): without one the pair is not fused. An upsampled input needs a 1x1
+  /// stride-1 conv without b2b pair, its input, the upsampled channels and their source's slice
+  /// in 16-byte pieces (multiples of 8 channels).
   static bool matches(const CudaConvTask& t);
   /// Knobs: "bm", "bn" (block tile of pixels x channels), "bk" (depth per pipeline step), "wm",
   /// "wn" (warp tile), "stages" (depth of the shared-memory ring), "splitk" (blocks of a cluster
@@ -133,16 +142,16 @@ class TensorCoreConvTemplate {
   /// and offset multiples of 8); with epi=1 and an NHWC output, also when the staged tile fits the
   /// ring and the output (and residual) slice strides and offsets are multiples of 16 bytes; with
   /// halo > 0, when the input is copied in 16-byte pieces, C is a multiple of 16, halo divides bm,
-  /// splitk=1, l1=0, and the halo tile plus the ring of weight tiles fit. For a b2b pair: bn >= N1
-  /// rounded up to 16, splitk=1, epi=0, and the ring (halo tile included, or the intermediate tile
-  /// over it) plus the second weights within kMaxSharedBytes (99 KiB on every architecture). With
-  /// wg=1 or 2: t.sm == 90, splitk=1, and bm a multiple of 4 wm (whole warpgroups in each column of
-  /// warps), wg=1 no b2b pair; wg=2 also halo 0 or 8, 3+ stages and bk <= 64; "wn" wider than 80
-  /// and up to 144 accumulators only with wg=2. With minb > 0, when 64 Ki / (minb x threads)
-  /// registers hold a thread's accumulators and 32 more (below its accumulators ptxas refuses a
-  /// wgmma kernel; two teams count twice the threads). With pers > 0: wg=2, halo=8, no b2b pair,
-  /// two halo buffers and every step's weights (and the staged tile with epi=1, one team only)
-  /// within max_shared_bytes.
+  /// splitk=1, l1=0, and the halo tile plus the ring of weight tiles fit (no upsampled input). For
+  /// a b2b pair: bn >= N1 rounded up to 16, splitk=1, epi=0, and the ring (halo tile included, or
+  /// the intermediate tile over it) plus the second weights within kMaxSharedBytes (99 KiB on every
+  /// architecture). With wg=1 or 2: t.sm == 90, splitk=1, and bm a multiple of 4 wm (whole
+  /// warpgroups in each column of warps), wg=1 no b2b pair; wg=2 also halo 0 or 8, 3+ stages and bk
+  /// <= 64; "wn" wider than 80 and up to 144 accumulators only with wg=2. With minb > 0, when 64 Ki
+  /// / (minb x threads) registers hold a thread's accumulators and 32 more (below its accumulators
+  /// ptxas refuses a wgmma kernel; two teams count twice the threads). With pers > 0: wg=2, halo=8,
+  /// no b2b pair, two halo buffers and every step's weights (and the staged tile with epi=1, one
+  /// team only) within max_shared_bytes.
   static bool valid(const CudaConvTask& t, const ScheduleConfig& cfg);
   /// A heuristic config, valid for every matching task: a block tile fitted to K, shrunk until the
   /// grid has about a hundred blocks; then on sm_90 split-K doubled while the grid stays within
