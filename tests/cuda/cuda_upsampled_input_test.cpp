@@ -1,8 +1,8 @@
 // The tensor-core conv's upsampled input (CudaConvTask::up_in: a 1x1 conv reading part of its
 // input concat from the source of the nearest Resize that writes it): the kernel in the host
 // emulation against the reference executor on the materialised concat, over dtypes, factors,
-// slices, residual, split-K and the wgmma path, with the concat's upsampled channels holding NaN
-// bytes (a read of them fails); its validity rules and key; its kernels built by NVRTC.
+// slices, residual, split-K, halo tiles and the wgmma paths, with the concat's upsampled channels
+// holding NaN bytes (a read of them fails); its validity rules and key; its kernels built by NVRTC.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -49,16 +49,22 @@ TEST(CudaUpsampledInputEmulated, Fp16) {
     const auto c = up_in_cases(t);
     todo.insert(todo.end(), c.begin(), c.end());
   }
-  int64_t wg = 0, splitk = 0, epi = 0;
+  int64_t wg = 0, splitk = 0, epi = 0, halo = 0, wg_halo = 0, pers = 0;
   for (const auto& [t, cfg] : todo) {
     wg += cfg.get("wg") == 2;
     splitk += cfg.get("splitk") > 1;
     epi += cfg.get("epi");
+    halo += cfg.get("halo") > 0;
+    wg_halo += cfg.get("wg") == 2 && cfg.get("halo") == 8;
+    pers += cfg.get("pers") > 0;
   }
   EXPECT_GE(todo.size(), 20u);
   EXPECT_GE(wg, 4);
   EXPECT_GE(splitk, 2);
   EXPECT_GE(epi, 4);
+  EXPECT_GE(halo, 6);
+  EXPECT_GE(wg_halo, 2);
+  EXPECT_GE(pers, 1);
   run_cases(todo);
 }
 
@@ -72,7 +78,7 @@ TEST(CudaUpsampledInputEmulated, Bf16) {
 }
 
 // The form's key (tuned apart from the conv reading its whole input), what the template takes
-// (1x1 stride-1 convs, 16-byte pieces, no b2b pair) and the configs it allows (no halo tiles).
+// (1x1 stride-1 convs, 16-byte pieces, no b2b pair) and the configs it allows (halo tiles too).
 TEST(CudaUpsampledInputRules, ValidityAndKey) {
   const DType f16 = DType::kFloat16;
   const CudaConvTask plain = CudaConvTask::dense(
@@ -84,8 +90,7 @@ TEST(CudaUpsampledInputRules, ValidityAndKey) {
   EXPECT_TRUE(TensorCoreConvTemplate::valid(t, def));
   ScheduleConfig halo = def;
   halo.set("halo", 8);
-  EXPECT_TRUE(TensorCoreConvTemplate::valid(plain, halo));
-  EXPECT_FALSE(TensorCoreConvTemplate::valid(t, halo));
+  EXPECT_TRUE(TensorCoreConvTemplate::valid(t, halo));
   // Out of the input's channels or of the source's slice; a factor that does not divide H.
   EXPECT_FALSE(TensorCoreConvTemplate::matches(with_up_in(plain, 2, 2, 128, 128, {192, 64})));
   EXPECT_FALSE(TensorCoreConvTemplate::matches(with_up_in(plain, 2, 2, 0, 128, {160, 64})));

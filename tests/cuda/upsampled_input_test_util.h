@@ -38,21 +38,54 @@ inline std::vector<CudaConvTask> up_in_tasks(DType dtype) {
   };
 }
 
-/// The template's test configs that are valid for t (halo tiles are not), and some with wgmma
-/// (wg=2, im2col rows) and split-K for sm_90.
+/// The template's test configs that are valid for t, halo tiles 8 and 16 wide, and some with
+/// wgmma (wg=2: im2col rows, halo tiles of 8, persistent blocks) and split-K for sm_90.
 inline std::vector<std::pair<CudaConvTask, ScheduleConfig>> up_in_cases(const CudaConvTask& t) {
   std::vector<std::pair<CudaConvTask, ScheduleConfig>> out;
   for (const ScheduleConfig& cfg : tc_configs(t))
     if (TensorCoreConvTemplate::valid(t, cfg)) out.emplace_back(t, cfg);
+  for (const int64_t halo : {8, 16}) {
+    const ScheduleConfig cfg = with_halo(TensorCoreConvTemplate::default_config(t), halo, 1);
+    if (TensorCoreConvTemplate::valid(t, cfg)) out.emplace_back(t, cfg);
+  }
   CudaConvTask t90 = t;
   t90.sm = 90;
   const ScheduleSpace space = TensorCoreConvTemplate::space(t90);
   for (const auto& v : std::vector<std::map<std::string, int64_t>>{
            {{"bm", 64}, {"bn", 32}, {"bk", 32}, {"wm", 16}, {"wn", 32}, {"stages", 3}, {"wg", 2}},
-           {{"bm", 128}, {"bn", 64}, {"bk", 16}, {"wm", 32}, {"wn", 64}, {"stages", 4}, {"wg", 2},
+           {{"bm", 128},
+            {"bn", 64},
+            {"bk", 16},
+            {"wm", 32},
+            {"wn", 64},
+            {"stages", 4},
+            {"wg", 2},
             {"epi", 1}},
-           {{"bm", 32}, {"bn", 32}, {"bk", 16}, {"wm", 16}, {"wn", 16}, {"stages", 3},
-            {"splitk", 2}}}) {
+           {{"bm", 32},
+            {"bn", 32},
+            {"bk", 16},
+            {"wm", 16},
+            {"wn", 16},
+            {"stages", 3},
+            {"splitk", 2}},
+           {{"bm", 128},
+            {"bn", 32},
+            {"bk", 32},
+            {"wm", 32},
+            {"wn", 32},
+            {"stages", 4},
+            {"wg", 2},
+            {"halo", 8},
+            {"epi", 1}},
+           {{"bm", 64},
+            {"bn", 64},
+            {"bk", 32},
+            {"wm", 16},
+            {"wn", 64},
+            {"stages", 3},
+            {"wg", 2},
+            {"halo", 8},
+            {"pers", 1}}}) {
     const ScheduleConfig cfg = space.complete(ScheduleConfig(v));
     if (TensorCoreConvTemplate::valid(t90, cfg)) out.emplace_back(t90, cfg);
   }

@@ -277,14 +277,15 @@ enum : int {
 static_assert(THREADS % CPR == 0 && (!WG || THREADS % (8 * CPR) == 0),
               "a thread copies one chunk column");
 typedef typename yc_if<X_INT, int, yc_i64>::type XIdx;
-// UPIN (CudaConvTask::up_in; 1x1 stride-1 convs on im2col rows): input channels [UI0, UI0 + UIC)
-// are read from `uin`, pixel (img, h / UFH, w / UFW) of a value of UH x UW pixels in a buffer of
-// UIS channels whose slice starts at channel UIO, instead of from x.
+// UPIN (CudaConvTask::up_in; 1x1 stride-1 convs): input channels [UI0, UI0 + UIC) are read from
+// `uin`, pixel (img, h / UFH, w / UFW) of a value of UH x UW pixels in a buffer of UIS channels
+// whose slice starts at channel UIO, instead of from x (by load_a's im2col rows, or load_halo's
+// tiles).
 enum : int { UPIN = @UPIN@, UI0 = @UI0@, UIC = @UIC@, UFH = @UFH@, UFW = @UFW@, UH = H / UFH, UW = W / UFW };
 enum : yc_i64 { UIS = @UIS@, UIO = @UIO@ };
-static_assert(!UPIN || (TAP_BITS && !HALO && KH == 1 && KW == 1 && SH == 1 && SW == 1 && PH == 0 &&
+static_assert(!UPIN || (TAP_BITS && KH == 1 && KW == 1 && SH == 1 && SW == 1 && PH == 0 &&
                         PW == 0 && UI0 % 8 == 0 && UIC % 8 == 0 && UIS % 8 == 0 && UIO % 8 == 0),
-              "an upsampled input: 1x1 stride-1 convs on im2col rows, 16-byte copies");
+              "an upsampled input: 1x1 stride-1 convs, 16-byte copies");
 enum : int { U_INT = static_cast<yc_i64>(N) * UH * UW * UIS + UIO < (1ll << 30) };
 typedef typename yc_if<U_INT, int, yc_i64>::type UIdx;
 
@@ -407,7 +408,8 @@ YC_DEVICE void load_a(yc_u16* sa, const yc_u16* __restrict__ x, const yc_u16* __
 // HALO: the input window of tile `tile`, all C channels, zeros outside the image; copied by NT
 // threads, this one thread tid of them.
 template <int NT = THREADS>
-YC_DEVICE void load_halo(yc_u16* sx, const yc_u16* __restrict__ x, int tile, int tid) {
+YC_DEVICE void load_halo(yc_u16* sx, const yc_u16* __restrict__ x, const yc_u16* __restrict__ uin,
+                         int tile, int tid) {
   const int img = tile / TILES, t = tile % TILES;
   const int ih0 = t / TILES_X * TH * SH - PH, iw0 = t % TILES_X * TW * SW - PW;
   for (int chunk = tid; chunk < HALO_CHUNKS; chunk += NT) {
@@ -415,8 +417,15 @@ YC_DEVICE void load_halo(yc_u16* sx, const yc_u16* __restrict__ x, int tile, int
     const int ih = ih0 + hy, iw = iw0 + hx;
     const bool ok = static_cast<unsigned>(ih) < static_cast<unsigned>(H) &&
                     static_cast<unsigned>(iw) < static_cast<unsigned>(W);
-    const yc_i64 at = (static_cast<yc_i64>(img) * H * W + static_cast<yc_i64>(ih) * W + iw) * IS +
-                      IO + cc * 8;
+    yc_i64 at = (static_cast<yc_i64>(img) * H * W + static_cast<yc_i64>(ih) * W + iw) * IS + IO +
+                cc * 8;
+    const yc_u16* src = x;
+    if constexpr (UPIN) {
+      if (cc * 8 >= UI0 && cc * 8 < UI0 + UIC) {
+        src = uin;
+        at = ((static_cast<yc_i64>(img) * UH + ih / UFH) * UW + iw / UFW) * UIS + UIO + cc * 8 - UI0;
+      }
+    }
     const int q = hy * HWP + hx % SW * HWS + hx / SW;  // the pixel's place in the tile
     int dst = q * CP + cc * 8;
     if constexpr (AS) {
@@ -424,7 +433,7 @@ YC_DEVICE void load_halo(yc_u16* sx, const yc_u16* __restrict__ x, int tile, int
       dst = cc / (SLAB / 8) * (HALO_PIX * SLAB) +
             swizzled_chunk(q * (SLAB / 8) + cc % (SLAB / 8), SLAB / 8);
     }
-    yc_cp_async16(sx + dst, x + (ok ? at : 0), ok ? 16 : 0);
+    yc_cp_async16(sx + dst, src + (ok ? at : 0), ok ? 16 : 0);
   }
 }
 
@@ -637,7 +646,7 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
     const int ttid = tid - team * TEAM_THREADS, stride = static_cast<int>(gridDim.x) * TEAMS;
     yc_u16* const buf[2] = {sa + team * HALO_ELEMS, sa + (TEAMS == 1 ? 1 : team) * HALO_ELEMS};
     int t = tile * TEAMS + team;
-    if (t < NTILES) load_halo<TEAM_THREADS>(buf[0], x, t, ttid);
+    if (t < NTILES) load_halo<TEAM_THREADS>(buf[0], x, uin, t, ttid);
     yc_cp_async_commit();
     yc_cp_async_wait<0>();
     YC_SYNC();  // the weights and the first halos are visible to all
@@ -649,7 +658,7 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
         yc_cp_async_wait<0>();
         team_sync();
       }
-      if (TEAMS == 1 && t + stride < NTILES) load_halo(buf[(it + 1) & 1], x, t + stride, ttid);
+      if (TEAMS == 1 && t + stride < NTILES) load_halo(buf[(it + 1) & 1], x, uin, t + stride, ttid);
       float acc[MI][NI][4];
       zero_acc(acc);
       // All the tile's wgmmas in one group: no copy waits inside the depth loop.
@@ -664,7 +673,7 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
         // Every warp of the team is done with its buffer: the next tile's halo lands there while
         // this one's epilogue runs (and the other team's wgmmas).
         team_sync();
-        if (t + stride < NTILES) load_halo<TEAM_THREADS>(buf[0], x, t + stride, ttid);
+        if (t + stride < NTILES) load_halo<TEAM_THREADS>(buf[0], x, uin, t + stride, ttid);
       }
       yc_cp_async_commit();
       store_tile(acc, y, up, res, bias, t, n0, tid, lane, wrow0, warp_n, yc_smem);
@@ -691,7 +700,7 @@ YC_KERNEL void @LAUNCH_BOUNDS@ @CLUSTER_DIMS@
   // Steps kt0 .. kt0+AHEAD-1 in flight before the first use; one commit group per step, empty
   // past the last, so that wait<AHEAD - 1> below always means "step kt has landed" (HALO's tile
   // joins the first group).
-  if constexpr (HALO) load_halo(sa, x, tile, tid);
+  if constexpr (HALO) load_halo(sa, x, uin, tile, tid);
 #pragma unroll
   for (int s = 0; s < AHEAD; ++s) {
     const int st = kt0 + s;
@@ -1070,8 +1079,6 @@ bool fits(const CudaConvTask& t, const ScheduleConfig& cfg) {
   const int64_t wm = cfg.get("wm"), wn = cfg.get("wn");
   const int64_t splitk = cfg.get("splitk");
   if (bm % wm != 0 || bn % wn != 0) return false;
-  // An upsampled input is read on im2col rows (a halo tile holds one buffer's pixels).
-  if (t.up_in && cfg.get("halo") != 0) return false;
   // A b2b block holds all the first stage's channels, in one block (no split), and finishes its
   // tile through the second stage (epi=1: its output staged, where that fits).
   if (t.b2b && (bn < cpu::ceil_div(t.conv.k, 16) * 16 || splitk != 1)) return false;

@@ -93,12 +93,12 @@
 /// block alone on its multiprocessor leaves the tensor cores idle through each tile's epilogue
 /// and halo wait, which two non-persistent blocks cover for each other.
 ///
-/// Upsampled input (CudaConvTask::up_in; 1x1 stride-1 convs on im2col rows, halo=0, no b2b pair):
+/// Upsampled input (CudaConvTask::up_in; 1x1 stride-1 convs, no b2b pair):
 /// the channels of the input that a fused-away nearest Resize wrote into the conv's input concat
 /// are copied from the Resize's source instead, pixel (h / fh, w / fw), by the same 16-byte
-/// copies (the kernel takes that source's pointer, uin, after up). A YOLOv8 neck's C2f after an
-/// upsampling then reads a quarter of those bytes, and the Resize's pass (reading them and
-/// writing four times as many) goes.
+/// copies into im2col rows or halo tiles (the kernel takes that source's pointer, uin, after up). A
+/// YOLOv8 neck's C2f after an upsampling then reads a quarter of those bytes, and the Resize's pass
+/// (reading them and writing four times as many) goes.
 ///
 /// Weights: what pack_weights makes, [K][KG8] in the activation dtype, KG8 = KG rounded up to 8
 /// (zeros past KG): row n holds output channel n's kernel in (kh, kw, c) order.
@@ -142,7 +142,7 @@ class TensorCoreConvTemplate {
   /// and offset multiples of 8); with epi=1 and an NHWC output, also when the staged tile fits the
   /// ring and the output (and residual) slice strides and offsets are multiples of 16 bytes; with
   /// halo > 0, when the input is copied in 16-byte pieces, C is a multiple of 16, halo divides bm,
-  /// splitk=1, l1=0, and the halo tile plus the ring of weight tiles fit (no upsampled input). For
+  /// splitk=1, l1=0, and the halo tile plus the ring of weight tiles fit. For
   /// a b2b pair: bn >= N1 rounded up to 16, splitk=1, epi=0, and the ring (halo tile included, or
   /// the intermediate tile over it) plus the second weights within kMaxSharedBytes (99 KiB on every
   /// architecture). With wg=1 or 2: t.sm == 90, splitk=1, and bm a multiple of 4 wm (whole
