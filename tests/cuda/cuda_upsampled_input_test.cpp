@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "codegen/cuda/nvrtc_compiler.h"
 #include "cuda_emulator.h"
+#include "nvrtc_test_util.h"
 #include "upsampled_input_test_util.h"
 
 namespace yoloc::codegen::cuda::testing {
@@ -136,12 +136,7 @@ TEST(CudaUpsampledInputNvrtc, Yolov8nNeckConvsBuild) {
       }
     }
     ASSERT_GE(symbols.size(), 8u);
-    NvrtcOptions opts;
-    opts.arch = arch;
-    const CompiledModule out = nvrtc_compile(source, symbols.front(), opts);
-    EXPECT_GT(out.cubin.size(), 1000u);
-    for (const std::string& sym : symbols)
-      EXPECT_NE(out.ptx.find(".entry " + sym + "("), std::string::npos) << sym;
+    expect_module_builds(source, symbols, arch);
   }
 }
 

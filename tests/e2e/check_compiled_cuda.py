@@ -7,7 +7,8 @@ module per task plus the detection module of a detector, an arena below the naiv
 yolov8n it also checks that its SPPF is one launch of the SPPF template, that the shipped tuning
 records (records/cuda-sm_90.jsonl) still apply (a change of workload keys would leave them
 silently unused), that its two Resizes have no launch of their own (the convs they read write
-the upsampled copies; at batch 128 the 1x1 convs reading their concats read their sources), that with --b2b on its 9 back-to-back conv pairs run as one kernel each
+the upsampled copies; at batch 128 the 1x1 convs reading their concats read their sources),
+that with --b2b on its 9 back-to-back conv pairs run as one kernel each
 (the detect head's 3x3 -> 1x1 ends of branches, the stride-2 convs with the C2f cv1 after them),
 the box pairs then decoding the boxes and the class pairs storing the scores (no detect tail),
 and that by default (--b2b measured) none does at batch 1 (the shipped records time none of them

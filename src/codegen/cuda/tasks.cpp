@@ -609,9 +609,13 @@ std::vector<CudaTask> extract_cuda_tasks(const Graph& g, int sm, const B2bPolicy
   std::map<int, std::pair<std::pair<CudaConvTask, cpu::ConvOperands>, UpsampledInput>> up_in_of;
   for (const FusedGroup* grp : groups) {
     if (paired.count(grp->id) || (head && head->convs.count(grp->id))) continue;
-    auto w = tensor_core_workload(g, *grp, sm);
-    const auto u = w ? upsampled_input(g, w->second.x, w->first.in) : std::nullopt;
+    // The pattern first (cheap), the workload only for the convs that read one.
+    const auto o = cpu::conv_operands(g, *grp);
+    const auto in = o ? channel_slice_of(g, o->x) : std::nullopt;
+    const auto u = in ? upsampled_input(g, o->x, *in) : std::nullopt;
     if (!u || absorbed.count(u->resize->group)) continue;
+    auto w = tensor_core_workload(g, *grp, sm);
+    if (!w) continue;
     CudaConvTask t = w->first;
     t.up_in = u->up_in;
     if (!TensorCoreConvTemplate::matches(t)) continue;
