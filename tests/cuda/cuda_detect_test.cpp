@@ -184,6 +184,7 @@ inline yc_u16 yc_float_to_bf16(float f) {
 inline float yc_exp(float x) { return std::exp(x); }
 inline float yc_exp_fast(float x) { return std::exp(x); }
 inline float yc_div_fast(float x, float y) { return x / y; }
+inline float yc_tanh_fast(float x) { return std::tanh(x); }
 inline float yc_fadd(float a, float b) { return a + b; }
 inline float yc_fsub(float a, float b) { return a - b; }
 inline float yc_fmul(float a, float b) { return a * b; }

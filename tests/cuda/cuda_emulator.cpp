@@ -200,6 +200,7 @@ inline yc_u16 yc_float_to_bf16(float f) {
 inline float yc_exp(float x) { return std::exp(x); }
 inline float yc_exp_fast(float x) { return std::exp(x); }
 inline float yc_div_fast(float x, float y) { return x / y; }
+inline float yc_tanh_fast(float x) { return std::tanh(x); }
 
 // The cache level (L1: .ca, else .cg) changes no result.
 template <int L1 = 0>

@@ -542,8 +542,8 @@ TEST(CudaNvrtc, ArchitectureErrors) {
   EXPECT_FALSE(nvrtc_version().empty());
 }
 
-// SiLU before a 16-bit store takes the fast form (ex2.approx, rcp.approx), an fp32 output the
-// accurate one (expf, IEEE division: no rcp.approx of the quotient in its PTX).
+// SiLU before a 16-bit store takes the fast form (tanh.approx), an fp32 output the accurate one
+// (expf, IEEE division).
 TEST(CudaNvrtc, FastSiluBeforeSixteenBitStores) {
   const ConvTask c = ConvTask::make(1, 32, 20, 20, 32, 3, 1, 1, Activation::kSilu);
   const CudaConvTask half = CudaConvTask::dense(c, DType::kFloat16, DType::kFloat16);
@@ -563,7 +563,10 @@ TEST(CudaNvrtc, FastSiluBeforeSixteenBitStores) {
               fast)
         << t->key();
     const CompiledModule out = nvrtc_compile(k.source, "k", opts);
-    EXPECT_NE(out.ptx.find("ex2.approx"), std::string::npos) << t->key();
+    // The fast form is one tanh.approx; the exact one expf (ex2.approx and its range
+    // reduction) and an IEEE division.
+    EXPECT_EQ(out.ptx.find("tanh.approx.f32") != std::string::npos, fast) << t->key();
+    EXPECT_EQ(out.ptx.find("ex2.approx") == std::string::npos, fast) << t->key();
     EXPECT_EQ(out.ptx.find("div.rn.f32") == std::string::npos, fast) << t->key();
   }
 }
