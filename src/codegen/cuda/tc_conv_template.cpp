@@ -288,6 +288,11 @@ static_assert(!UPIN || (TAP_BITS && KH == 1 && KW == 1 && SH == 1 && SW == 1 && 
               "an upsampled input: 1x1 stride-1 convs, 16-byte copies");
 enum : int { U_INT = static_cast<yc_i64>(N) * UH * UW * UIS + UIO < (1ll << 30) };
 typedef typename yc_if<U_INT, int, yc_i64>::type UIdx;
+// UPIN: the element offset in uin of the slice's channel 0 at the pixel read for input pixel
+// (img, h, w).
+YC_DEVICE yc_i64 uin_pixel(int img, int h, int w) {
+  return ((static_cast<yc_i64>(img) * UH + h / UFH) * UW + w / UFW) * UIS + UIO;
+}
 
 // Per A row this thread copies, what every depth step needs: with TAP_BITS the element offset of
 // the pixel of tap (0, 0) (outside the image near its borders: only taps inside are read) and the
@@ -316,10 +321,7 @@ YC_DEVICE void a_rows(ARows& rows, int m0, int tid) {
                              : static_cast<yc_i64>(img) * H * W * IS + IO;
       rows.ih0[j] = ih;
       rows.iw0[j] = iw;
-      if constexpr (UPIN) {
-        rows.upix[j] = static_cast<UIdx>(
-            ((static_cast<yc_i64>(img) * UH + oh / UFH) * UW + ow / UFW) * UIS + UIO);
-      }
+      if constexpr (UPIN) rows.upix[j] = static_cast<UIdx>(uin_pixel(img, oh, ow));
       if constexpr (TAP_BITS) {
         rows.pix[j] = static_cast<XIdx>(rows.base[j] + (static_cast<yc_i64>(ih) * W + iw) * IS);
 #pragma unroll
@@ -417,15 +419,11 @@ YC_DEVICE void load_halo(yc_u16* sx, const yc_u16* __restrict__ x, const yc_u16*
     const int ih = ih0 + hy, iw = iw0 + hx;
     const bool ok = static_cast<unsigned>(ih) < static_cast<unsigned>(H) &&
                     static_cast<unsigned>(iw) < static_cast<unsigned>(W);
-    yc_i64 at = (static_cast<yc_i64>(img) * H * W + static_cast<yc_i64>(ih) * W + iw) * IS + IO +
-                cc * 8;
-    const yc_u16* src = x;
-    if constexpr (UPIN) {
-      if (cc * 8 >= UI0 && cc * 8 < UI0 + UIC) {
-        src = uin;
-        at = ((static_cast<yc_i64>(img) * UH + ih / UFH) * UW + iw / UFW) * UIS + UIO + cc * 8 - UI0;
-      }
-    }
+    const bool up = UPIN && cc * 8 >= UI0 && cc * 8 < UI0 + UIC;
+    const yc_u16* src = up ? uin : x;
+    const yc_i64 at =
+        up ? uin_pixel(img, ih, iw) + cc * 8 - UI0
+           : (static_cast<yc_i64>(img) * H * W + static_cast<yc_i64>(ih) * W + iw) * IS + IO + cc * 8;
     const int q = hy * HWP + hx % SW * HWS + hx / SW;  // the pixel's place in the tile
     int dst = q * CP + cc * 8;
     if constexpr (AS) {
