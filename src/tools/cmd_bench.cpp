@@ -237,12 +237,16 @@ void run_bench(const BenchOptions& o) {
     j["kernels"] = cuda->program().launches.size();
     j["programmatic_launch"] = cuda->programmatic_launch();
     j["graph_streams"] = cuda->network_streams();
+    j["lanes"] = cuda->program().lanes;
     j["arena_bytes"] = cuda->program().arena_bytes;
-    fmt::print("  network alone (one CUDA graph over {} stream{}{}, device memory): median {:.3f} ms"
-               "  p99 {:.3f} ms  {:.1f} images/s\n",
-               cuda->network_streams(), cuda->network_streams() > 1 ? "s" : "",
-               cuda->programmatic_launch() ? ", programmatic dependent launch" : "", net.median,
-               net.p99, net_ips);
+    const int lanes = cuda->program().lanes;
+    fmt::print(
+        "  network alone (one CUDA graph over {} stream{}{}{}, device memory): median "
+        "{:.3f} ms  p99 {:.3f} ms  {:.1f} images/s\n",
+        cuda->network_streams(), cuda->network_streams() > 1 ? "s" : "",
+        lanes > 1 ? fmt::format(", {} lanes", lanes) : "",
+        cuda->programmatic_launch() ? ", programmatic dependent launch" : "", net.median, net.p99,
+        net_ips);
     // Throughput as the PyTorch peer counts it: o.iters runs back to back between two events
     // (the host's launch cost overlapping the GPU's work), the median of 5 such timings.
     const Stats queued = stats(cuda->time_network_queued(5, o.iters));

@@ -69,6 +69,11 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
              static_cast<double>(r.plan.naive_bytes) / mb,
              100.0 * static_cast<double>(r.plan.arena_bytes) /
                  static_cast<double>(std::max<uint64_t>(r.plan.naive_bytes, 1)));
+  if (r.lanes > 1)
+    fmt::print(
+        "  lanes: {} of batch {} at once, each with its own arena (device buffer {:.2f} "
+        "MB)\n",
+        r.lanes, o.model.batch / r.lanes, static_cast<double>(r.arena_bytes) / mb);
   fmt::print("  weights {:.2f} MB, kernels {:.2f} MB\n", static_cast<double>(r.weights_bytes) / mb,
              static_cast<double>(r.kernel_bytes) / mb);
 }
@@ -123,6 +128,7 @@ void add_compile(CLI::App& app) {
                 "once on the runtime's streams) or 'sequential' (the smallest arena, about 60 % "
                 "of it; branches then wait for each other)")
       ->check(CLI::IsMember({"ordered", "sequential"}));
+  add_lanes_option(*c, o->model);
   c->add_flag("--force", o->force, "overwrite the output file if it exists");
   c->callback([o] {
     const CompileReport r = compile_model(*o);

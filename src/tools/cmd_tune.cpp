@@ -137,7 +137,20 @@ void list_tasks(const TuneCliOptions& o, const std::vector<tuner::TuneTask>& tas
   }
 }
 
-void run_tune(const TuneCliOptions& o) {
+void run_tune(const TuneCliOptions& given) {
+  TuneCliOptions o = given;
+  if (!o.model.lanes.empty() && o.target != "cuda")
+    user_error("--lanes {}: lanes are for --target cuda", o.model.lanes);
+  if (o.target == "cuda") {
+    // A compile at this batch runs lanes of a smaller one: those are the kernels to tune.
+    const int lanes = cuda_lanes(o.model.lanes, o.model.batch);
+    if (lanes > 1) {
+      if (!o.quiet)
+        fmt::print("batch {} compiles to {} lanes of batch {} (--lanes): tuning batch {}\n",
+                   o.model.batch, lanes, o.model.batch / lanes, o.model.batch / lanes);
+      o.model.batch /= lanes;
+    }
+  }
   if (is_artifact_path(o.model.path))
     user_error(
         "{}: tune takes the ONNX model (it tunes the tasks of its graph); compile it "
@@ -306,6 +319,7 @@ void add_tune(CLI::App& app) {
       "tune", "Search fast kernel schedules for a model; compile applies them with --records");
   add_detector_model_options(*c, o->model);
   add_io_precision_option(*c, o->model);
+  add_lanes_option(*c, o->model);
   c->get_option("model")->description(
       "ONNX model to tune (tuning needs the graph, not an artifact)");
   c->add_option("--target", o->target, "what to tune for: cpu or cuda")

@@ -1,10 +1,10 @@
 #include "tools/compile_model.h"
 
 #include <fmt/format.h>
-
 #include <stdlib.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -25,8 +25,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-artifact::TensorSpec spec_of(const Value* v) {
-  return {v->name, std::string(dtype_name(v->type.dtype)), v->type.static_shape()};
+/// v's spec in an artifact whose batch is `lanes` copies of the graph's (a batch-first shape).
+artifact::TensorSpec spec_of(const Value* v, int lanes = 1) {
+  Shape shape = v->type.static_shape();
+  if (!shape.empty()) shape[0] *= lanes;
+  return {v->name, std::string(dtype_name(v->type.dtype)), shape};
 }
 
 void check_output(const CompileOptions& o) {
@@ -48,13 +51,15 @@ namespace {
 
 /// The manifest fields every target shares: the tool, the detector (family, classes, pre- and
 /// post-processing) and the tensors.
-artifact::Manifest detector_manifest(const CompileOptions& o, const ImportedDetector& d) {
+/// `lanes`: the artifact runs that many copies of the graph (its batch) at once.
+artifact::Manifest detector_manifest(const CompileOptions& o, const ImportedDetector& d,
+                                     int lanes = 1) {
   const Graph& g = *d.graph;
   artifact::Manifest m;
   m.tool_version = YOLOC_VERSION;
   if (o.outputs.empty()) m.family = std::string(detect::family_name(d.config.family));
-  for (const Value* v : g.inputs) m.inputs.push_back(spec_of(v));
-  for (const Value* v : g.outputs) m.outputs.push_back(spec_of(v));
+  for (const Value* v : g.inputs) m.inputs.push_back(spec_of(v, lanes));
+  for (const Value* v : g.outputs) m.outputs.push_back(spec_of(v, lanes));
   m.class_names = d.names;
   m.preprocess = {{"kind", d.config.family == detect::Family::kYoloX ? "yolox" : "letterbox"},
                   {"height", d.config.input_h},
@@ -86,7 +91,11 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     user_error("--cc and --isa choose the CPU target's compiler and ISA; --target cuda takes "
                "--arch");
   const Precision precision = cuda_precision(o.model.precision);
-  ImportedDetector d = import_for_cuda(o.model, precision, o.outputs);
+  // The graph is one lane's: the kernels, their records and the memory plan are of its batch.
+  const int lanes = cuda_lanes(o.model.lanes, o.model.batch);
+  DetectorModelOptions lane_model = o.model;
+  lane_model.batch = o.model.batch / lanes;
+  ImportedDetector d = import_for_cuda(lane_model, precision, o.outputs);
   const Graph& g = *d.graph;
   codegen::cuda::CudaCompileOptions cuda;
   cuda.arch = o.arch.empty() ? "sm_90" : o.arch;
@@ -98,6 +107,7 @@ CompileReport compile_for_cuda(const CompileOptions& o,
                                    : B2bMode::kMeasured;
   cuda.stem_pairs = o.stem_pair;
   cuda.reuse = o.memory_reuse == "sequential" ? Reuse::kSequential : Reuse::kOrdered;
+  cuda.lanes = lanes;
   CompileReport report;
   const std::string records = o.no_records      ? std::string()
                               : o.records.empty() ? default_cuda_records(cuda.arch)
@@ -110,7 +120,7 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     tuner::RecordQuery q;
     q.target.kind = "cuda";
     q.target.arch = cuda.arch;
-    q.batch = o.model.batch;
+    q.batch = lane_model.batch;
     std::vector<tuner::Record> same_arch;
     for (const tuner::Record& r : set.records) {
       if (r.target.kind != "cuda" || r.target.arch != cuda.arch) continue;
@@ -190,14 +200,14 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     dc.input_dtype = g.inputs[0]->type.dtype;
     dc.input_strides = codegen::cuda::nchw_strides(d.config.input_w, d.config.input_h);
     const Shape head = g.outputs[0]->type.static_shape();
-    dc.head_shape = {head[0], head[1], head[2]};
+    dc.head_shape = {head[0] * lanes, head[1], head[2]};
     dc.head_dtype = g.outputs[0]->type.dtype;
     dc.max_det_cap = std::clamp(d.config.max_det, 1, 1000);
     cuda.detect = dc;
   }
   codegen::cuda::CudaBuild b = codegen::cuda::compile_cuda(g, cuda);
   write_source(o, b.source);
-  artifact::Manifest m = detector_manifest(o, d);
+  artifact::Manifest m = detector_manifest(o, d, lanes);
   m.target = "cuda-" + cuda.arch;
   m.precision = precision == Precision::kFp16 ? "fp16" : precision == Precision::kBf16 ? "bf16" : "fp32";
   m.memory_plan = memory_plan_to_json(b.plan);
@@ -209,6 +219,8 @@ CompileReport compile_for_cuda(const CompileOptions& o,
     report.kernel_bytes += b.modules[i].size();
   }
   report.target = m.target;
+  report.lanes = lanes;
+  report.arena_bytes = b.program.arena_bytes;
   report.tasks = std::move(b.tasks);
   report.tuned = b.tuned;
   report.plan = std::move(b.plan);
@@ -232,7 +244,8 @@ CompileReport compile_for_cpu(const CompileOptions& o,
        {std::pair{!o.b2b.empty(), "--b2b"},
         {!o.model.io_precision.empty() && o.model.io_precision != "fp32", "--io-precision"},
         {o.stem_pair, "--stem-pair"},
-        {!o.memory_reuse.empty(), "--memory-reuse"}}) {
+        {!o.memory_reuse.empty(), "--memory-reuse"},
+        {!o.model.lanes.empty(), "--lanes"}}) {
     if (given)
       user_error(
           "{} is for --target cuda (CUDA kernels and memory plan); leave it out for the "
@@ -305,6 +318,20 @@ CompileReport compile_model(const CompileOptions& o) {
 #endif
   }
   user_error("--target {}: choose cpu or cuda", o.target);
+}
+
+int cuda_lanes(const std::string& option, int batch) {
+  if (option.empty()) return 1;
+  int lanes = 0;
+  const auto [end, ec] = std::from_chars(option.data(), option.data() + option.size(), lanes);
+  if (ec != std::errc() || end != option.data() + option.size() || lanes < 1)
+    user_error("--lanes {}: expected a number of lanes (1, 2, ...)", option);
+  if (batch % lanes != 0)
+    user_error(
+        "--lanes {}: the batch ({}) must split into {} equal lanes; choose a number "
+        "that divides it",
+        option, batch, lanes);
+  return lanes;
 }
 
 std::string default_cuda_records(const std::string& arch) {

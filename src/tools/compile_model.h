@@ -72,7 +72,15 @@ struct CompileReport {
   /// cuda: the conv workloads writing NCHW or an upsampled copy too whose config came from
   /// their NHWC-output twin (nhwc_output_twin).
   std::set<std::string> layout_twin;
+  /// cuda: the lanes the batch runs as (cuda_lanes); the report's tasks and plan are one lane's.
+  int lanes = 1;
+  /// cuda: the program's whole device buffer (every lane's arena, the inputs, the scratch).
+  uint64_t arena_bytes = 0;
 };
+
+/// The lanes a CUDA compile (or tuning) at `batch` splits the batch into: --lanes `option`, a
+/// number that divides the batch (empty: 1). Raises a UserError for anything else.
+int cuda_lanes(const std::string& option, int batch);
 
 /// The detector imported (options.batch, --imgsz, --family; `outputs` as its outputs when given)
 /// and optimized for target cpu in fp32: the graph compile_model lowers, and the one

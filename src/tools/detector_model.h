@@ -29,6 +29,10 @@ struct DetectorModelOptions {
   /// compile / tune --io-precision (cuda): "fp32" (also when empty) keeps float32 inputs and
   /// outputs; "fp16" / "bf16" (the --precision's type) stores them narrow too.
   std::string io_precision;
+  /// compile / tune --lanes (cuda): the concurrent lanes the batch is split into
+  /// (CudaCompileOptions::lanes, cuda_lanes): a number dividing the batch. Empty: not given (1;
+  /// the cpu target refuses it).
+  std::string lanes;
   int threads = 0;  ///< --threads for artifacts; 0: the machine's hardware threads
   int device = 0;   ///< --device: the GPU of a CUDA artifact
 };
@@ -71,5 +75,7 @@ void add_detector_model_options(CLI::App& c, DetectorModelOptions& options);
 /// Adds --io-precision (options.io_precision) to compile and tune (the tasks of narrow I/O
 /// differ).
 void add_io_precision_option(CLI::App& c, DetectorModelOptions& options);
+/// Adds --lanes (options.lanes) to compile and tune (the tasks are one lane's).
+void add_lanes_option(CLI::App& c, DetectorModelOptions& options);
 
 }  // namespace yoloc::tools

@@ -58,6 +58,13 @@ void inspect_artifact(const std::string& path, bool json) {
       kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, name);
     fmt::print("kernels   {} ({}); {} tuned\n", m.program["calls"].size(), kinds, tuned);
   }
+  if (m.program.contains("launches") && m.program["launches"].is_array()) {
+    const size_t launches = m.program["launches"].size();
+    const int lanes = m.program.value("lanes", 1);
+    fmt::print("launches  {}{}; device buffer {:.2f} MB\n", launches,
+               lanes > 1 ? fmt::format(" ({} lanes of {} at once)", lanes, launches / lanes) : "",
+               mb(m.program.value("arena_bytes", 0.0)));
+  }
   fmt::print("signature {}\n", a.header().is_signed() ? "Ed25519 (verify with the public key)"
                                                      : "none");
 }

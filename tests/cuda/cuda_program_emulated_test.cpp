@@ -23,6 +23,7 @@
 #include "codegen/cuda/cuda_compiler.h"
 #include "cuda_emulator.h"
 #include "passes/pipeline.h"
+#include "runtime/cuda/stream_plan.h"
 
 namespace yoloc::codegen::cuda::testing {
 namespace {
@@ -134,17 +135,21 @@ std::unique_ptr<Graph> detector(bool split_heads = false, int64_t n = 2) {
 // every tensor-core conv that allows it takes halo tiles 8 pixels wide (16 where 8 is invalid).
 // At a batch above kUpsampleMaxBatch the neck's 1x1 conv reads its input's upsampled part from
 // the 4x4 conv's output (CudaConvTask::up_in; fp16), and the concat's slice is never written.
+//
+// With `lanes` > 1 the program is compiled from the graph at batch / lanes and runs that many
+// copies of its kernels (batch_lanes.h), each on its slice of the batch and the reference's input.
 void run_detector(Precision precision, float tolerance, bool splitk = false, bool b2b = true,
-                  bool halo = false, bool split_heads = false, int64_t batch = 2) {
+                  bool halo = false, bool split_heads = false, int64_t batch = 2, int lanes = 1) {
   const Tensor xin = yoloc::testing::random_tensor({batch, 8, 8, 8}, 7);
   const Tensor want = run_reference(*detector(split_heads, batch), {{"x", xin}}).at(0).tensor;
 
-  std::unique_ptr<Graph> g = detector(split_heads, batch);
+  std::unique_ptr<Graph> g = detector(split_heads, batch / lanes);
   PassContext ctx;
   ctx.target = "cuda";
   ctx.precision = precision;
   optimize(*g, ctx);
   CudaCompileOptions options;
+  options.lanes = lanes;
   options.arch = splitk ? "sm_90" : "sm_80";
   if (b2b) options.b2b = B2bPolicy::all();
   const std::vector<CudaTask> tasks = extract_cuda_tasks(*g, splitk ? 90 : 80, options.b2b);
@@ -222,8 +227,9 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
   EXPECT_EQ(nchw_convs, 4 - want_scores - want_boxes);
   // The neck's Resize is the 4x4 conv's upsampled copy, into the concat's first slice; above
   // kUpsampleMaxBatch (fp16) the neck's 1x1 conv reads that slice from the 4x4 conv's output.
-  const bool reads_up = batch > kUpsampleMaxBatch && precision == Precision::kFp16;
-  EXPECT_EQ(upsampled, batch > kUpsampleMaxBatch ? 0 : 1);
+  const int64_t lane_batch = batch / lanes;
+  const bool reads_up = lane_batch > kUpsampleMaxBatch && precision == Precision::kFp16;
+  EXPECT_EQ(upsampled, lane_batch > kUpsampleMaxBatch ? 0 : 1);
   EXPECT_EQ(up_in, reads_up ? 1 : 0);
   EXPECT_EQ(depthwise, 1);
   EXPECT_EQ(pairs, b2b && precision == Precision::kFp16 ? 4 : 0);
@@ -234,6 +240,40 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
   const EmulatedGenericKernels generics(generic);
 
   const runtime::cuda::CudaProgram& prog = build.program;
+  EXPECT_EQ(prog.lanes, lanes);
+  ASSERT_EQ(
+      prog.launches.size(), static_cast<size_t>(lanes) * [&] {
+        size_t n = 0;
+        for (size_t i = 0; i < tasks.size(); ++i)
+          n += tasks[i].lower(build.tasks[i].config, "k").launches.size();
+        return n;
+      }());
+  if (lanes > 1) {
+    // The lanes share no bytes but the input and the output: on the runtime's streams, no
+    // launch of one lane waits for one of another.
+    std::vector<runtime::cuda::LaunchAccess> access(prog.launches.size());
+    for (size_t j = 0; j < prog.launches.size(); ++j) {
+      const runtime::cuda::CudaLaunch& l = prog.launches[j];
+      for (size_t a = 0; a < l.args.size(); ++a) {
+        if (l.args[a].buffer != "arena") continue;
+        const bool w =
+            std::find(l.writes->begin(), l.writes->end(), static_cast<int>(a)) != l.writes->end();
+        (w ? access[j].writes : access[j].reads)
+            .push_back({l.args[a].offset, l.args[a].offset + l.args[a].bytes});
+      }
+    }
+    const runtime::cuda::StreamPlan plan = runtime::cuda::plan_streams(access, 8);
+    int waits = 0;
+    for (size_t j = 0; j < plan.steps.size(); ++j) {
+      for (const int d : plan.steps[j].waits) {
+        ++waits;
+        EXPECT_EQ(prog.launches[static_cast<size_t>(d)].task["lane"], prog.launches[j].task["lane"])
+            << "launch " << j << " waits for launch " << d << " of another lane";
+      }
+    }
+    EXPECT_GE(plan.streams, lanes);
+    EXPECT_GT(waits, 0);  // the branches of each lane do wait for each other
+  }
   std::vector<uint8_t> arena(prog.arena_bytes, 0x7f);  // NaNs in float16 and float32
   std::vector<uint8_t> weights(build.weights.begin(), build.weights.end());
   ASSERT_EQ(prog.input_offsets.size(), 1u);
@@ -317,6 +357,13 @@ TEST(CudaProgramEmulated, Fp16DetectorWithSplitHeadsStoresScoresAndBoxesFromTheC
 TEST(CudaProgramEmulated, Fp16DetectorAtBatch3ReadsTheUpsampledInputInItsConv) {
   run_detector(Precision::kFp16, 1e-2f, false, true, false, true, 3);
   run_detector(Precision::kFp16, 1e-2f, false, false, false, false, 3);
+}
+
+// Batch 4 as two lanes of 2, and batch 6 as three lanes of 2 (split heads: the class convs store
+// their scores into the shared output, each lane into its own images).
+TEST(CudaProgramEmulated, Fp16DetectorInLanesMatchesReference) {
+  run_detector(Precision::kFp16, 1e-2f, false, true, false, false, 4, 2);
+  run_detector(Precision::kFp16, 1e-2f, false, true, false, true, 6, 3);
 }
 
 TEST(CudaProgramEmulated, Fp32DetectorWithNchwHeadConvsMatchesReference) {

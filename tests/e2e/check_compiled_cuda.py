@@ -14,7 +14,7 @@ the box pairs then decoding the boxes and the class pairs storing the scores (no
 and that by default (--b2b measured) none does at batch 1 (the shipped records time none of them
 faster than its two convs by the margin), that its NCHW-output head convs and the convs with
 an upsampled copy are tuned (by their own records, or, without them, by their NHWC twin's) and
-that --no-records applies none, and that --io-precision fp16 makes the image and the output
+that --no-records applies none, that --batch 2 --lanes 2 launches every kernel once per lane, and that --io-precision fp16 makes the image and the output
 float16 (the stem reads the fp16 image, the detect tail writes fp16; no cast kernels) and refuses
 another --precision.
 Models the CUDA target cannot compile must fail with one clear error line (reported as skipped).
@@ -216,6 +216,19 @@ def main():
             problems.append(f"batch 128: convs reading an upsampled input {up_in} (expected the "
                             f"two with {want_keys}, tuned), Resize launches {resizes}:\n" +
                             big.stdout)
+        # --batch 2 --lanes 2: every task launched once per lane (in turn), the artifact's input
+        # and output of batch 2.
+        common.run([args.yoloc, "compile", args.model, "-o", artifact + ".lanes.ycm", "--force",
+                    "--target", "cuda", "--precision", "fp16", "--batch", "2", "--lanes", "2"],
+                   "yoloc compile --batch 2 --lanes 2")
+        lm = common.read_artifact(artifact + ".lanes.ycm")[0]
+        lane_of = [launch["task"].get("lane") for launch in lm["program"]["launches"]]
+        if lm["program"].get("lanes") != 2 or lane_of != [0, 1] * (len(lane_of) // 2) or \
+                len(lane_of) != 2 * len(prog["launches"]) or \
+                [lm["inputs"][0]["shape"][0], lm["outputs"][0]["shape"][0]] != [2, 2]:
+            problems.append(f"--batch 2 --lanes 2: program lanes {lm['program'].get('lanes')}, "
+                            f"{len(lane_of)} launches of lanes {lane_of[:6]}... (batch 1: "
+                            f"{len(prog['launches'])}), input {lm['inputs'][0]['shape']}")
         untuned = common.run([args.yoloc, "compile", args.model, "-o", artifact, "--force",
                               "--target", "cuda", "--precision", "fp16", "--no-records"],
                              "yoloc compile --target cuda --no-records")

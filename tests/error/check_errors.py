@@ -255,6 +255,16 @@ class Case:
         return [[self.yoloc, "compile", self.shared_model(), "-o", out, "--target", "cpu",
                  "--io-precision", "fp16"]], ["--io-precision", "--target cuda"]
 
+    def compile_lanes_for_cpu(self):
+        out = os.path.join(self.work, "x.ycm")
+        return [[self.yoloc, "compile", self.shared_model(), "-o", out, "--target", "cpu",
+                 "--lanes", "2"]], ["--lanes", "--target cuda"]
+
+    def compile_lanes_not_dividing_batch(self):
+        out = os.path.join(self.work, "x.ycm")
+        return [[self.yoloc, "compile", self.shared_model(), "-o", out, "--target", "cuda",
+                 "--batch", "4", "--lanes", "3"]], ["--lanes 3", "batch (4)", "divides"]
+
     def compile_unknown_target(self):
         out = os.path.join(self.work, "x.ycm")
         return [[self.yoloc, "compile", self.shared_model(), "-o", out, "--target", "tpu"]], [

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "codegen/arena_map.h"
+#include "codegen/cuda/batch_lanes.h"
 #include "codegen/cuda/nvrtc_compiler.h"
 
 namespace yoloc::codegen::cuda {
@@ -116,20 +117,22 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
   out.plan = plan_memory(g, merged_groups(tasks), options.reuse, redirects(tasks));
   verify_memory_plan(out.plan);
   const ArenaMap arena(g, out.plan);
+  const LaneLayout layout(g, out.plan, arena, options.lanes);
+  const int lanes = layout.lanes();
   Availability avail(g);
-  const uint64_t scratch_offset = align_to_arena(arena.bytes());
+  const uint64_t scratch_offset = align_to_arena(layout.bytes());
 
   runtime::cuda::CudaProgram& prog = out.program;
   prog.arch = options.arch;
   prog.pdl = sm >= 90;  // every kernel begins with YC_KERNEL_ENTRY (cuda_emit.h)
-  prog.input_offsets = arena.input_offsets();
+  prog.lanes = lanes;
+  prog.input_offsets = layout.input_offsets();
   for (const Value* v : g.outputs) {
     if (v->is_constant())
       user_error("the graph output '{}' is a constant; the CUDA target needs computed outputs",
                  v->name);
-    const ArenaMap::Place p = arena.place(v);
-    YOLOC_CHECK(p.contiguous, "graph output '{}' is not dense in the arena", v->name);
-    prog.output_offsets.push_back(p.offset);
+    YOLOC_CHECK(arena.place(v).contiguous, "graph output '{}' is not dense in the arena", v->name);
+    prog.output_offsets.push_back(layout.offset(v, 0));
   }
 
   WeightsBlob weights(out.weights);
@@ -152,51 +155,67 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
       for (const Node* n : g.nodes())
         if (n->group == grp)
           for (const Value* v : n->outputs) avail.written(v);
-    std::vector<runtime::Binding> args;
+    // Each lane's bindings: its activations (LaneLayout) and its own part of the scratch.
+    std::vector<std::vector<runtime::Binding>> args(static_cast<size_t>(lanes));
     std::vector<int> writes;  // the task's outputs and its scratch
+    const uint64_t scratch_bytes = std::max<uint64_t>(l.scratch_bytes, 1);
     for (const CudaArg& a : l.args) {
       if (a.kind == CudaArg::Kind::kScratch || (a.kind == CudaArg::Kind::kActivation && a.output))
-        writes.push_back(static_cast<int>(args.size()));
-      switch (a.kind) {
-        case CudaArg::Kind::kNull: args.push_back({runtime::cuda::kNullBuffer, 0, 0}); break;
-        case CudaArg::Kind::kScratch:
-          args.push_back({runtime::kArena, scratch_offset, std::max<uint64_t>(l.scratch_bytes, 1)});
-          break;
-        case CudaArg::Kind::kConstant:
-          args.push_back({kCudaWeightsBlob, weights.add(a.data), a.data.size()});
-          break;
-        case CudaArg::Kind::kActivation: {
-          if (a.output) {
-            avail.written(a.value);
-          } else {
-            YOLOC_CHECK(avail.available(a.value), "task {} ({}) reads '{}' before it is written",
-                        i, t.group_name, a.value->name);
+        writes.push_back(static_cast<int>(args[0].size()));
+      if (a.kind == CudaArg::Kind::kActivation) {
+        if (a.output) {
+          avail.written(a.value);
+        } else {
+          YOLOC_CHECK(avail.available(a.value), "task {} ({}) reads '{}' before it is written", i,
+                      t.group_name, a.value->name);
+        }
+      }
+      for (int k = 0; k < lanes; ++k) {
+        std::vector<runtime::Binding>& lane_args = args[static_cast<size_t>(k)];
+        switch (a.kind) {
+          case CudaArg::Kind::kNull: lane_args.push_back({runtime::cuda::kNullBuffer, 0, 0}); break;
+          case CudaArg::Kind::kScratch:
+            lane_args.push_back(
+                {runtime::kArena,
+                 scratch_offset + static_cast<uint64_t>(k) * align_to_arena(scratch_bytes),
+                 scratch_bytes});
+            break;
+          case CudaArg::Kind::kConstant:
+            lane_args.push_back({kCudaWeightsBlob, weights.add(a.data), a.data.size()});
+            break;
+          case CudaArg::Kind::kActivation: {
+            const uint64_t offset = layout.offset(a.value, k);
+            const uint64_t esize = dtype_size(a.value->type.dtype);
+            const uint64_t before = static_cast<uint64_t>(a.element_offset) * esize;
+            YOLOC_CHECK(offset >= before, "task {}: '{}' lies before its buffer", i, a.value->name);
+            const uint64_t span = before + addressed_elements(cuda_operand_of(g, a.value)) * esize;
+            lane_args.push_back({runtime::kArena, offset - before, span});
+            break;
           }
-          const ArenaMap::Place p = arena.place(a.value);
-          const uint64_t esize = dtype_size(a.value->type.dtype);
-          const uint64_t before = static_cast<uint64_t>(a.element_offset) * esize;
-          YOLOC_CHECK(p.offset >= before, "task {}: '{}' lies before its buffer", i,
-                      a.value->name);
-          const uint64_t span = before + addressed_elements(cuda_operand_of(g, a.value)) * esize;
-          args.push_back({runtime::kArena, p.offset - before, span});
-          break;
         }
       }
     }
-    for (const CudaKernel& k : l.launches) {
-      runtime::cuda::CudaLaunch launch;
-      launch.module = static_cast<int>(i);
-      launch.symbol = k.symbol;
-      launch.grid = k.grid;
-      launch.block = k.block;
-      launch.shared_bytes = k.shared_bytes;
-      launch.persistent = k.persistent;
-      launch.args = args;
-      launch.writes = writes;
-      launch.task = {{"group", t.group_name}, {"template", t.template_name}, {"key", t.key},
-                     {"config", ct.config.str()}, {"tuned", ct.tuned}, {"flops", t.flops},
-                     {"task", i}};
-      prog.launches.push_back(std::move(launch));
+    for (const CudaKernel& kernel : l.launches) {
+      for (int k = 0; k < lanes; ++k) {
+        runtime::cuda::CudaLaunch launch;
+        launch.module = static_cast<int>(i);
+        launch.symbol = kernel.symbol;
+        launch.grid = kernel.grid;
+        launch.block = kernel.block;
+        launch.shared_bytes = kernel.shared_bytes;
+        launch.persistent = kernel.persistent;
+        launch.args = args[static_cast<size_t>(k)];
+        launch.writes = writes;
+        launch.task = {{"group", t.group_name},
+                       {"template", t.template_name},
+                       {"key", t.key},
+                       {"config", ct.config.str()},
+                       {"tuned", ct.tuned},
+                       {"flops", t.flops},
+                       {"task", i}};
+        if (lanes > 1) launch.task["lane"] = k;
+        prog.launches.push_back(std::move(launch));
+      }
     }
     out.source += fmt::format("\n// ---- task {}: {} | {} | {}\n", i, t.group_name, t.key,
                               ct.config.str());
@@ -204,7 +223,8 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
     sources.emplace_back(prefix, l.source);
     out.tasks.push_back(std::move(ct));
   }
-  prog.arena_bytes = scratch_offset + std::max<uint64_t>(out.scratch_bytes, kArenaAlignment);
+  prog.arena_bytes = scratch_offset + static_cast<uint64_t>(lanes) *
+                                          std::max<uint64_t>(out.scratch_bytes, kArenaAlignment);
 
   if (options.detect) {
     DetectKernelConfig dc = *options.detect;

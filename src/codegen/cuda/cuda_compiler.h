@@ -47,6 +47,10 @@ struct CudaCompileOptions {
   /// H200 at batch 1, fp16: yolov8n 0.263 -> 0.255 ms, yolox-nano 0.225 -> 0.204 ms), at about
   /// 1.7x the sequential plan's arena (yolov8n at batch 128: 1377 MB against 826 MB).
   Reuse reuse = Reuse::kOrdered;
+  /// The program runs `lanes` copies of the graph's kernels at once, each on its own slice of
+  /// lanes x the graph's batch (batch_lanes.h): the artifact's batch is that product, and its
+  /// inputs and outputs are dense tensors of it. 1: the graph's batch, one copy.
+  int lanes = 1;
 };
 
 struct CudaBuild {
@@ -66,7 +70,8 @@ struct CudaBuild {
 /// value): with the argument's element offset, what its device buffer must hold.
 uint64_t addressed_elements(const CudaOperand& op);
 
-/// Compiles `g` (after optimize() for target "cuda", static shapes). Raises a UserError for a
+/// Compiles `g` (after optimize() for target "cuda", static shapes; with options.lanes > 1, one
+/// lane's graph). Raises a UserError for a
 /// group no template takes, a shape that is not static, or an NVRTC failure (log attached).
 CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options);
 

@@ -163,6 +163,11 @@ CudaProgram parse_cuda_program(const artifact::Manifest& m, const std::string& w
     if (!it->is_boolean()) r.fail("program.pdl", "is not a boolean");
     p.pdl = it->get<bool>();
   }
+  if (prog.contains("lanes")) {
+    const uint64_t lanes = r.uint(prog, "program", "lanes");
+    if (lanes < 1 || lanes > p.launches.size() + 1) r.fail("program.lanes", "is out of range");
+    p.lanes = static_cast<int>(lanes);
+  }
   return p;
 }
 
@@ -191,6 +196,7 @@ nlohmann::json cuda_program_to_json(const CudaProgram& p) {
               {"launches", launches}};
   if (p.detect) out["detect"] = detect_to_json(*p.detect, p.detect_module);
   if (p.pdl) out["pdl"] = true;
+  if (p.lanes > 1) out["lanes"] = p.lanes;
   return out;
 }
 

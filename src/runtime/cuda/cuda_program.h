@@ -72,6 +72,9 @@ struct CudaProgram {
   /// network's kernels may be launched with programmatic dependent launch on sm_90 and later.
   /// Absent (false) in artifacts of earlier versions.
   bool pdl = false;
+  /// The launches are `lanes` copies of one lane's kernels, each on its own slice of the batch
+  /// (codegen/cuda/batch_lanes.h); informational: the bindings say it all. Absent: 1.
+  int lanes = 1;
 };
 
 /// True when the manifest's program is a CUDA one ("kind": "cuda").
