@@ -261,6 +261,19 @@ template <class T, int N>
 struct alignas(sizeof(T) * N) yc_vec {
   T e[N];
 };
+// The biases of channels n and n + 1 of k (0 for those from k on). A bias is a 16-byte aligned
+// constant: for an even n both come in one 8-byte load (the epilogues' channel pairs start
+// even, so that is one load instruction instead of two).
+YC_DEVICE void yc_bias2(const float* __restrict__ bias, int n, int k, float& b0, float& b1) {
+  if ((n & 1) == 0 && n + 1 < k) {
+    const yc_vec<float, 2> b = *reinterpret_cast<const yc_vec<float, 2>*>(bias + n);
+    b0 = b.e[0];
+    b1 = b.e[1];
+    return;
+  }
+  b0 = n < k ? bias[n] : 0.f;
+  b1 = n + 1 < k ? bias[n + 1] : 0.f;
+}
 YC_DEVICE float yc_act_none(float x) { return x; }
 YC_DEVICE float yc_act_relu(float x) { return x > 0.f ? x : 0.f; }
 YC_DEVICE float yc_act_silu(float x) { return x / (1.f + yc_exp(-x)); }
@@ -417,10 +430,8 @@ YC_DEVICE yc_i64 out_at(int m, int n, yc_i64 stride, yc_i64 offset) {{
     return static_cast<yc_i64>(m) * stride + offset + n;
   }}
 }}
-// Bias and activation of channel n (the part of the epilogue before the residual and stores).
-YC_DEVICE float biased_act(const float* __restrict__ bias, int n, float v) {{
-  return {act}(v + bias[n]);
-}}
+// The activation (the part of the epilogue after the bias, before the residual and stores).
+YC_DEVICE float act(float v) {{ return {act}(v); }}
 YC_DEVICE void epilogue(OutT* __restrict__ y, OutT* __restrict__ up, const OutT* __restrict__ res,
                         const float* __restrict__ bias, int m, int n, float v) {{
   if (m >= M || n >= K) return;
@@ -437,8 +448,10 @@ YC_DEVICE void epilogue2(OutT* __restrict__ y, OutT* __restrict__ up,
     epilogue(y, up, res, bias, m, n, v0);
     return;
   }}
-  v0 = {act}(v0 + bias[n]);
-  v1 = {act}(v1 + bias[n + 1]);
+  float b0, b1;
+  yc_bias2(bias, n, K, b0, b1);
+  v0 = {act}(v0 + b0);
+  v1 = {act}(v1 + b1);
   if constexpr (RES) {{
     const yc_i64 r = out_at(m, n, RS, RO);
     if constexpr (PAIR_R) {{
@@ -482,8 +495,17 @@ YC_DEVICE void epilogue_vec(OutT* __restrict__ y, OutT* __restrict__ up,
 #pragma unroll
   for (int i = 0; i < NV; i += CH) {{
     float a[CH];
+    if constexpr (CH % 4 == 0) {{  // n + i is a multiple of CH: whole 16-byte bias vectors
 #pragma unroll
-    for (int e = 0; e < CH; ++e) a[e] = {act}(v[i + e] + bias[n + i + e]);
+      for (int e = 0; e < CH; e += 4) {{
+        const yc_vec<float, 4> b = *reinterpret_cast<const yc_vec<float, 4>*>(bias + n + i + e);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) a[e + q] = {act}(v[i + e + q] + b.e[q]);
+      }}
+    }} else {{
+#pragma unroll
+      for (int e = 0; e < CH; ++e) a[e] = {act}(v[i + e] + bias[n + i + e]);
+    }}
     if constexpr (RES) {{
       const yc_i64 at = static_cast<yc_i64>(m) * RS + RO + n + i;
       const yc_vec<OutT, CH> r = *reinterpret_cast<const yc_vec<OutT, CH>*>(res + at);

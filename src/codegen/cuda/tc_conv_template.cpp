@@ -857,11 +857,13 @@ YC_DEVICE void b2b_store_staged(const float (&acc2)[MI][NI][4], const float* __r
 #pragma unroll
     for (int ni = 0; ni < NI; ++ni) {
       const int col = warp_n * WN + ni * 8 + (lane & 3) * 2;
+      float b0, b1;
+      yc_bias2(bias2, col, K2, b0, b1);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int row = wrow0 + mi * MSTEP + (lane >> 2) + 8 * h;
-        const float v0 = col < K2 ? s2::biased_act(bias2, col, acc2[mi][ni][2 * h]) : 0.f;
-        const float v1 = col + 1 < K2 ? s2::biased_act(bias2, col + 1, acc2[mi][ni][2 * h + 1]) : 0.f;
+        const float v0 = col < K2 ? s2::act(acc2[mi][ni][2 * h] + b0) : 0.f;
+        const float v1 = col + 1 < K2 ? s2::act(acc2[mi][ni][2 * h + 1] + b1) : 0.f;
         if constexpr (s2::OUT_NCHW) {
           yc_store(so + col * LDP + row, v0);
           yc_store(so + (col + 1) * LDP + row, v1);
@@ -927,10 +929,12 @@ YC_DEVICE void b2b_tail(const float (&acc)[MI][NI][4], const float* __restrict__
     for (int ni = 0; ni < NI; ++ni) {
       const int row = wrow0 + mi * MSTEP + (lane >> 2);
       const int col = warp_n * WN + ni * 8 + (lane & 3) * 2;
+      float b0, b1;
+      yc_bias2(bias, col, K, b0, b1);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const float v0 = col < K ? @ACT1@(acc[mi][ni][2 * h] + bias[col]) : 0.f;
-        const float v1 = col + 1 < K ? @ACT1@(acc[mi][ni][2 * h + 1] + bias[col + 1]) : 0.f;
+        const float v0 = col < K ? @ACT1@(acc[mi][ni][2 * h] + b0) : 0.f;
+        const float v1 = col + 1 < K ? @ACT1@(acc[mi][ni][2 * h + 1] + b1) : 0.f;
         *reinterpret_cast<yc_u32*>(st + (row + 8 * h) * LDT + col) =
             static_cast<yc_u32>(@CVT@(v0)) | (static_cast<yc_u32>(@CVT@(v1)) << 16);
       }
