@@ -571,6 +571,25 @@ TEST(CudaNvrtc, FastSiluBeforeSixteenBitStores) {
   }
 }
 
+// The epilogues read a channel pair's biases in one 8-byte load (yc_bias2), an 8-channel chunk's
+// in two 16-byte loads: no bias is loaded alone, with the staged epilogue (epi 1) or without.
+TEST(CudaNvrtc, BiasesInVectorLoads) {
+  const ConvTask c = ConvTask::make(1, 32, 20, 20, 64, 3, 1, 1, Activation::kSilu);
+  const CudaConvTask t = CudaConvTask::dense(c, DType::kFloat16, DType::kFloat16);
+  NvrtcOptions opts;
+  opts.arch = "sm_90";
+  for (const int64_t epi : {0, 1}) {
+    ScheduleConfig cfg = TensorCoreConvTemplate::default_config(t);
+    cfg.set("epi", epi);
+    ASSERT_TRUE(TensorCoreConvTemplate::valid(t, cfg)) << cfg.str();
+    const CompiledModule out =
+        nvrtc_compile(TensorCoreConvTemplate::emit(t, cfg, "k").source, "k", opts);
+    EXPECT_NE(out.ptx.find(epi ? "ld.global.nc.v4.f32" : "ld.global.nc.v2.f32"), std::string::npos)
+        << cfg.str();
+    EXPECT_EQ(out.ptx.find("ld.global.nc.f32"), std::string::npos) << cfg.str();
+  }
+}
+
 TEST(CudaNvrtc, PreludeAloneBuilds) {
   // The prelude twice (two kernels in one program) with the toolkit's headers after it.
   NvrtcOptions opts;
