@@ -251,18 +251,9 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
   if (lanes > 1) {
     // The lanes share no bytes but the input and the output: on the runtime's streams, no
     // launch of one lane waits for one of another.
-    std::vector<runtime::cuda::LaunchAccess> access(prog.launches.size());
-    for (size_t j = 0; j < prog.launches.size(); ++j) {
-      const runtime::cuda::CudaLaunch& l = prog.launches[j];
-      for (size_t a = 0; a < l.args.size(); ++a) {
-        if (l.args[a].buffer != "arena") continue;
-        const bool w =
-            std::find(l.writes->begin(), l.writes->end(), static_cast<int>(a)) != l.writes->end();
-        (w ? access[j].writes : access[j].reads)
-            .push_back({l.args[a].offset, l.args[a].offset + l.args[a].bytes});
-      }
-    }
-    const runtime::cuda::StreamPlan plan = runtime::cuda::plan_streams(access, 8);
+    const auto access = runtime::cuda::launch_accesses(prog);
+    ASSERT_TRUE(access.has_value());
+    const runtime::cuda::StreamPlan plan = runtime::cuda::plan_streams(*access, 8);
     int waits = 0;
     for (size_t j = 0; j < plan.steps.size(); ++j) {
       for (const int d : plan.steps[j].waits) {

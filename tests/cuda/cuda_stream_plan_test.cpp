@@ -158,6 +158,33 @@ TEST(CudaProgramWrites, ParsedAndWrittenBack) {
   EXPECT_FALSE(parse_cuda_program(one_launch(nullptr), "a.ycm").launches[0].writes.has_value());
 }
 
+// The accesses the stream plan takes: the written arg's bytes as writes, the others as reads;
+// none without "writes".
+TEST(CudaProgramWrites, LaunchAccessesSplitReadsAndWrites) {
+  const auto access =
+      launch_accesses(parse_cuda_program(one_launch(nlohmann::json::array({1})), "a.ycm"));
+  ASSERT_TRUE(access.has_value());
+  ASSERT_EQ(access->size(), 1u);
+  ASSERT_EQ((*access)[0].reads.size(), 1u);
+  ASSERT_EQ((*access)[0].writes.size(), 1u);
+  EXPECT_EQ((*access)[0].reads[0].begin, 0u);
+  EXPECT_EQ((*access)[0].reads[0].end, 64u);
+  EXPECT_EQ((*access)[0].writes[0].begin, 64u);
+  EXPECT_EQ((*access)[0].writes[0].end, 128u);
+  EXPECT_FALSE(launch_accesses(parse_cuda_program(one_launch(nullptr), "a.ycm")).has_value());
+}
+
+// "lanes" (informational): read, written back only above 1, absent in earlier artifacts (1).
+TEST(CudaProgramLanes, ParsedAndWrittenBack) {
+  artifact::Manifest m = one_launch(nullptr);
+  EXPECT_EQ(parse_cuda_program(m, "a.ycm").lanes, 1);
+  EXPECT_FALSE(cuda_program_to_json(parse_cuda_program(m, "a.ycm")).contains("lanes"));
+  m.program["lanes"] = 2;
+  EXPECT_EQ(cuda_program_to_json(parse_cuda_program(m, "a.ycm"))["lanes"], 2);
+  m.program["lanes"] = 0;
+  EXPECT_THROW(parse_cuda_program(m, "a.ycm"), UserError);
+}
+
 TEST(CudaProgramWrites, AnIndexOutsideTheArgsIsAClearError) {
   for (const nlohmann::json& bad : {nlohmann::json::array({2}), nlohmann::json::array({-1}),
                                     nlohmann::json(1), nlohmann::json::array({"0"})}) {

@@ -33,23 +33,9 @@ void check_arch(const std::string& arch, const DeviceInfo& d, const std::string&
 /// The plan of the network's launches over at most max_streams streams; one stream when an
 /// artifact does not say what its launches write.
 StreamPlan network_stream_plan(const CudaProgram& p, int max_streams) {
-  std::vector<LaunchAccess> access(p.launches.size());
-  bool known = true;
-  for (size_t j = 0; j < p.launches.size(); ++j) {
-    const CudaLaunch& l = p.launches[j];
-    if (!l.writes) {
-      known = false;
-      break;
-    }
-    for (size_t k = 0; k < l.args.size(); ++k) {
-      const Binding& a = l.args[k];
-      if (a.buffer != kArena) continue;
-      const bool w = std::find(l.writes->begin(), l.writes->end(), static_cast<int>(k)) !=
-                     l.writes->end();
-      (w ? access[j].writes : access[j].reads).push_back({a.offset, a.offset + a.bytes});
-    }
-  }
-  return plan_streams(access, known ? max_streams : 1);
+  const auto access = launch_accesses(p);
+  return access ? plan_streams(*access, max_streams)
+                : plan_streams(std::vector<LaunchAccess>(p.launches.size()), 1);
 }
 
 }  // namespace

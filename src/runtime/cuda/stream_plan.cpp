@@ -77,4 +77,20 @@ StreamPlan plan_streams(const std::vector<LaunchAccess>& launches, int max_strea
   return plan;
 }
 
+std::optional<std::vector<LaunchAccess>> launch_accesses(const CudaProgram& p) {
+  std::vector<LaunchAccess> access(p.launches.size());
+  for (size_t j = 0; j < p.launches.size(); ++j) {
+    const CudaLaunch& l = p.launches[j];
+    if (!l.writes) return std::nullopt;
+    for (size_t k = 0; k < l.args.size(); ++k) {
+      const Binding& a = l.args[k];
+      if (a.buffer != kArena) continue;
+      const bool w =
+          std::find(l.writes->begin(), l.writes->end(), static_cast<int>(k)) != l.writes->end();
+      (w ? access[j].writes : access[j].reads).push_back({a.offset, a.offset + a.bytes});
+    }
+  }
+  return access;
+}
+
 }  // namespace yoloc::runtime::cuda

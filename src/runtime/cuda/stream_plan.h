@@ -9,7 +9,10 @@
 /// onto another stream must still wait for every earlier launch whose bytes it overwrites or
 /// whose writes it reads (read after write, write after read, write after write).
 #include <cstdint>
+#include <optional>
 #include <vector>
+
+#include "runtime/cuda/cuda_program.h"
 
 namespace yoloc::runtime::cuda {
 
@@ -43,5 +46,9 @@ struct StreamPlan {
 /// auxiliary streams start after everything enqueued before the network and stream 0 waits for
 /// their tails at the end (the executor's fork and join), so that needs no step here.
 StreamPlan plan_streams(const std::vector<LaunchAccess>& launches, int max_streams);
+
+/// The arena bytes each launch of `p` reads and writes (by its "writes"); nullopt when a launch
+/// does not say what it writes (artifacts of earlier versions).
+std::optional<std::vector<LaunchAccess>> launch_accesses(const CudaProgram& p);
 
 }  // namespace yoloc::runtime::cuda
