@@ -170,29 +170,33 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
                       t.group_name, a.value->name);
         }
       }
-      for (int k = 0; k < lanes; ++k) {
-        std::vector<runtime::Binding>& lane_args = args[static_cast<size_t>(k)];
-        switch (a.kind) {
-          case CudaArg::Kind::kNull: lane_args.push_back({runtime::cuda::kNullBuffer, 0, 0}); break;
-          case CudaArg::Kind::kScratch:
-            lane_args.push_back(
-                {runtime::kArena,
-                 scratch_offset + static_cast<uint64_t>(k) * align_to_arena(scratch_bytes),
-                 scratch_bytes});
-            break;
-          case CudaArg::Kind::kConstant:
-            lane_args.push_back({kCudaWeightsBlob, weights.add(a.data), a.data.size()});
-            break;
-          case CudaArg::Kind::kActivation: {
-            const uint64_t offset = layout.offset(a.value, k);
-            const uint64_t esize = dtype_size(a.value->type.dtype);
-            const uint64_t before = static_cast<uint64_t>(a.element_offset) * esize;
-            YOLOC_CHECK(offset >= before, "task {}: '{}' lies before its buffer", i, a.value->name);
-            const uint64_t span = before + addressed_elements(cuda_operand_of(g, a.value)) * esize;
-            lane_args.push_back({runtime::kArena, offset - before, span});
-            break;
-          }
+      // Lane 0's binding; the other lanes' differ only in where an activation or the scratch
+      // lies.
+      runtime::Binding bind{runtime::cuda::kNullBuffer, 0, 0};
+      uint64_t before = 0;  // an activation's bytes addressed before its first element
+      switch (a.kind) {
+        case CudaArg::Kind::kNull: break;
+        case CudaArg::Kind::kScratch: bind = {runtime::kArena, 0, scratch_bytes}; break;
+        case CudaArg::Kind::kConstant:
+          bind = {kCudaWeightsBlob, weights.add(a.data), a.data.size()};
+          break;
+        case CudaArg::Kind::kActivation: {
+          const uint64_t esize = dtype_size(a.value->type.dtype);
+          before = static_cast<uint64_t>(a.element_offset) * esize;
+          bind = {runtime::kArena, 0,
+                  before + addressed_elements(cuda_operand_of(g, a.value)) * esize};
+          break;
         }
+      }
+      for (int k = 0; k < lanes; ++k) {
+        if (a.kind == CudaArg::Kind::kScratch)
+          bind.offset = scratch_offset + static_cast<uint64_t>(k) * align_to_arena(scratch_bytes);
+        if (a.kind == CudaArg::Kind::kActivation) {
+          const uint64_t offset = layout.offset(a.value, k);
+          YOLOC_CHECK(offset >= before, "task {}: '{}' lies before its buffer", i, a.value->name);
+          bind.offset = offset - before;
+        }
+        args[static_cast<size_t>(k)].push_back(bind);
       }
     }
     for (const CudaKernel& kernel : l.launches) {
