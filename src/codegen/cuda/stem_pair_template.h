@@ -4,7 +4,7 @@
 /// stem); the second reads nothing but the first's output (e.g. the 3x3 stride-2 conv to 32
 /// channels), so that output, the largest activation of the network after the image, never
 /// reaches memory. At batch 1 the pair was the longest stretch of the dependency chain (yolov8n
-/// on an H200: 7.8 + 6.7 us of the graph's 262, bench/results/2026-12-01-h200-s19-ingraph.json).
+/// on an H200: 7.8 + 6.7 us of the graph's 262, bench/results/2026-12-01-h200-ingraph.json).
 ///
 /// A block owns a TH x TW tile of the second conv's output pixels of one image and all its K
 /// channels, in three phases:
@@ -29,7 +29,7 @@
 /// 32 tiles of two stride-2 3x3 convs.
 ///
 /// Not yet faster, so off unless asked (yoloc compile --stem-pair). On an H200, yolov8n fp16
-/// (bench/results/2026-12-01-h200-s19-stem-pair.json): at batch 1 the pair adds 17.4 us inside
+/// (bench/results/2026-12-01-h200-stem-pair.json): at batch 1 the pair adds 17.4 us inside
 /// the graph where the two kernels add 7.8 + 6.7 us, so the network takes 0.258 ms against
 /// 0.255 ms; at batch 128 it takes 1.16 ms against 0.44 + 0.37 ms for the two. Nsight Compute
 /// (default config, batch 1): 200 blocks of 8 warps, 1.5 per multiprocessor (3 fit), 19 %

@@ -105,7 +105,7 @@ CudaOperand cuda_operand_of(const Graph& g, const Value* v);
 /// H200, yolov8n fp16 at batch 1 ran 0.267 ms with its 8 pairs fused and 0.264 ms without (the
 /// 40x40 and 20x20 pairs, without split-K, lost what the saved launches gain; the 80x80 ones
 /// neither won nor lost), while at batch 128, tuned, all 9 pairs won: 6.53 ms against 6.82 ms
-/// (bench/results/2026-12-01-h200-s21-b2b.json). So by default a pair is fused where the tuning
+/// (bench/results/2026-12-01-h200-b2b.json). So by default a pair is fused where the tuning
 /// records say so, by a margin: timed alone (the tuner's measurements), each kernel pays a whole
 /// launch, which a pair saves, while in the network's CUDA graph with programmatic launches a
 /// kernel boundary costs much less. At batch 1 the 5 pairs that beat their two convs alone by
