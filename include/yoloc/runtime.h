@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "detect/decode.h"
+#include "detect/eval.h"
 #include "detect/image.h"
 
 namespace yoloc {
@@ -27,6 +28,29 @@ struct DetectorOptions {
   /// pinned frame buffer and CUDA graph (kernels and weights shared), so one frame's copy,
   /// upload and pre-processing overlap another's network.
   int in_flight = 2;
+};
+
+/// Per-call overrides of the detection thresholds (unset: the detector's, from its options or
+/// the manifest).
+struct DetectParams {
+  std::optional<float> conf;
+  std::optional<float> iou;
+  std::optional<int> max_det;
+};
+
+/// Where a detect() call spent its time, in milliseconds. On a GPU artifact the whole pipeline
+/// runs as one graph: its time is all `inference`.
+struct DetectTimings {
+  double preprocess_ms = 0;
+  double inference_ms = 0;
+  double postprocess_ms = 0;
+};
+
+/// One network input or output as the manifest declares it.
+struct TensorInfo {
+  std::string name;
+  std::string dtype;           ///< "float32", "float16", "uint8", ...
+  std::vector<int64_t> shape;  ///< a fixed shape (the batch included)
 };
 
 /// A loaded artifact. Thread-safe: concurrent calls are serialised (one arena per detector, or
@@ -45,6 +69,10 @@ class Detector {
   /// Detections on `image` (BGR, see detect::Image) in image pixels, by score descending.
   /// Raises a UserError for an empty image or an artifact that is not a batch-1 detector.
   std::vector<detect::Detection> detect(const detect::Image& image) const;
+  /// The same with per-call thresholds (each in [0, 1], max_det > 0; a UserError otherwise),
+  /// and the time of each stage in `timings` when it is not null.
+  std::vector<detect::Detection> detect(const detect::Image& image, const DetectParams& params,
+                                        DetectTimings* timings = nullptr) const;
 
   /// Pipelined detection: starts detecting `image` and returns a ticket at once (the image may
   /// be reused as soon as submit returns); wait(ticket) returns its detections, as detect()
@@ -55,6 +83,11 @@ class Detector {
   uint64_t submit(const detect::Image& image) const;
   std::vector<detect::Detection> wait(uint64_t ticket) const;
 
+  /// COCO mAP50 and mAP50-95 on a folder of images/ and YOLO labels/ at the evaluation
+  /// thresholds (conf 0.001, NMS IoU 0.7, 300 boxes), with every image's detections; a
+  /// progress bar on stderr when `progress`.
+  detect::EvalReport evaluate(const std::string& dir, bool progress = false) const;
+
   /// The raw network: `inputs` match the manifest's inputs (count, dtype, shape).
   std::vector<Tensor> infer(const std::vector<Tensor>& inputs) const;
 
@@ -62,6 +95,12 @@ class Detector {
   const std::vector<std::string>& class_names() const;
   /// The detector family ("yolov8", ...), empty for an artifact that is not a detector.
   const std::string& family() const;
+  /// The artifact's target ("cpu-avx512", "cuda-sm_90", ...) and precision ("fp32", ...).
+  const std::string& target() const;
+  const std::string& precision() const;
+  /// The network's inputs and outputs, as infer() takes and returns them.
+  std::vector<TensorInfo> inputs() const;
+  std::vector<TensorInfo> outputs() const;
   int threads() const;
 
  private:

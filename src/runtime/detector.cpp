@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -69,9 +70,68 @@ void Detector::check_detectable(const detect::Image& image) const {
 }
 
 std::vector<detect::Detection> Detector::detect(const detect::Image& image) const {
+  return detect(image, DetectParams{});
+}
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<TensorInfo> tensor_infos(const std::vector<artifact::TensorSpec>& specs) {
+  std::vector<TensorInfo> out;
+  for (const auto& s : specs) out.push_back({s.name, s.dtype, s.shape});
+  return out;
+}
+
+}  // namespace
+
+std::vector<detect::Detection> Detector::detect(const detect::Image& image,
+                                                const DetectParams& params,
+                                                DetectTimings* timings) const {
   check_detectable(image);
+  detect::DetectorConfig c = impl_->detector->config();
+  c.conf = params.conf.value_or(c.conf);
+  c.iou = params.iou.value_or(c.iou);
+  c.max_det = params.max_det.value_or(c.max_det);
+  if (!(c.conf >= 0 && c.conf <= 1) || !(c.iou >= 0 && c.iou <= 1))
+    user_error("conf {} and iou {} must each be in [0, 1]", c.conf, c.iou);
+  if (c.max_det < 1) user_error("max_det {} must be at least 1", c.max_det);
+  DetectTimings t;
+  std::vector<detect::Detection> out;
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->detector->detect(image);
+  auto t0 = std::chrono::steady_clock::now();
+  if (impl_->engine->detects()) {
+    out = impl_->engine->detect(image, c.conf, c.iou, c.max_det);
+    t.inference_ms = ms_since(t0);
+  } else {
+    const detect::Detector d(
+        [this](const Tensor& input) { return impl_->engine->run({input}); }, c);
+    const detect::Preprocessed p = d.preprocess(image);
+    t.preprocess_ms = ms_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    const std::vector<Tensor> outputs = impl_->engine->run({p.input});
+    t.inference_ms = ms_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    if (outputs.empty()) user_error("the network returned no outputs; expected the detection head");
+    out = d.postprocess(outputs[0], p.transform, image.width, image.height);
+    t.postprocess_ms = ms_since(t0);
+  }
+  if (timings) *timings = t;
+  return out;
+}
+
+detect::EvalReport Detector::evaluate(const std::string& dir, bool progress) const {
+  if (!impl_->detector)
+    user_error("the artifact cannot detect: {}; it cannot be evaluated",
+               impl_->no_detector_reason);
+  const DetectParams eval{detect::kEvalConf, detect::kEvalIou, detect::kEvalMaxDet};
+  detect::DetectorConfig c = impl_->detector->config();
+  const detect::Detector pipeline(
+      [this](const Tensor& input) { return infer({input}); },
+      [this, eval](const detect::Image& img) { return detect(img, eval); }, c);
+  return detect::evaluate_dataset(pipeline, dir, progress);
 }
 
 uint64_t Detector::submit(const detect::Image& image) const {
@@ -106,6 +166,14 @@ const std::vector<std::string>& Detector::class_names() const {
   return impl_->engine->manifest().class_names;
 }
 const std::string& Detector::family() const { return impl_->engine->manifest().family; }
+const std::string& Detector::target() const { return impl_->engine->manifest().target; }
+const std::string& Detector::precision() const { return impl_->engine->manifest().precision; }
+std::vector<TensorInfo> Detector::inputs() const {
+  return tensor_infos(impl_->engine->manifest().inputs);
+}
+std::vector<TensorInfo> Detector::outputs() const {
+  return tensor_infos(impl_->engine->manifest().outputs);
+}
 int Detector::threads() const {
   runtime::Executor* cpu = impl_->engine->cpu();
   return cpu ? cpu->threads() : 0;
