@@ -31,9 +31,13 @@ if [[ ! -x "$venv/bin/python" ]]; then
   python3 -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-  onnxruntime==1.32.0 onnx==1.23.2 numpy==2.4.6 pycocotools==2.0.11
+  onnxruntime==1.32.0 onnx==1.23.2 numpy==2.4.6 pycocotools==2.0.11 \
+  nanobind==2.9.2 scikit-build-core==0.11.6 pytest==8.4.2
 
 build=${YOLOC_BUILD_DIR:-$root/build/release}
+# The Python package the build makes (<build>/python) is importable from the virtual environment.
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$build/python" > "$site/yoloc-build.pth"
 # A fresh build directory is a unity build (several sources per compiler run: half the time of a
 # fresh build on two cores); an existing one keeps its settings.
 fresh=()
