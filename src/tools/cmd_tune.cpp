@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "tools/commands.h"
-#include "tools/compile_model.h"
+#include "compiler/compile.h"
 #include "tools/tune_in_model.h"
 #include "tuner/measure.h"
 #include "tuner/report.h"
@@ -143,7 +143,7 @@ void run_tune(const TuneCliOptions& given) {
     user_error("--lanes {}: lanes are for --target cuda", o.model.lanes);
   if (o.target == "cuda") {
     // A compile at this batch runs lanes of a smaller one: those are the kernels to tune.
-    const int lanes = cuda_lanes(o.model.lanes, o.model.batch);
+    const int lanes = compiler::cuda_lanes(o.model.lanes, o.model.batch);
     if (lanes > 1) {
       if (!o.quiet)
         fmt::print("batch {} compiles to {} lanes of batch {} (--lanes): tuning batch {}\n",
@@ -173,7 +173,9 @@ void run_tune(const TuneCliOptions& given) {
                o.model.io_precision);
   const std::vector<int> devices = devices_for(o.target, o.devices);
   const ImportedDetector d =
-      cuda ? import_for_cuda(o.model, cuda_precision(o.model.precision)) : import_for_cpu(o.model);
+      cuda ? compiler::import_for_cuda(o.model.path, o.model,
+                                        compiler::cuda_precision(o.model.precision))
+           : compiler::import_for_cpu(o.model.path, o.model);
   std::vector<tuner::TuneTask> tasks;
   tuner::TuneTarget target;
   if (cuda) {
