@@ -68,7 +68,7 @@ CompileReport compile_for_cpu(const CompileJob& job) {
   m.target = fmt::format("cpu-{}", codegen::cpu::isa_name(cpu.isa));
   m.precision = "fp32";
   m.memory_plan = memory_plan_to_json(b.plan);
-  m.program = runtime::program_to_json(b.program);
+  m.program = artifact::program_to_json(b.program);
   artifact::ArtifactWriter w(m);
   w.add_blob(codegen::cpu::kWeightsBlob, "weights", b.weights);
   w.add_blob(codegen::cpu::kKernelBlob, "kernel_so", b.kernels_so);

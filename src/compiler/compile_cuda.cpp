@@ -140,7 +140,7 @@ CompileReport compile_for_cuda(const CompileJob& job) {
   m.target = "cuda-" + cuda.arch;
   m.precision = precision == Precision::kFp16 ? "fp16" : precision == Precision::kBf16 ? "bf16" : "fp32";
   m.memory_plan = memory_plan_to_json(b.plan);
-  m.program = runtime::cuda::cuda_program_to_json(b.program);
+  m.program = artifact::cuda::cuda_program_to_json(b.program);
   artifact::ArtifactWriter w(m);
   w.add_blob(codegen::cuda::kCudaWeightsBlob, "weights", b.weights);
   for (size_t i = 0; i < b.modules.size(); ++i) {
