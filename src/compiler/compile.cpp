@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "detect/family.h"
-#include "passes/pipeline.h"
+#include "targets/target.h"
 
 namespace yoloc::compiler {
 namespace {
@@ -77,26 +77,7 @@ CompileReport compile(const std::string& model, const CompileOptions& options,
                       const Configs& configs) {
   const CompileJob job{model, options, configs, std::chrono::steady_clock::now()};
   check_output(model, options);
-  if (options.target == "cpu") return compile_for_cpu(job);
-  if (options.target == "cuda") {
-#ifdef YOLOC_HAVE_CUDA
-    return compile_for_cuda(job);
-#else
-    user_error("--target cuda: this yoloc was built without the CUDA toolkit (NVRTC)");
-#endif
-  }
-  user_error("--target {}: choose cpu or cuda", options.target);
-}
-
-ImportedDetector import_for_cpu(const std::string& path, const ModelOptions& options,
-                                const std::vector<std::string>& outputs) {
-  ImportedDetector d = import_detector(path, options);
-  if (!outputs.empty()) select_outputs(*d.graph, outputs, path);
-  PassContext passes;
-  passes.target = "cpu";
-  passes.precision = Precision::kFp32;
-  optimize(*d.graph, passes);
-  return d;
+  return targets::find_target(options.target).compile(job);
 }
 
 }  // namespace yoloc::compiler
@@ -107,12 +88,6 @@ CompileReport compile(const std::string& model, const CompileOptions& options) {
   return compiler::compile(model, options, {});
 }
 
-std::vector<std::string> compile_targets() {
-#ifdef YOLOC_HAVE_CUDA
-  return {"cpu", "cuda"};
-#else
-  return {"cpu"};
-#endif
-}
+std::vector<std::string> compile_targets() { return targets::target_names(); }
 
 }  // namespace yoloc

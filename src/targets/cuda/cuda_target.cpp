@@ -1,5 +1,6 @@
-// The CUDA target's compile: kernels built by NVRTC into cubins, one module per task, with the
-// tuning records of the arch (shipped or given) applied.
+// The CUDA target (built with the CUDA toolkit: YOLOC_CUDA): kernels built by NVRTC into
+// cubins, one module per task, with the tuning records of the arch (shipped or given) applied;
+// run by the runtime's CUDA executor, a detector's pre- and post-processing on the GPU too.
 #include <algorithm>
 #include <filesystem>
 #include <set>
@@ -7,14 +8,66 @@
 #include "codegen/cuda/cuda_compiler.h"
 #include "codegen/cuda/nvrtc_compiler.h"
 #include "codegen/cuda/tasks.h"
-#include "compiler/compile.h"
+#include "passes/pipeline.h"
+#include "targets/cuda/cuda_attributes.h"
+#include "targets/cuda/cuda_options.h"
+#include "targets/target.h"
+#include "tuner/cuda/cuda_tuning.h"
 #include "tuner/records.h"
 
-namespace yoloc::compiler {
+namespace yoloc::targets {
+namespace {
 
 namespace fs = std::filesystem;
 
-CompileReport compile_for_cuda(const CompileJob& job) {
+using compiler::CompileJob;
+using compiler::ImportedDetector;
+
+class CudaTarget : public Target {
+ public:
+  std::string name() const override { return "cuda"; }
+  TargetAttributes attributes(const std::string& variant) const override {
+    if (!variant.empty())
+      user_error("target cuda-{}: the cuda target has no variants; its --arch chooses the GPU",
+                 variant);
+    return cuda_attributes();
+  }
+  ImportedDetector import_model(const std::string& path, const ModelOptions& model,
+                                const std::vector<std::string>& outputs) const override {
+    return import_for_cuda(path, model, cuda_precision(model.precision), outputs);
+  }
+  CompileReport compile(const CompileJob& job) const override;
+  int lanes(const ModelOptions& model) const override {
+    return cuda_lanes(model.lanes, model.batch);
+  }
+  TuneSetup tuning(const Graph& g, const TuneRequest& request) const override;
+  std::unique_ptr<tuner::Measurer> make_measurer(const tuner::MeasureOptions& options,
+                                                 const tuner::TuneTarget& target,
+                                                 const std::vector<int>& devices) const override {
+    return tuner::make_cuda_measurer(options, target.arch, devices);
+  }
+  std::string executor() const override { return "cuda"; }
+};
+
+const TargetRegistration<CudaTarget> registration;
+
+TuneSetup CudaTarget::tuning(const Graph& g, const TuneRequest& request) const {
+  if (!request.isa.empty()) user_error("--isa {}: --isa is for --target cpu", request.isa);
+  const std::string arch = request.arch.empty() ? "sm_90" : request.arch;
+  TuneSetup s;
+  s.tasks = tuner::cuda_tuning_tasks(g, codegen::cuda::parse_cuda_arch(arch));
+  // --list-tasks needs no GPU; measuring asks the device (in a child process: this one never
+  // initialises CUDA, so that the measurement workers it forks can).
+  if (request.list_only) {
+    s.target.kind = "cuda";
+    s.target.arch = arch;
+  } else {
+    s.target = tuner::cuda_target(request.devices, arch);
+  }
+  return s;
+}
+
+CompileReport CudaTarget::compile(const CompileJob& job) const {
   const CompileOptions& o = job.options;
   if (!o.cc.empty() || !o.isa.empty())
     user_error("--cc and --isa choose the CPU target's compiler and ISA; --target cuda takes "
@@ -150,7 +203,7 @@ CompileReport compile_for_cuda(const CompileJob& job) {
   report.target = m.target;
   report.lanes = lanes;
   report.device_buffer_bytes = b.program.arena_bytes;
-  report_build(report, b.tasks, b.plan);
+  compiler::report_build(report, b.tasks, b.plan);
   report.tuned = b.tuned;
   report.weights_bytes = b.weights.size();
   report.backend_seconds = b.nvrtc_seconds;
@@ -159,4 +212,6 @@ CompileReport compile_for_cuda(const CompileJob& job) {
   job.write_artifact(w, report);
   return report;
 }
-}  // namespace yoloc::compiler
+
+}  // namespace
+}  // namespace yoloc::targets

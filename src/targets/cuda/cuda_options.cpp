@@ -1,13 +1,12 @@
-// What the CUDA target's options mean (lanes, precision, narrow I/O, the shipped records) and
-// its optimized graph: also built without the CUDA toolkit, for `yoloc tune --list-tasks` and
-// the messages of a build without it.
+#include "targets/cuda/cuda_options.h"
+
 #include <charconv>
 #include <filesystem>
 
-#include "compiler/compile.h"
 #include "passes/pipeline.h"
+#include "targets/cuda/cuda_attributes.h"
 
-namespace yoloc::compiler {
+namespace yoloc::targets {
 
 namespace fs = std::filesystem;
 
@@ -64,16 +63,16 @@ bool narrow_io(const std::string& io_precision, Precision precision) {
   return true;
 }
 
-ImportedDetector import_for_cuda(const std::string& path, const ModelOptions& options,
+compiler::ImportedDetector import_for_cuda(const std::string& path, const ModelOptions& options,
                                  Precision precision, const std::vector<std::string>& outputs) {
-  ImportedDetector d = import_detector(path, options);
-  if (!outputs.empty()) select_outputs(*d.graph, outputs, path);
+  compiler::ImportedDetector d = compiler::import_detector(path, options);
+  if (!outputs.empty()) compiler::select_outputs(*d.graph, outputs, path);
   PassContext passes;
-  passes.target = "cuda";
+  passes.target = cuda_attributes();
   passes.precision = precision;
   passes.narrow_io = narrow_io(options.io_precision, precision);
   optimize(*d.graph, passes);
   return d;
 }
 
-}  // namespace yoloc::compiler
+}  // namespace yoloc::targets
