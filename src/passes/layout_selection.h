@@ -13,7 +13,8 @@ bool follows_operand_layout(const Node& n);
 /// detect tail, graph outputs) reads NCHW. Conversions are thus left only at the edges between
 /// the two regions, where the kernel on either side does them in its loads or stores.
 ///
-/// On "cuda" the conv side of such an edge may do the conversion instead: the NHWC values that
+/// On a target with channel_major_nchw (CUDA) the conv side of such an edge may do the
+/// conversion instead: the NHWC values that
 /// dense convs write and only readers of NCHW read (the detect head's last convs, and followers
 /// between them and those readers) are stored NCHW when the readers' kernels then read them with
 /// fewer memory sectors (YOLOv8 / 10 / 11 tails, which walk the anchors; not YOLOv5 / YOLOX, which
