@@ -20,7 +20,8 @@
 
 #include "codegen/cpu/conv_template.h"
 #include "codegen/cpu/host_compiler.h"
-#include "codegen/cpu/parallel.h"
+#include "runtime/kernel_library.h"
+#include "runtime/thread_pool.h"
 #include "frontend/onnx/importer.h"
 #include "passes/pipeline.h"
 
@@ -122,7 +123,7 @@ int main(int argc, char** argv) {
     const auto c0 = Clock::now();
     const SharedObject so = compile_shared_object(source, host_compiler_options_for("c++", isa));
     const double compile_s = std::chrono::duration<double>(Clock::now() - c0).count();
-    LoadedLibrary lib(so.bytes);
+    runtime::KernelLibrary lib(so.bytes);
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> d(-1.f, 1.f);
     const auto fill = [&](size_t n) {
@@ -159,9 +160,9 @@ int main(int argc, char** argv) {
     result["hardware_threads"] = std::thread::hardware_concurrency();
     // Per-layer medians, then alternating rounds of ONNX Runtime (whole model) and our conv
     // sequence at 1 and 2 threads, so both see the same machine load.
-    std::vector<std::unique_ptr<ThreadPool>> pools;
-    for (int threads : {1, 2}) pools.push_back(std::make_unique<ThreadPool>(threads));
-    const auto run_layer = [&](ThreadPool& pool, Layer& l) {
+    std::vector<std::unique_ptr<runtime::ThreadPool>> pools;
+    for (int threads : {1, 2}) pools.push_back(std::make_unique<runtime::ThreadPool>(threads));
+    const auto run_layer = [&](runtime::ThreadPool& pool, Layer& l) {
       pool.parallel_for(l.kernel.work_items, [&](int64_t b, int64_t e) {
         l.fn(l.in.data(), l.w.data(), l.bias.data(), l.res.empty() ? nullptr : l.res.data(),
              l.out.data(), b, e);
@@ -177,7 +178,7 @@ int main(int argc, char** argv) {
       double m[2];
       std::vector<double> cpu;
       for (int p = 0; p < 2; ++p) {
-        ThreadPool& pool = *pools[static_cast<size_t>(p)];
+        runtime::ThreadPool& pool = *pools[static_cast<size_t>(p)];
         run_layer(pool, l);
         std::vector<double> ms;
         for (int i = 0; i < iters; ++i) {

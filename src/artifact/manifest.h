@@ -35,8 +35,8 @@ struct Manifest {
   nlohmann::json preprocess = nlohmann::json::object();   ///< letterbox size, scaling, ...
   nlohmann::json postprocess = nlohmann::json::object();  ///< decoder, thresholds, NMS
   nlohmann::json memory_plan = nlohmann::json::object();  ///< arena size and value offsets
-  /// What the runtime executes (schema in runtime/program.h); optional on read, so artifacts
-  /// written before it existed still open (they cannot be run).
+  /// What the runtime executes (schema in artifact/program.h, artifact/cuda_program.h);
+  /// optional on read, so artifacts written before it existed still open (they cannot be run).
   nlohmann::json program = nlohmann::json::object();
   std::vector<BlobEntry> blobs;                           ///< filled by the writer
 

@@ -63,11 +63,11 @@ void narrow_output(Graph& g, Value* y) {
 }  // namespace
 
 bool FloatCompute::run(Graph& g, PassContext& ctx) {
-  // fp16 / bf16 on CUDA: the graph computes in float32 and storage_precision then chooses what
-  // is stored narrow.
-  const bool cuda_half = ctx.target == "cuda" &&
-                         (ctx.precision == Precision::kFp16 || ctx.precision == Precision::kBf16);
-  if (ctx.precision != Precision::kFp32 && !cuda_half) return false;
+  // fp16 / bf16 on a target that stores them narrow: the graph computes in float32 and
+  // storage_precision then chooses what is stored narrow.
+  const bool narrow = (ctx.precision == Precision::kFp16 || ctx.precision == Precision::kBf16) &&
+                      ctx.target.stores_narrow(ctx.precision);
+  if (ctx.precision != Precision::kFp32 && !narrow) return false;
   bool changed = false;
   for (Node* n : g.nodes()) changed |= widen_attributes(*n);
   const std::set<const Value*> edges(g.inputs.begin(), g.inputs.end());

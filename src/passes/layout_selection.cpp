@@ -227,7 +227,8 @@ bool all_outputs_in(const Node& n, const std::set<const Value*>& s) {
                      [&](const Value* o) { return s.count(o) > 0; });
 }
 
-/// The NHWC values of g (laid out for "cuda") that are better stored NCHW: see above.
+/// The NHWC values of g that are better stored NCHW (TargetAttributes::channel_major_nchw): see
+/// above.
 std::vector<Value*> channel_major_values(const Graph& g) {
   std::set<const Value*> region;
   for (const Node* n : g.nodes()) {
@@ -296,16 +297,8 @@ bool follows_operand_layout(const Node& n) {
   return layout_agnostic(n) || channel_data_movement(n);
 }
 
-LayoutSpec preferred_layout(const std::string& target) {
-  if (target == "cpu") return {Layout::kNCHWc, 16};
-  if (target == "cpu-avx2") return {Layout::kNCHWc, 8};
-  if (target == "cpu-neon") return {Layout::kNCHWc, 4};
-  if (target == "cuda") return {Layout::kNHWC, 0};
-  return {};
-}
-
 bool LayoutSelection::run(Graph& g, PassContext& ctx) {
-  const LayoutSpec want = preferred_layout(ctx.target);
+  const LayoutSpec want = ctx.target.layout;
   if (want == LayoutSpec{}) return false;
   std::map<const Value*, LayoutSpec> before;
   for (const Value* v : g.values()) before[v] = v->layout;
@@ -328,7 +321,7 @@ bool LayoutSelection::run(Graph& g, PassContext& ctx) {
       o->layout = l;
     }
   }
-  if (ctx.target == "cuda") {
+  if (ctx.target.channel_major_nchw) {
     for (Value* v : channel_major_values(g)) v->layout = {};
   }
   bool changed = false;

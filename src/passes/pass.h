@@ -5,12 +5,9 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/target_attributes.h"
 
 namespace yoloc {
-
-/// Numeric precision a compile targets; passes that change numerics consult it. kAuto keeps the
-/// model's own numerics (float models stay float, quantized ops stay quantized).
-enum class Precision { kAuto, kFp32, kFp16, kBf16, kInt8 };
 
 /// Timing and size after one pass.
 struct PassStat {
@@ -23,10 +20,13 @@ struct PassStat {
 /// What every pass may read: target, precision, level, and where to dump IR.
 struct PassContext {
   int opt_level = 1;
-  std::string target = "reference";
+  /// What the passes may ask of the target (the default: the reference executor's, which takes
+  /// the graph as it is).
+  TargetAttributes target;
   Precision precision = Precision::kAuto;
-  /// With fp16 / bf16 on "cuda": the graph's float32 inputs and outputs are stored in that type
-  /// too (compile --io-precision; TensorRT's fp16 I/O formats), else they keep float32.
+  /// With a precision the target stores narrow (TargetAttributes::narrow_storage): the graph's
+  /// float32 inputs and outputs are stored in that type too (compile --io-precision; TensorRT's
+  /// fp16 I/O formats), else they keep float32.
   bool narrow_io = false;
   std::string dump_dir;  ///< when set, the IR after each pass goes to DIR/NN-<pass>.txt
   bool verify = false;   ///< run the verifier after each pass (always on in debug builds)

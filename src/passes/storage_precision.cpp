@@ -22,7 +22,7 @@ std::vector<const Value*> view_sources(const Node& n) {
 }  // namespace
 
 bool StoragePrecision::run(Graph& g, PassContext& ctx) {
-  if (ctx.target != "cuda") return false;
+  if (!ctx.target.stores_narrow(ctx.precision)) return false;
   DType narrow = DType::kUndefined;
   if (ctx.precision == Precision::kFp16) narrow = DType::kFloat16;
   if (ctx.precision == Precision::kBf16) narrow = DType::kBFloat16;

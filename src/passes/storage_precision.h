@@ -3,7 +3,8 @@
 
 namespace yoloc {
 
-/// At fp16 / bf16 on target "cuda", the activations the conv kernels exchange (float32 values in
+/// At fp16 / bf16 on a target that stores them narrow (TargetAttributes::narrow_storage: CUDA),
+/// the activations the conv kernels exchange (float32 values in
 /// layout NHWC, conv outputs, and the NCHW region that layout_selection gives the detect head's
 /// last convs: followers and views of those; never graph inputs or outputs) are stored as
 /// float16 / bfloat16: the tensor-core convolutions read and write them, every kernel computes in

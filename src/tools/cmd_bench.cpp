@@ -22,7 +22,7 @@
 #include "runtime/cuda/cuda_executor.h"
 #endif
 #include "tools/commands.h"
-#include "tools/compile_model.h"
+#include "tools/prepared_artifact.h"
 #include "tools/random_inputs.h"
 
 namespace yoloc::tools {

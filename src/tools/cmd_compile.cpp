@@ -10,15 +10,16 @@
 #include <set>
 
 #include "tools/commands.h"
-#include "tools/compile_model.h"
+#include "tools/detector_model.h"
+#include "yoloc/compiler.h"
 
 namespace yoloc::tools {
 
 namespace {
 
-void print_report(const CompileOptions& o, const CompileReport& r) {
+void print_report(const std::string& model, const CompileOptions& o, const CompileReport& r) {
   std::map<std::string, int> by_template;
-  for (const codegen::cpu::CompiledTask& t : r.tasks) ++by_template[t.template_name];
+  for (const CompiledKernel& t : r.kernels) ++by_template[t.template_name];
   std::string kinds;
   for (const auto& [name, n] : by_template) kinds += fmt::format("{}{} {}", kinds.empty() ? "" : ", ", n, name);
   const double mb = 1e6;
@@ -29,11 +30,11 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
                                     : fmt::format(", {} of {} from the kernel build cache",
                                                   r.cached_builds, r.builds);
   fmt::print("compiled {} -> {} ({:.1f} MB, {}) in {:.1f} s ({:.1f} s building kernels{})\n",
-             o.model.path, o.output, static_cast<double>(r.artifact_bytes) / mb, r.target,
+             model, o.output, static_cast<double>(r.artifact_bytes) / mb, r.target,
              r.seconds, r.backend_seconds, cached);
-  fmt::print("  kernels: {} ({}); {} tuned, {} heuristic defaults\n", r.tasks.size(), kinds,
-             r.tuned, r.tasks.size() - static_cast<size_t>(r.tuned));
-  const auto pairs = std::count_if(r.tasks.begin(), r.tasks.end(), [](const auto& t) {
+  fmt::print("  kernels: {} ({}); {} tuned, {} heuristic defaults\n", r.kernels.size(), kinds,
+             r.tuned, r.kernels.size() - static_cast<size_t>(r.tuned));
+  const auto pairs = std::count_if(r.kernels.begin(), r.kernels.end(), [](const auto& t) {
     return t.key.find(" b2b k2=") != std::string::npos;
   });
   if (pairs > 0)
@@ -44,7 +45,7 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
     std::set<std::string> workloads, tuned;
     std::map<int64_t, int> from_batch;  // tuned workloads by the other batch their records had
     int twins = 0;  // tuned workloads (NCHW out, upsampled copy) with their NHWC form's config
-    for (const codegen::cpu::CompiledTask& t : r.tasks) {
+    for (const CompiledKernel& t : r.kernels) {
       workloads.insert(t.key);
       if (!t.tuned || !tuned.insert(t.key).second) continue;
       if (auto it = r.nearest_batch.find(t.key); it != r.nearest_batch.end())
@@ -65,15 +66,15 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
                workloads.size() - tuned.size());
   }
   fmt::print("  arena: {:.2f} MB (naive sum of intermediates {:.2f} MB, {:.1f} %)\n",
-             static_cast<double>(r.plan.arena_bytes) / mb,
-             static_cast<double>(r.plan.naive_bytes) / mb,
-             100.0 * static_cast<double>(r.plan.arena_bytes) /
-                 static_cast<double>(std::max<uint64_t>(r.plan.naive_bytes, 1)));
+             static_cast<double>(r.arena_bytes) / mb,
+             static_cast<double>(r.naive_arena_bytes) / mb,
+             100.0 * static_cast<double>(r.arena_bytes) /
+                 static_cast<double>(std::max<uint64_t>(r.naive_arena_bytes, 1)));
   if (r.lanes > 1)
     fmt::print(
         "  lanes: {} of batch {} at once, each with its own arena (device buffer {:.2f} "
         "MB)\n",
-        r.lanes, o.model.batch / r.lanes, static_cast<double>(r.arena_bytes) / mb);
+        r.lanes, o.model.batch / r.lanes, static_cast<double>(r.device_buffer_bytes) / mb);
   fmt::print("  weights {:.2f} MB, kernels {:.2f} MB\n", static_cast<double>(r.weights_bytes) / mb,
              static_cast<double>(r.kernel_bytes) / mb);
 }
@@ -81,17 +82,22 @@ void print_report(const CompileOptions& o, const CompileReport& r) {
 }  // namespace
 
 void add_compile(CLI::App& app) {
-  auto o = std::make_shared<CompileOptions>();
+  struct Cli {
+    DetectorModelOptions model;
+    CompileOptions compile;
+  };
+  auto cli = std::make_shared<Cli>();
+  CompileOptions* o = &cli->compile;
   auto* c = app.add_subcommand("compile", "Compile an ONNX detector into a .ycm artifact");
-  add_detector_model_options(*c, o->model);
-  add_io_precision_option(*c, o->model);
+  add_detector_model_options(*c, cli->model);
+  add_io_precision_option(*c, cli->model);
   c->add_option("-o,--output", o->output, "the artifact to write (.ycm)")->required();
   c->add_option("--target", o->target, "what to compile for: cpu, or cuda (NVIDIA GPUs)")
       ->capture_default_str();
   c->add_option("--arch", o->arch,
                 "cuda: the GPU architecture of the kernels (sm_80, sm_86, sm_89, sm_90, ...; "
                 "default sm_90)");
-  c->add_option("--batch", o->model.batch, "images per run")
+  c->add_option("--batch", cli->model.batch, "images per run")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   c->add_option("--cc", o->cc,
@@ -128,11 +134,12 @@ void add_compile(CLI::App& app) {
                 "once on the runtime's streams) or 'sequential' (the smallest arena, about 60 % "
                 "of it; branches then wait for each other)")
       ->check(CLI::IsMember({"ordered", "sequential"}));
-  add_lanes_option(*c, o->model);
+  add_lanes_option(*c, cli->model);
   c->add_flag("--force", o->force, "overwrite the output file if it exists");
-  c->callback([o] {
-    const CompileReport r = compile_model(*o);
-    print_report(*o, r);
+  c->callback([cli] {
+    cli->compile.model = cli->model;
+    const CompileReport r = compile(cli->model.path, cli->compile);
+    print_report(cli->model.path, cli->compile, r);
   });
 }
 

@@ -15,17 +15,13 @@
 #include <thread>
 
 #include "tools/commands.h"
-#include "tools/compile_model.h"
+#include "targets/target.h"
 #include "tools/tune_in_model.h"
 #include "tuner/measure.h"
 #include "tuner/report.h"
 #include "tuner/search_space.h"
 #include "tuner/target.h"
 #include "tuner/tuner.h"
-#ifdef YOLOC_HAVE_CUDA
-#include "codegen/cuda/nvrtc_compiler.h"
-#include "tuner/cuda/cuda_tuning.h"
-#endif
 
 namespace yoloc::tools {
 
@@ -139,17 +135,14 @@ void list_tasks(const TuneCliOptions& o, const std::vector<tuner::TuneTask>& tas
 
 void run_tune(const TuneCliOptions& given) {
   TuneCliOptions o = given;
-  if (!o.model.lanes.empty() && o.target != "cuda")
-    user_error("--lanes {}: lanes are for --target cuda", o.model.lanes);
-  if (o.target == "cuda") {
-    // A compile at this batch runs lanes of a smaller one: those are the kernels to tune.
-    const int lanes = cuda_lanes(o.model.lanes, o.model.batch);
-    if (lanes > 1) {
-      if (!o.quiet)
-        fmt::print("batch {} compiles to {} lanes of batch {} (--lanes): tuning batch {}\n",
-                   o.model.batch, lanes, o.model.batch / lanes, o.model.batch / lanes);
-      o.model.batch /= lanes;
-    }
+  const targets::Target& tune_target = targets::find_target(o.target);
+  // A compile at this batch runs lanes of a smaller one: those are the kernels to tune.
+  const int lanes = tune_target.lanes(o.model);
+  if (lanes > 1) {
+    if (!o.quiet)
+      fmt::print("batch {} compiles to {} lanes of batch {} (--lanes): tuning batch {}\n",
+                 o.model.batch, lanes, o.model.batch / lanes, o.model.batch / lanes);
+    o.model.batch /= lanes;
   }
   if (is_artifact_path(o.model.path))
     user_error(
@@ -172,29 +165,15 @@ void run_tune(const TuneCliOptions& given) {
     user_error("--io-precision {}: narrow inputs and outputs are for --target cuda",
                o.model.io_precision);
   const std::vector<int> devices = devices_for(o.target, o.devices);
-  const ImportedDetector d =
-      cuda ? import_for_cuda(o.model, cuda_precision(o.model.precision)) : import_for_cpu(o.model);
-  std::vector<tuner::TuneTask> tasks;
-  tuner::TuneTarget target;
-  if (cuda) {
-#ifdef YOLOC_HAVE_CUDA
-    const std::string arch = o.arch.empty() ? "sm_90" : o.arch;
-    tasks = tuner::cuda_tuning_tasks(*d.graph, codegen::cuda::parse_cuda_arch(arch));
-    // --list-tasks needs no GPU; measuring asks the device (in a child process: this one never
-    // initialises CUDA, so that the measurement workers it forks can).
-    if (o.list_tasks) {
-      target.kind = "cuda";
-      target.arch = arch;
-    } else {
-      target = tuner::cuda_target(devices, arch);
-    }
-#else
-    user_error("--target cuda: this yoloc was built without the CUDA toolkit (NVRTC)");
-#endif
-  } else {
-    target = tuner::resolve_target(o.target, devices[0], isa);
-    tasks = tuner::tuning_tasks(*d.graph, isa);
-  }
+  const ImportedDetector d = tune_target.import_model(o.model.path, o.model);
+  targets::TuneRequest request;
+  request.arch = o.arch;
+  request.isa = o.isa;
+  request.devices = devices;
+  request.list_only = o.list_tasks;
+  targets::TuneSetup setup = tune_target.tuning(*d.graph, request);
+  std::vector<tuner::TuneTask> tasks = std::move(setup.tasks);
+  const tuner::TuneTarget target = setup.target;
   if (!o.only.empty()) {
     tasks = tuner::only_matching(tasks, o.only);
     if (tasks.empty())
@@ -257,16 +236,10 @@ void run_tune(const TuneCliOptions& given) {
         o.overlap == "on" || (o.overlap == "auto" && (cuda || threads + o.build_jobs <= hardware));
     t.measure.cc = codegen::cpu::host_compiler_options_for("c++", isa);  // as compile builds
     if (const char* inject = std::getenv("YOLOC_TUNE_INJECT")) t.measure.inject = inject;
-    std::unique_ptr<tuner::Measurer> measurer;
-    if (cuda) {
-#ifdef YOLOC_HAVE_CUDA
-      // NVRTC compilations at once: all cores unless --build-jobs says otherwise.
-      if (!o.build_jobs_given) t.measure.build_jobs = hardware;
-      measurer = tuner::make_cuda_measurer(t.measure, target.arch, devices);
-#endif
-    } else {
-      measurer = tuner::make_cpu_measurer(t.measure);
-    }
+    // NVRTC compilations at once: all cores unless --build-jobs says otherwise.
+    if (cuda && !o.build_jobs_given) t.measure.build_jobs = hardware;
+    const std::unique_ptr<tuner::Measurer> measurer =
+        tune_target.make_measurer(t.measure, target, devices);
     // "device 0", or "devices 0,1 measuring in parallel".
     const std::string device_words =
         devices.size() == 1

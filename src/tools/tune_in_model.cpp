@@ -11,7 +11,7 @@
 
 #include "artifact/artifact_reader.h"
 #include "runtime/executor.h"
-#include "tools/compile_model.h"
+#include "compiler/compile.h"
 #include "tuner/isolate.h"
 #include "tuner/report.h"
 
@@ -128,13 +128,12 @@ InModelSummary measure_in_model(const DetectorModelOptions& model,
   for (size_t j = 0; j < ranks; ++j) {
     for (const auto& [key, list] : ranked) configs[j][key] = list[std::min(j, list.size() - 1)];
     CompileOptions c;
-    c.model = model;
+    c.model = model;  // the compile options of the model (its path aside)
     c.output = (fs::path(dir.path) / fmt::format("rank{}.ycm", j)).string();
-    c.configs = configs[j];
     c.isa = o.isa;
     c.no_cache = true;  // candidates' builds, seldom built again: they would crowd the cache out
     progress.note(fmt::format("in the model: compiling rank {} of {}", j + 1, ranks));
-    compile_model(c);
+    compiler::compile(model.path, c, configs[j]);
     paths.push_back(c.output);
   }
   progress.note(fmt::format("in the model: {} artifacts, {} rounds of {} runs each", ranks,

@@ -28,6 +28,7 @@
 #include "codegen/cpu/resize_template.h"
 #include "graph_builder.h"
 #include "passes/pipeline.h"
+#include "targets/cpu/cpu_attributes.h"
 
 namespace yoloc::codegen::cpu {
 namespace {
@@ -264,7 +265,7 @@ TEST(CrossAarch64, NeonKernelsUnderQemuMatchHost) {
   e = node(*g, "Div", {e, g->add_constant("pw", testing::random_tensor({7}, 6, 0.5f, 2.f))});
   g->outputs = {testing::conv(*g, e, 32, 16, 1, 7)};
   PassContext ctx;
-  ctx.target = "cpu";
+  ctx.target = yoloc::targets::cpu_attributes();
   optimize(*g, ctx);
   int elementwise = 0;
   for (const FusedGroup& grp : g->groups) {

@@ -8,6 +8,7 @@
 #include "codegen/cuda/tc_conv_template.h"
 #include "codegen/memory_plan.h"
 #include "passes/pipeline.h"
+#include "targets/cuda/cuda_attributes.h"
 
 namespace yoloc::codegen::cuda {
 namespace {
@@ -37,7 +38,7 @@ TEST(CudaConvTask, C2fSlicesFromViews) {
   // outputs for a detect head.
   g.outputs = {conv(g, cv2, 32, 16, 1, 9)};
   PassContext ctx;
-  ctx.target = "cuda";
+  ctx.target = yoloc::targets::cuda_attributes();
   optimize(g, ctx);
 
   std::vector<CudaConvTask> tasks;
@@ -101,7 +102,7 @@ std::unique_ptr<Graph> upsample_neck(const std::string& coord, const std::string
   // Plain convs as the outputs: a trailing chain from the concat would be a detect tail.
   g.outputs = {conv(g, c, 48, 8, 1, 5), conv(g, f, 32, 8, 3, 7)};
   PassContext ctx;
-  ctx.target = "cuda";
+  ctx.target = yoloc::targets::cuda_attributes();
   optimize(g, ctx);
   return gp;
 }

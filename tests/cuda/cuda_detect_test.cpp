@@ -14,6 +14,7 @@
 #include <memory>
 #include <random>
 
+#include "artifact/cuda_detect_params.h"
 #include "codegen/cpu/host_compiler.h"
 #include "codegen/cuda/cuda_emit.h"
 #include "codegen/cuda/detect_kernels.h"
@@ -26,7 +27,7 @@
 namespace yoloc::codegen::cuda::testing {
 namespace {
 
-namespace rt = runtime::cuda;
+namespace rt = artifact::cuda;
 using detect::Family;
 
 // A head shape of each family for a w x h input (YOLOX: the grid's rows).

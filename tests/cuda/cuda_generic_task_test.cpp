@@ -19,6 +19,7 @@
 #include "codegen/cuda/tc_conv_template.h"
 #include "frontend/onnx/importer.h"
 #include "passes/pipeline.h"
+#include "targets/cuda/cuda_attributes.h"
 
 namespace yoloc::codegen::cuda {
 namespace {
@@ -58,7 +59,7 @@ TEST_P(GenericModels, EveryOtherGroupBuildsWithNvrtc) {
     io.fix_dims = {{"batch", 1}, {"height", 640}, {"width", 640}};
     auto g = onnx_frontend::import_onnx(path.string(), io);
     PassContext ctx;
-    ctx.target = "cuda";
+    ctx.target = yoloc::targets::cuda_attributes();
     ctx.precision = dtype == DType::kFloat16 ? Precision::kFp16 : Precision::kFp32;
     optimize(*g, ctx);
     const auto operand_of = [dtype](const Value* v) {

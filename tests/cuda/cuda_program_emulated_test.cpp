@@ -24,6 +24,7 @@
 #include "cuda_emulator.h"
 #include "passes/pipeline.h"
 #include "runtime/cuda/stream_plan.h"
+#include "targets/cuda/cuda_attributes.h"
 
 namespace yoloc::codegen::cuda::testing {
 namespace {
@@ -145,7 +146,7 @@ void run_detector(Precision precision, float tolerance, bool splitk = false, boo
 
   std::unique_ptr<Graph> g = detector(split_heads, batch / lanes);
   PassContext ctx;
-  ctx.target = "cuda";
+  ctx.target = yoloc::targets::cuda_attributes();
   ctx.precision = precision;
   optimize(*g, ctx);
   CudaCompileOptions options;
@@ -363,7 +364,7 @@ TEST(CudaProgramEmulated, Fp32DetectorWithNchwHeadConvsMatchesReference) {
 TEST(CudaB2bPolicy, MeasuredFusesThePairsTimedFasterThanTheirTwoConvs) {
   std::unique_ptr<Graph> g = detector();
   PassContext ctx;
-  ctx.target = "cuda";
+  ctx.target = yoloc::targets::cuda_attributes();
   ctx.precision = Precision::kFp16;
   optimize(*g, ctx);
   const std::vector<CudaTask> alone = extract_cuda_tasks(*g, 80);

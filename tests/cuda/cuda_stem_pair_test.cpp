@@ -16,6 +16,7 @@
 #include "frontend/onnx/importer.h"
 #include "passes/pipeline.h"
 #include "stem_pair_test_util.h"
+#include "targets/cuda/cuda_attributes.h"
 
 namespace yoloc::codegen::cuda::testing {
 namespace {
@@ -155,7 +156,7 @@ TEST(StemPairTask, Yolov8nFirstTwoConvs) {
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
   auto g = onnx_frontend::import_onnx(path.string(), {});
   PassContext ctx;
-  ctx.target = "cuda";
+  ctx.target = yoloc::targets::cuda_attributes();
   ctx.precision = Precision::kFp16;
   optimize(*g, ctx);
   const std::vector<CudaTask> tasks = extract_cuda_tasks(*g, 90, {}, true);

@@ -23,6 +23,7 @@
 #include "codegen/cuda/tc_conv_template.h"
 #include "core/half.h"
 #include "passes/pipeline.h"
+#include "targets/cuda/cuda_attributes.h"
 
 namespace yoloc::codegen::cuda::testing {
 
@@ -592,7 +593,7 @@ inline std::unique_ptr<Graph> select_graph(int64_t c, int64_t h, int64_t w, int6
 /// g optimized for the CUDA target (fp32 numerics).
 inline std::unique_ptr<Graph> optimized(std::unique_ptr<Graph> g) {
   PassContext ctx;
-  ctx.target = "cuda";
+  ctx.target = yoloc::targets::cuda_attributes();
   ctx.precision = Precision::kFp32;
   optimize(*g, ctx);
   return g;

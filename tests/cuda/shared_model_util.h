@@ -9,6 +9,7 @@
 #include "frontend/onnx/importer.h"
 #include "ir/graph.h"
 #include "passes/pipeline.h"
+#include "targets/cuda/cuda_attributes.h"
 
 namespace yoloc::codegen::cuda::testing {
 
@@ -23,7 +24,7 @@ inline std::unique_ptr<Graph> shared_cuda_model(const char* file, Precision prec
   io.fix_dims = {{"batch", batch}, {"height", 640}, {"width", 640}};
   auto g = onnx_frontend::import_onnx(path.string(), io);
   PassContext ctx;
-  ctx.target = "cuda";
+  ctx.target = yoloc::targets::cuda_attributes();
   ctx.precision = precision;
   optimize(*g, ctx);
   return g;

@@ -6,7 +6,8 @@
 #include <cmath>
 
 #include "codegen/cpu/cpu_compiler.h"
-#include "codegen/cpu/parallel.h"
+#include "runtime/kernel_library.h"
+#include "runtime/thread_pool.h"
 #include "cpu_test_util.h"
 #include "graph_builder.h"
 #include "ops/reference_executor.h"
@@ -32,8 +33,8 @@ void check_every_task(const std::string& model) {
     source += abi_wrapper_source(kernels.back(), "yc_k" + std::to_string(i), 1, strides);
   }
   const SharedObject so = compile_shared_object(source);
-  LoadedLibrary lib(so.bytes);
-  ThreadPool pool(2);
+  runtime::KernelLibrary lib(so.bytes);
+  runtime::ThreadPool pool(2);
   uint32_t seed = 7;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const CpuTask& t = tasks[i];

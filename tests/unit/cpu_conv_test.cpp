@@ -10,7 +10,8 @@
 
 #include "codegen/cpu/conv_template.h"
 #include "codegen/cpu/host_compiler.h"
-#include "codegen/cpu/parallel.h"
+#include "runtime/kernel_library.h"
+#include "runtime/thread_pool.h"
 #include "core/error.h"
 #include "op_test_util.h"
 
@@ -85,8 +86,8 @@ void check_tasks(const std::vector<ConvTask>& tasks, int threads,
     }
   }
   const SharedObject so = compile_shared_object(source, host_compiler_options_for("c++", isa));
-  LoadedLibrary lib(so.bytes);
-  ThreadPool pool(threads);
+  runtime::KernelLibrary lib(so.bytes);
+  runtime::ThreadPool pool(threads);
   std::mt19937 rng(7);
   for (const Case& c : cases) {
     const ConvTask& t = c.task;

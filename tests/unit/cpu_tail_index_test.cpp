@@ -13,7 +13,8 @@
 #include <map>
 
 #include "codegen/cpu/host_compiler.h"
-#include "codegen/cpu/parallel.h"
+#include "runtime/kernel_library.h"
+#include "runtime/thread_pool.h"
 #include "codegen/cpu/tail_template.h"
 #include "graph_builder.h"
 
@@ -93,10 +94,10 @@ void check_graph(Graph& g, const std::map<std::string, Tensor>& feeds, int64_t w
   for (size_t c = 0; c < cfgs.size(); ++c)
     source += TailTemplate::emit(*t, cfgs[c], fmt::format("k{}", c)).source;
   const SharedObject so = compile_shared_object(source);
-  LoadedLibrary lib(so.bytes);
+  runtime::KernelLibrary lib(so.bytes);
   const auto want = run_reference(g, feeds);
   ASSERT_EQ(want.size(), t->io.outputs.size());
-  ThreadPool pool(2);
+  runtime::ThreadPool pool(2);
   for (size_t c = 0; c < cfgs.size(); ++c) {
     SCOPED_TRACE(cfgs[c].str());
     const CpuKernel k = TailTemplate::emit(*t, cfgs[c], "k" + std::to_string(c));

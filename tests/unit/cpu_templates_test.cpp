@@ -14,7 +14,8 @@
 #include "codegen/cpu/dwconv_template.h"
 #include "codegen/cpu/elementwise_template.h"
 #include "codegen/cpu/host_compiler.h"
-#include "codegen/cpu/parallel.h"
+#include "runtime/kernel_library.h"
+#include "runtime/thread_pool.h"
 #include "codegen/cpu/pool_template.h"
 #include "codegen/cpu/resize_template.h"
 #include "codegen/cpu/tail_template.h"
@@ -46,8 +47,8 @@ void run_cases(const std::vector<Case>& cases) {
   std::string source;
   for (const Case& c : cases) source += c.kernel.source;
   const SharedObject so = compile_shared_object(source);
-  LoadedLibrary lib(so.bytes);
-  ThreadPool pool(2);
+  runtime::KernelLibrary lib(so.bytes);
+  runtime::ThreadPool pool(2);
   uint32_t seed = 1;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -167,8 +168,8 @@ TEST_P(CpuTemplatesDepthwise, MatchesReference) {
   }
   ASSERT_GE(cases.size(), 20u);  // 6 depthwise groups x 3-7 configs
   const SharedObject so = compile_shared_object(source, host_compiler_options_for("c++", isa));
-  LoadedLibrary lib(so.bytes);
-  ThreadPool pool(2);
+  runtime::KernelLibrary lib(so.bytes);
+  runtime::ThreadPool pool(2);
   for (const DwCase& c : cases) {
     SCOPED_TRACE(c.t.key() + " | " + c.cfg.str());
     const Node& cv = *c.io.nodes[0];
@@ -340,7 +341,7 @@ TEST(CpuTemplates, NearestResize) {
   const GroupIO io = group_io(*g, *sliced_group);
   const CpuKernel k = ResizeTemplate::emit(*sliced, ResizeTemplate::default_config(*sliced), "rs");
   const SharedObject so = compile_shared_object(k.source);
-  LoadedLibrary lib(so.bytes);
+  runtime::KernelLibrary lib(so.bytes);
   const Value* xv = io.inputs[0];
   const Tensor xt = random_tensor(xv->type.static_shape(), 99, -3.f, 3.f);
   const auto xin = to_layout(xv, xt);
@@ -348,7 +349,7 @@ TEST(CpuTemplates, NearestResize) {
   std::vector<float> buf(static_cast<size_t>(sliced->n * blocks * plane), NAN);
   const float* ins[] = {xin.data()};
   float* outs[] = {buf.data() + plane};
-  ThreadPool pool(2);
+  runtime::ThreadPool pool(2);
   using Fn = void (*)(const float* const*, float* const*, int64_t, int64_t);
   const auto fn = reinterpret_cast<Fn>(lib.symbol("rs"));
   pool.parallel_for(k.work_items, [&](int64_t b, int64_t e) { fn(ins, outs, b, e); });

@@ -15,6 +15,7 @@
 #include "frontend/onnx/importer.h"
 #include "ir/shape_inference.h"
 #include "passes/pipeline.h"
+#include "targets/cpu/cpu_attributes.h"
 
 namespace yoloc::codegen::cpu {
 
@@ -71,7 +72,7 @@ inline void expect_close(const std::vector<float>& got, const Tensor& want, cons
 
 inline std::unique_ptr<Graph> optimized(std::unique_ptr<Graph> g) {
   PassContext ctx;
-  ctx.target = "cpu";
+  ctx.target = yoloc::targets::cpu_attributes();
   optimize(*g, ctx);
   return g;
 }

@@ -11,6 +11,7 @@
 #include "graph_builder.h"
 #include "passes/pipeline.h"
 #include "passes/views.h"
+#include "targets/target.h"
 
 using namespace yoloc;
 using namespace yoloc::testing;
@@ -44,7 +45,7 @@ std::unique_ptr<Graph> optimized_yolov8n(const char* target) {
   if (!std::filesystem::exists(model)) return nullptr;
   auto g = onnx_frontend::import_onnx(model.string());
   PassContext ctx;
-  ctx.target = target;
+  ctx.target = yoloc::targets::attributes(target);
   optimize(*g, ctx);
   return g;
 }

@@ -17,6 +17,9 @@
 #include "passes/quantization.h"
 #include "passes/space_to_depth_conv.h"
 #include "passes/views.h"
+#include "targets/cpu/cpu_attributes.h"
+#include "targets/cuda/cuda_attributes.h"
+#include "targets/target.h"
 
 using namespace yoloc;
 using namespace yoloc::testing;
@@ -316,7 +319,7 @@ TEST(LayoutSelection, BlockedInsideConvRegionsNchwAtTheEdges) {
   g.outputs.push_back(odd);
   g.outputs.push_back(r);
   PassContext ctx;
-  ctx.target = "cpu";
+  ctx.target = yoloc::targets::cpu_attributes();
   EXPECT_TRUE(LayoutSelection().run(g, ctx));
   EXPECT_EQ(a->layout.str(), "NCHW16c");
   EXPECT_EQ(b->layout.str(), "NCHW16c");
@@ -378,7 +381,7 @@ TEST(LayoutSelection, CudaHeadConvsStoreNchwForATailWalkingAnchors) {
   V8Head h;
   build_v8_head(h);
   PassContext cuda;
-  cuda.target = "cuda";
+  cuda.target = yoloc::targets::cuda_attributes();
   EXPECT_TRUE(LayoutSelection().run(h.g, cuda));
   EXPECT_EQ(h.feature->layout.str(), "NHWC");
   EXPECT_EQ(h.box->layout.str(), "NCHW");
@@ -389,7 +392,7 @@ TEST(LayoutSelection, CudaHeadConvsStoreNchwForATailWalkingAnchors) {
   V8Head c;
   build_v8_head(c);
   PassContext cpu;
-  cpu.target = "cpu";
+  cpu.target = yoloc::targets::cpu_attributes();
   EXPECT_TRUE(LayoutSelection().run(c.g, cpu));
   EXPECT_EQ(c.feature->layout.str(), "NCHW16c");
   EXPECT_EQ(c.box->layout.str(), "NCHW16c");
@@ -415,7 +418,7 @@ TEST(LayoutSelection, CudaHeadConvKeepsNhwcForATailWalkingChannels) {
                   perm);
   g.outputs.push_back(node(g, "Reshape", {node(g, "Sigmoid", {t}), int_list(g, {1, 192, 40})}));
   PassContext cuda;
-  cuda.target = "cuda";
+  cuda.target = yoloc::targets::cuda_attributes();
   LayoutSelection().run(g, cuda);
   EXPECT_EQ(head->layout.str(), "NHWC");
   EXPECT_EQ(feature->layout.str(), "NHWC");
@@ -429,7 +432,7 @@ TEST(LayoutSelection, CudaConvOutputReadByAConvStaysNhwc) {
   g.outputs.push_back(node(g, "Reshape", {a, int_list(g, {1, 16, 64})}));
   g.outputs.push_back(conv(g, a, 16, 8, 3, 3));
   PassContext cuda;
-  cuda.target = "cuda";
+  cuda.target = yoloc::targets::cuda_attributes();
   LayoutSelection().run(g, cuda);
   EXPECT_EQ(a->layout.str(), "NHWC");
 }
@@ -441,7 +444,7 @@ TEST(StoragePrecision, CudaFp16NarrowsNchwHeadOutputsAndTheirViews) {
   V8Head h;
   build_v8_head(h);
   PassContext ctx;
-  ctx.target = "cuda";
+  ctx.target = yoloc::targets::cuda_attributes();
   ctx.precision = Precision::kFp16;
   optimize(h.g, ctx);
   int head_convs = 0, views = 0;
@@ -471,7 +474,7 @@ TEST(StoragePrecision, CudaBufferOfAGraphOutputStaysFloat32) {
   Value* head = conv(g, feature, 16, 16, 1, 3);
   g.outputs.push_back(node(g, "Reshape", {head, int_list(g, {1, 16, 64})}));
   PassContext ctx;
-  ctx.target = "cuda";
+  ctx.target = yoloc::targets::cuda_attributes();
   ctx.precision = Precision::kFp16;
   optimize(g, ctx);
   const Node* reshape = g.outputs[0]->producer;
@@ -499,7 +502,7 @@ TEST(StoragePrecision, CudaNarrowIoStoresInputsOutputsAndTheirBuffersNarrow) {
     Graph g;
     build(g);
     PassContext ctx;
-    ctx.target = target;
+    ctx.target = yoloc::targets::attributes(target);
     ctx.precision = precision;
     ctx.narrow_io = narrow_io;
     optimize(g, ctx);
@@ -546,7 +549,7 @@ TEST(FloatCompute, ComputesAFloat16GraphInFloat32WithCastsAtTheEdges) {
   build_half_graph(h);
   PassContext ctx;
   ctx.precision = Precision::kFp32;
-  ctx.target = "cpu";
+  ctx.target = yoloc::targets::cpu_attributes();
   EXPECT_TRUE(FloatCompute().run(h.g, ctx));
   verify(h.g);
   // The edges keep their float16 type.
@@ -599,7 +602,7 @@ TEST(FloatCompute, KeepsTheModelsNumericsAtOtherPrecisions) {
     build_half_graph(h);
     PassContext ctx;
     ctx.precision = p;
-    ctx.target = "cpu";
+    ctx.target = yoloc::targets::cpu_attributes();
     EXPECT_FALSE(FloatCompute().run(h.g, ctx));
     EXPECT_EQ(count_op(h.g, "Cast"), 1u);
     EXPECT_EQ(h.y->producer->op, "Add");
@@ -622,7 +625,7 @@ TEST(FloatCompute, RunsInThePipelineAtFp32) {
   build_half_graph(h);
   PassContext ctx;
   ctx.precision = Precision::kFp32;
-  ctx.target = "cpu";
+  ctx.target = yoloc::targets::cpu_attributes();
   optimize(h.g, ctx);
   EXPECT_EQ(count_op(h.g, "Cast"), 2u);
   EXPECT_EQ(h.g.outputs[0]->type.dtype, DType::kFloat16);

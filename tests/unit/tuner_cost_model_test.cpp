@@ -10,6 +10,7 @@
 #include "tuner/cost_model.h"
 #include "tuner/search_space.h"
 #include "tuner_test_util.h"
+#include "targets/cpu/cpu_attributes.h"
 
 namespace yoloc::tuner {
 namespace {
@@ -28,7 +29,7 @@ std::unique_ptr<Graph> conv_chain() {
   a = conv(*g, a, 64, 48, 3, 5);
   g->outputs = {node(*g, "Sigmoid", {conv(*g, a, 48, 16, 1, 7)})};
   PassContext ctx;
-  ctx.target = "cpu";
+  ctx.target = yoloc::targets::cpu_attributes();
   optimize(*g, ctx);
   return g;
 }

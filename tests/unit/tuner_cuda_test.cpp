@@ -17,6 +17,7 @@
 #include "core/half.h"
 #include "tuner/cuda/cuda_tuning.h"
 #include "tuner/cuda/output_check.h"
+#include "targets/cuda/cuda_attributes.h"
 #endif
 
 namespace yoloc::tuner {
@@ -73,7 +74,7 @@ MeasureOptions no_device_options() {
 // g optimized for the CUDA target in fp16.
 std::unique_ptr<Graph> optimized_for_cuda(std::unique_ptr<Graph> g) {
   PassContext ctx;
-  ctx.target = "cuda";
+  ctx.target = yoloc::targets::cuda_attributes();
   ctx.precision = Precision::kFp16;
   optimize(*g, ctx);
   return g;

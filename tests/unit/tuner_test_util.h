@@ -11,6 +11,7 @@
 #include "graph_builder.h"
 #include "passes/pipeline.h"
 #include "tuner/task_list.h"
+#include "targets/cpu/cpu_attributes.h"
 
 namespace yoloc::testing {
 
@@ -29,7 +30,7 @@ inline std::unique_ptr<Graph> small_tuning_graph() {
   g->outputs = {node(*g, "Sigmoid", {conv(*g, e, 32, 16, 1, 3)}),
                 node(*g, "Sigmoid", {conv(*g, a, 32, 16, 1, 3)})};
   PassContext ctx;
-  ctx.target = "cpu";
+  ctx.target = yoloc::targets::cpu_attributes();
   optimize(*g, ctx);
   return g;
 }

@@ -75,7 +75,7 @@ CpuBuild compile_cpu(const Graph& g, const CpuCompileOptions& options) {
   const ArenaMap arena(g, out.plan);
   Availability avail(g);
 
-  runtime::Program& prog = out.program;
+  artifact::Program& prog = out.program;
   prog.kernel_blob = kKernelBlob;
   prog.arena_bytes = arena.bytes();
   prog.input_offsets = arena.input_offsets();
@@ -99,7 +99,7 @@ CpuBuild compile_cpu(const Graph& g, const CpuCompileOptions& options) {
       ++out.tuned;
     }
     const LoweredKernel k = t.lower(ct.config, fmt::format("yc_t{}", i));
-    runtime::KernelCall call;
+    artifact::KernelCall call;
     call.symbol = fmt::format("yc_k{}", i);
     call.work_items = k.kernel.work_items * t.batch;
     call.task = {{"group", t.group_name},
@@ -135,7 +135,7 @@ CpuBuild compile_cpu(const Graph& g, const CpuCompileOptions& options) {
             "or report the model",
             i, t.group_name, a.value->name);
       }
-      call.args.push_back({runtime::kArena, p.offset, span});
+      call.args.push_back({artifact::kArena, p.offset, span});
       strides.push_back(stride);
     }
     out.source += fmt::format("\n// ---- task {}: {} | {} | {}\n", i, t.group_name, t.key,

@@ -16,7 +16,7 @@
 #include "codegen/cpu/schedule.h"
 #include "codegen/cpu/tasks.h"
 #include "codegen/memory_plan.h"
-#include "runtime/program.h"
+#include "artifact/program.h"
 
 namespace yoloc::codegen::cpu {
 
@@ -47,7 +47,7 @@ struct CpuBuild {
   std::string kernels_so;  ///< the built shared object
   std::string weights;     ///< the weights blob (64-byte aligned constants)
   std::string compiler_log;
-  runtime::Program program;
+  artifact::Program program;
   MemoryPlan plan;
   std::vector<CompiledTask> tasks;
   int tuned = 0;  ///< tasks that took a config from the records

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "codegen/cpu/isa.h"
-#include "runtime/kernel_library.h"
 
 namespace yoloc::codegen::cpu {
 
@@ -59,8 +58,5 @@ CpuIsa default_isa_for_compiler(const std::string& cxx);
 /// vector-extension kernels' a * b + c become FMAs. Raises a UserError when cxx targets another
 /// architecture than the ISA's (e.g. avx2 with aarch64-linux-gnu-g++).
 HostCompilerOptions host_compiler_options_for(const std::string& cxx, CpuIsa isa);
-
-/// Loads a built shared object (tests and benchmarks): the runtime's loader.
-using LoadedLibrary = runtime::KernelLibrary;
 
 }  // namespace yoloc::codegen::cpu

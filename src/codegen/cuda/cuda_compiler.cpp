@@ -122,7 +122,7 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
   Availability avail(g);
   const uint64_t scratch_offset = align_to_arena(layout.bytes());
 
-  runtime::cuda::CudaProgram& prog = out.program;
+  artifact::cuda::CudaProgram& prog = out.program;
   prog.arch = options.arch;
   prog.pdl = sm >= 90;  // every kernel begins with YC_KERNEL_ENTRY (cuda_emit.h)
   prog.lanes = lanes;
@@ -156,7 +156,7 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
         if (n->group == grp)
           for (const Value* v : n->outputs) avail.written(v);
     // Each lane's bindings: its activations (LaneLayout) and its own part of the scratch.
-    std::vector<std::vector<runtime::Binding>> args(static_cast<size_t>(lanes));
+    std::vector<std::vector<artifact::Binding>> args(static_cast<size_t>(lanes));
     std::vector<int> writes;  // the task's outputs and its scratch
     const uint64_t scratch_bytes = std::max<uint64_t>(l.scratch_bytes, 1);
     for (const CudaArg& a : l.args) {
@@ -172,18 +172,18 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
       }
       // Lane 0's binding; the other lanes' differ only in where an activation or the scratch
       // lies.
-      runtime::Binding bind{runtime::cuda::kNullBuffer, 0, 0};
+      artifact::Binding bind{artifact::cuda::kNullBuffer, 0, 0};
       uint64_t before = 0;  // an activation's bytes addressed before its first element
       switch (a.kind) {
         case CudaArg::Kind::kNull: break;
-        case CudaArg::Kind::kScratch: bind = {runtime::kArena, 0, scratch_bytes}; break;
+        case CudaArg::Kind::kScratch: bind = {artifact::kArena, 0, scratch_bytes}; break;
         case CudaArg::Kind::kConstant:
           bind = {kCudaWeightsBlob, weights.add(a.data), a.data.size()};
           break;
         case CudaArg::Kind::kActivation: {
           const uint64_t esize = dtype_size(a.value->type.dtype);
           before = static_cast<uint64_t>(a.element_offset) * esize;
-          bind = {runtime::kArena, 0,
+          bind = {artifact::kArena, 0,
                   before + addressed_elements(cuda_operand_of(g, a.value)) * esize};
           break;
         }
@@ -201,7 +201,7 @@ CudaBuild compile_cuda(const Graph& g, const CudaCompileOptions& options) {
     }
     for (const CudaKernel& kernel : l.launches) {
       for (int k = 0; k < lanes; ++k) {
-        runtime::cuda::CudaLaunch launch;
+        artifact::cuda::CudaLaunch launch;
         launch.module = static_cast<int>(i);
         launch.symbol = kernel.symbol;
         launch.grid = kernel.grid;

@@ -16,7 +16,7 @@
 #include "codegen/cuda/detect_kernels.h"
 #include "codegen/cuda/tasks.h"
 #include "codegen/memory_plan.h"
-#include "runtime/cuda/cuda_program.h"
+#include "artifact/cuda_program.h"
 
 namespace yoloc::codegen::cuda {
 
@@ -57,7 +57,7 @@ struct CudaBuild {
   std::string source;                ///< every task's source, for --emit-source
   std::vector<std::string> modules;  ///< cubins, one per task (then the detection module)
   std::string weights;
-  runtime::cuda::CudaProgram program;
+  artifact::cuda::CudaProgram program;
   MemoryPlan plan;
   uint64_t scratch_bytes = 0;
   std::vector<cpu::CompiledTask> tasks;

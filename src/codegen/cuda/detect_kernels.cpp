@@ -4,11 +4,12 @@
 
 #include "codegen/cuda/cuda_emit.h"
 #include "core/error.h"
+#include "artifact/cuda_detect_params.h"
 #include "detect/nms.h"
 
 namespace yoloc::codegen::cuda {
 
-namespace rt = runtime::cuda;
+namespace rt = artifact::cuda;
 
 namespace {
 

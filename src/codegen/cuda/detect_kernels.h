@@ -1,7 +1,7 @@
 #pragma once
 /// CUDA kernels of detection pre- and post-processing, compile side: the source of four kernels
 /// for one (family, network input, head output, batch, max_det cap), and the spec the runtime
-/// (runtime/cuda/gpu_detect.h) launches them with.
+/// (artifact/cuda_program.h; runtime/cuda/gpu_detect.h launches them) launches them with.
 ///
 ///   pre     uint8 BGR frames (any size up to a capacity; geometry from YcImageParams in device
 ///           memory) -> network input, in any element strides and dtype (f32/f16/bf16): the
@@ -26,7 +26,7 @@
 
 #include "core/dtype.h"
 #include "detect/family.h"
-#include "runtime/cuda/gpu_detect.h"
+#include "artifact/cuda_program.h"
 
 namespace yoloc::codegen::cuda {
 
@@ -53,7 +53,7 @@ struct DetectKernelConfig {
 /// The emitted module: one source (prelude included) holding the four kernels, and the spec.
 struct DetectKernels {
   std::string source;
-  runtime::cuda::GpuDetectSpec spec;
+  artifact::cuda::GpuDetectSpec spec;
 };
 
 /// Emits the kernels. Raises a UserError when the head shape does not fit the family (naming

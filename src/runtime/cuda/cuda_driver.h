@@ -14,6 +14,8 @@
 #include <memory>
 #include <string>
 
+#include "artifact/cuda_program.h"
+
 namespace yoloc::runtime::cuda {
 
 // The driver entry points yoloc uses. cuda.h maps many names to their current ABI version
@@ -134,19 +136,8 @@ class Module {
 /// Lets `fn` use `bytes` of dynamic shared memory (needed above 48 KiB).
 void set_max_dynamic_shared(CUfunction fn, int bytes);
 
-/// Launch geometry of one kernel.
-struct LaunchDims {
-  std::array<unsigned, 3> grid{1, 1, 1};
-  std::array<unsigned, 3> block{1, 1, 1};
-  unsigned shared_bytes = 0;  ///< dynamic shared memory
-  /// Launch with programmatic stream serialization (sm_90 and later): the kernel may begin
-  /// while the previous kernel of the stream still runs, so it must itself wait for it before
-  /// touching memory (the generated kernels' YC_KERNEL_ENTRY does).
-  bool programmatic = false;
-  /// The kernel walks grid x's tiles in a grid-stride loop (gridDim.x apart): fit_to_device()
-  /// caps grid x at the blocks the device holds at once (any grid is correct).
-  bool persistent = false;
-};
+/// Launch geometry of one kernel (the artifact's: launches are part of the program).
+using artifact::cuda::LaunchDims;
 
 /// d for fn on the current device: a persistent kernel's grid x capped at occupancy x
 /// multiprocessors (after fn's dynamic shared memory limit is set); other dims as they are.

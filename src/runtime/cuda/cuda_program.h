@@ -1,91 +1,16 @@
 #pragma once
-/// The program of a CUDA artifact: which kernels launch, in which order, with which geometry and
-/// on which device bytes. It is the manifest's "program" object:
-///
-///   "program": {
-///     "kind": "cuda",
-///     "arch": "sm_90",                    // what the cubins were built for
-///     "modules": ["cuda_module_0", ...],  // blobs holding cubins (one per task)
-///     "arena_bytes": 123456,              // the one device buffer: activations, inputs, scratch
-///     "inputs":  [{"offset": 0}],         // arena byte offsets of the manifest's inputs
-///     "outputs": [{"offset": 4096}],      // and outputs (dense, manifest dtype and shape)
-///     "launches": [                       // in this order, on one stream
-///       {"module": 0, "symbol": "yc_t0", "grid": [80, 1, 1], "block": [128, 1, 1],
-///        "shared": 40960,
-///        "persistent": true,            // optional: grid x capped at the blocks the GPU holds
-///                                       // at once (the kernel loops over its tiles)
-///        "args": [{"buffer": "arena", "offset": 0, "bytes": 4096},
-///                 {"buffer": "weights", "offset": 128, "bytes": 256},
-///                 {"buffer": "null"}],
-///        "writes": [2],                 // optional: the args it writes (the others it
-///                                       // reads); the executor runs independent launches
-///                                       // on several streams only when every launch has it
-///        "task": {"group": "Conv+SiLU", ...}}   // optional: for tools
-///     ],
-///     "detect": {"module": 3, "family": "yolov8", ...}, // optional: GPU pre/post-processing
-///     "pdl": true                         // optional: kernels wait for their predecessor
-///   }
-///
-/// Every kernel parameter is a device pointer: into the arena, into a blob uploaded to the
-/// device once (the weights), or null. Bindings must lie inside their buffers.
-#include <array>
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <vector>
-
-#include "artifact/manifest.h"
-#include "runtime/cuda/gpu_detect.h"
+/// The runtime's view of a CUDA artifact's program: the schema is the artifact's
+/// (artifact/cuda_program.h).
+#include "artifact/cuda_program.h"
 #include "runtime/program.h"
 
 namespace yoloc::runtime::cuda {
 
-/// The buffer name of a null pointer argument.
-inline constexpr const char* kNullBuffer = "null";
-
-struct CudaLaunch {
-  int module = 0;
-  std::string symbol;
-  std::array<unsigned, 3> grid{1, 1, 1};
-  std::array<unsigned, 3> block{1, 1, 1};
-  unsigned shared_bytes = 0;
-  /// The kernel walks grid x's tiles in a grid-stride loop: the launch caps grid x at the blocks
-  /// the device holds at once ("persistent": true; absent: false).
-  bool persistent = false;
-  std::vector<Binding> args;  ///< buffer "arena", a blob name, or kNullBuffer
-  /// The indices of the args the kernel writes; nullopt when the artifact does not say.
-  std::optional<std::vector<int>> writes;
-  nlohmann::json task = nlohmann::json::object();
-};
-
-struct CudaProgram {
-  std::string arch;
-  std::vector<std::string> modules;  ///< blob names
-  uint64_t arena_bytes = 0;
-  std::vector<uint64_t> input_offsets;
-  std::vector<uint64_t> output_offsets;
-  std::vector<CudaLaunch> launches;
-  /// The GPU pre- and post-processing kernels (a detector's), in module detect_module.
-  std::optional<GpuDetectSpec> detect;
-  int detect_module = -1;
-  /// Every kernel begins with YC_KERNEL_ENTRY (waits for the previous kernel itself), so the
-  /// network's kernels may be launched with programmatic dependent launch on sm_90 and later.
-  /// Absent (false) in artifacts of earlier versions.
-  bool pdl = false;
-  /// The launches are `lanes` copies of one lane's kernels, each on its own slice of the batch
-  /// (codegen/cuda/batch_lanes.h); informational: the bindings say it all. Absent: 1.
-  int lanes = 1;
-};
-
-/// True when the manifest's program is a CUDA one ("kind": "cuda").
-bool is_cuda_program(const artifact::Manifest& m);
-
-/// Parses and checks m.program: fields present and typed, modules that are blobs of the
-/// artifact, every launch's module index in range and geometry within CUDA's limits, every
-/// binding inside its buffer, every input and output inside the arena. Raises a UserError
-/// naming `where` and the offending field otherwise.
-CudaProgram parse_cuda_program(const artifact::Manifest& m, const std::string& where);
-
-nlohmann::json cuda_program_to_json(const CudaProgram& p);
+using artifact::cuda::CudaLaunch;
+using artifact::cuda::CudaProgram;
+using artifact::cuda::cuda_program_to_json;
+using artifact::cuda::is_cuda_program;
+using artifact::cuda::kNullBuffer;
+using artifact::cuda::parse_cuda_program;
 
 }  // namespace yoloc::runtime::cuda

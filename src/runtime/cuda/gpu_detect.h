@@ -16,39 +16,21 @@
 #include <string>
 #include <vector>
 
+#include "artifact/cuda_detect_params.h"
+#include "artifact/cuda_program.h"
 #include "detect/decode.h"
 #include "detect/family.h"
 #include "detect/image.h"
 #include "detect/preprocess.h"
 #include "runtime/cuda/cuda_driver.h"
-#include "runtime/cuda/detect_params.h"
 
 namespace yoloc::runtime::cuda {
 
-/// One kernel of the module: its extern "C" symbol and fixed launch geometry.
-struct DetectKernelLaunch {
-  std::string symbol;
-  LaunchDims dims;
-};
-
-/// What the runtime needs to know of the emitted kernels (filled by the compile side, stored in
-/// the artifact by the executor).
-struct GpuDetectSpec {
-  detect::Family family = detect::Family::kYoloV8;
-  int input_w = 0;  ///< network input size
-  int input_h = 0;
-  int batch = 1;
-  int max_det_cap = 0;         ///< detections per image the result buffer holds
-  size_t workspace_bytes = 0;  ///< device scratch of the post-processing; zeroed once
-  size_t result_bytes = 0;     ///< int count[batch] padded to 16 bytes, then detections
-  size_t result_dets_offset = 0;
-  /// Kernel parameters:
-  ///   pre(const uint8_t* frames, const YcImageParams* images, void* network_input)
-  ///   decode(const void* head, const YcDetectParams* params, uint8_t* workspace)
-  ///   rank(uint8_t* workspace)
-  ///   nms(const YcDetectParams* params, uint8_t* workspace, uint8_t* result)
-  DetectKernelLaunch pre, decode, rank, nms;
-};
+using artifact::cuda::DetectKernelLaunch;
+using artifact::cuda::GpuDetectSpec;
+using artifact::cuda::YcDetection;
+using artifact::cuda::YcDetectParams;
+using artifact::cuda::YcImageParams;
 
 /// The placement of a frame of img_w x img_h in the network input, for the family's
 /// pre-processing (Ultralytics letterbox: detect::letterbox_geometry; YOLOX: top-left paste),

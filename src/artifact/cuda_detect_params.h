@@ -1,7 +1,8 @@
 #pragma once
 /// The data the GPU pre- and post-processing kernels share with the host, as plain structs that
-/// both sides compile from one definition: the host includes this header, the kernel source
-/// (NVRTC includes nothing) embeds kDetectParamsSource, the same text. Include-free.
+/// both sides compile from one definition (an interface of the artifact's detection module, as
+/// include/yoloc/kernel_abi.h is of the CPU kernels): the host includes this header, the kernel
+/// source (NVRTC includes nothing) embeds kDetectParamsSource, the same text. Include-free.
 ///
 /// One device buffer of params per inference, written by the host into pinned memory and copied
 /// up by the captured graph, so one graph serves every frame size:
@@ -43,16 +44,16 @@
     int class_id;                      \
   };
 
-namespace yoloc::runtime::cuda {
+namespace yoloc::artifact::cuda {
 
 YOLOC_DETECT_PARAMS_DEFINITION
 
-}  // namespace yoloc::runtime::cuda
+}  // namespace yoloc::artifact::cuda
 
 #define YOLOC_DETECT_PARAMS_STR2(...) #__VA_ARGS__
 #define YOLOC_DETECT_PARAMS_STR(...) YOLOC_DETECT_PARAMS_STR2(__VA_ARGS__)
 
-namespace yoloc::runtime::cuda {
+namespace yoloc::artifact::cuda {
 
 /// The definitions above as source text for the kernels.
 inline constexpr const char* kDetectParamsSource =
@@ -62,4 +63,4 @@ static_assert(sizeof(YcImageParams) == 40 && alignof(YcImageParams) == 8);
 static_assert(sizeof(YcDetectParams) == 16 && sizeof(YcDetectParams) % alignof(YcImageParams) == 0);
 static_assert(sizeof(YcDetection) == 24);
 
-}  // namespace yoloc::runtime::cuda
+}  // namespace yoloc::artifact::cuda

@@ -1,8 +1,8 @@
-#include "runtime/cuda/cuda_program.h"
+#include "artifact/cuda_program.h"
 
 #include "core/error.h"
 
-namespace yoloc::runtime::cuda {
+namespace yoloc::artifact::cuda {
 namespace {
 
 using nlohmann::json;
@@ -200,4 +200,4 @@ nlohmann::json cuda_program_to_json(const CudaProgram& p) {
   return out;
 }
 
-}  // namespace yoloc::runtime::cuda
+}  // namespace yoloc::artifact::cuda
