@@ -3,7 +3,7 @@
 #include <nanobind/stl/string.h>
 
 #include "core/error.h"
-#include "tools/compile_model.h"
+#include "yoloc/compiler.h"
 
 namespace yoloc::python {
 
@@ -21,8 +21,7 @@ nanobind::dict compile_model(const std::string& model, const std::string& output
                              const std::string& target, const std::string& precision, int batch,
                              int imgsz, const std::string& family, const std::string& records,
                              const std::map<std::string, std::string>& options) {
-  tools::CompileOptions o;
-  o.model.path = model;
+  CompileOptions o;
   o.model.batch = batch;
   o.model.imgsz = imgsz;
   o.model.family = family;
@@ -47,16 +46,16 @@ nanobind::dict compile_model(const std::string& model, const std::string& output
       throw UserError("compile: unknown option '" + name +
                       "'; the options are yoloc compile's long options (see yoloc compile --help)");
   }
-  tools::CompileReport r;
+  CompileReport r;
   {
     nanobind::gil_scoped_release release;
-    r = tools::compile_model(o);
+    r = yoloc::compile(model, o);
   }
   nanobind::dict d;
   d["target"] = r.target;
   d["artifact_bytes"] = r.artifact_bytes;
   d["seconds"] = r.seconds;
-  d["kernels"] = r.tasks.size();
+  d["kernels"] = r.kernels.size();
   d["tuned"] = r.tuned;
   return d;
 }
