@@ -24,6 +24,7 @@
 #include "runtime/thread_pool.h"
 #include "frontend/onnx/importer.h"
 #include "passes/pipeline.h"
+#include "targets/cpu/cpu_attributes.h"
 
 using namespace yoloc;
 using namespace yoloc::codegen::cpu;
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
   try {
     auto g = onnx_frontend::import_onnx(model);
     PassContext ctx;
-    ctx.target = "cpu";
+    ctx.target = targets::cpu_attributes();
     optimize(*g, ctx);
     std::vector<Layer> layers;
     int convs = 0, unmatched = 0;
