@@ -71,10 +71,14 @@ def import_onnxruntime():
     return onnxruntime
 
 
-def ort_session(model):
+def ort_session(model, optimize=True):
+    """An ONNX Runtime (CPU) session of a model (a path or serialized bytes); optimize=False
+    turns its graph optimizations (fusions) off: another, equally correct evaluation."""
     ort = import_onnxruntime()
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
+    if not optimize:
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
 
 

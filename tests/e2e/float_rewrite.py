@@ -50,12 +50,8 @@ def float_rewrite(path):
     return model
 
 
-def float_rewrite_session(path):
-    """An ONNX Runtime (CPU) session of the float rewrite."""
+def float_rewrite_session(path, optimize=True):
+    """An ONNX Runtime (CPU) session of the float rewrite (common.ort_session)."""
     import common
 
-    ort = common.import_onnxruntime()
-    opts = ort.SessionOptions()
-    opts.log_severity_level = 3
-    return ort.InferenceSession(float_rewrite(path).SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
+    return common.ort_session(float_rewrite(path).SerializeToString(), optimize)
