@@ -133,6 +133,20 @@ def judge(errors, tolerance, allowance=None, slack=1.5):
     return ok, ", ".join(texts)
 
 
+def loose_allowance(r, model, tolerance, allowance, separation, slack=1.5,
+                    must_reject=("scores zeroed", "all zeros")):
+    """The corruptions of r (of those named) that an allowance from a second reference would
+    accept: an allowance that passes an output of zeros cannot fail."""
+    return [kind for kind, bad in corruptions(r, model).items() if kind in must_reject and
+            judge(part_errors(bad, r, model, separation), tolerance, allowance, slack)[0]]
+
+
+def topk_separation(second, r, slack=1.5):
+    """For top-K rows judged against two references that drift apart (int8): ranks are certain
+    only for scores further apart than slack times the references' score drift."""
+    return slack * sorted_score_drift(second, r)
+
+
 def sorted_score_drift(y, r):
     """The largest difference between the two outputs' top-K scores taken as sorted sets."""
     return float(np.max(np.abs(np.sort(y[..., 4], axis=-1) - np.sort(r[..., 4], axis=-1)),
