@@ -35,7 +35,11 @@ import compare  # noqa: E402
 # Largest allowed relative error per output dtype.
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2}
 SEED = 0
-QUANT_SLACK = 1.5
+# Three int8 implementations (ONNX Runtime, the ONNX reference evaluator, yoloc) drift apart by
+# comparable amounts, each pair by other quantum flips; the largest element of such a drift varies
+# from pair to pair: yoloc's distance to ONNX Runtime was 0.6x to 1.56x the reference evaluator's
+# (per part, the four int8 models; 1.56x on yolo11n's class scores). Hence 2x.
+QUANT_SLACK = 2.0
 TOPK_SEPARATION = 1e-5  # float top-K heads: scores closer than this may swap ranks
 ORT_TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64"}
 
@@ -90,7 +94,7 @@ def judge_output(what, model, y, r, second, tol):
     sep, note = TOPK_SEPARATION, ""
     if unordered and second is not None:
         # Ranks closer than the two references' score drift (times the slack) are not certain.
-        sep = compare.topk_separation(second, r, QUANT_SLACK)
+        sep = compare.topk_separation(second, r)
     if unordered:
         _, compared, rows = compare.rows_errors(y, r, sep)
         note = f"; {compared} of {rows} rows matched by rank (scores {sep:.3g} apart)"
