@@ -34,7 +34,7 @@ import check_models  # noqa: E402
 import check_optimized  # noqa: E402
 import common  # noqa: E402
 import compare  # noqa: E402
-from float_rewrite import float_rewrite_session  # noqa: E402
+from float_rewrite import float_rewrite  # noqa: E402
 
 CONF, IOU = 0.25, 0.45
 DETECTION_CORRUPTIONS = ("scores zeroed", "boxes moved 1 px", "all zeros")
@@ -78,12 +78,9 @@ def check_model(model, rgb):
     """Problems found for one model (empty: every corruption rejected, intact passes)."""
     name = os.path.basename(model)
     quantized = any(n.op_type == "DynamicQuantizeLinear" for n in common.load_nodes(model))
-    if quantized:
-        ref_session, intact_session = float_rewrite_session(model), \
-            float_rewrite_session(model, optimize=False)
-    else:
-        ref_session, intact_session = common.ort_session(model), \
-            common.ort_session(model, optimize=False)
+    source = float_rewrite(model).SerializeToString() if quantized else model
+    ref_session = common.ort_session(source)
+    intact_session = common.ort_session(source, optimize=False)
     inp = ref_session.get_inputs()[0]
     fam = check_detections.family(model, ref_session)
     size = check_detections.input_size(ref_session)
