@@ -114,17 +114,18 @@ def part_errors(y, r, model, separation=0.0):
     return {p: _part_error(y[i], r[i], _scale(r[i].astype(np.float64))) for p, i in parts.items()}
 
 
-def judge(errors, tolerance, allowance=None, slack=1.5):
+def judge(errors, tolerance, allowance=None, slack=1.5, max_floor=0.0):
     """Whether per-part errors pass: each part's error within `tolerance`, or, given the errors
     of a second independent reference against the first (`allowance`, per part), within `slack`
-    times that reference's error and its fraction of elements off. Returns (passed, text)."""
+    times that reference's error (at least max_floor) and its fraction of elements off. Returns
+    (passed, text)."""
     ok, texts = True, []
     for p, (err, frac) in errors.items():
         if allowance is None:
             passed, bound = err <= tolerance, f"{tolerance:g}"
         else:
             ref_err, ref_frac = allowance[p]
-            limit = max(tolerance, slack * ref_err)
+            limit = max(tolerance, slack * ref_err, max_floor)
             passed = err <= limit and frac <= slack * ref_frac + 1e-3
             bound = (f"{limit:.3g}; {frac:.2%} of elements off, allowed "
                      f"{slack * ref_frac + 1e-3:.2%}")
@@ -133,12 +134,13 @@ def judge(errors, tolerance, allowance=None, slack=1.5):
     return ok, ", ".join(texts)
 
 
-def loose_allowance(r, model, tolerance, allowance, separation, slack=1.5,
+def loose_allowance(r, model, tolerance, allowance, separation, slack=1.5, max_floor=0.0,
                     must_reject=("scores zeroed", "all zeros")):
     """The corruptions of r (of those named) that an allowance from a second reference would
     accept: an allowance that passes an output of zeros cannot fail."""
     return [kind for kind, bad in corruptions(r, model).items() if kind in must_reject and
-            judge(part_errors(bad, r, model, separation), tolerance, allowance, slack)[0]]
+            judge(part_errors(bad, r, model, separation), tolerance, allowance, slack,
+                  max_floor)[0]]
 
 
 def topk_separation(second, r, slack=1.5):
