@@ -18,6 +18,9 @@ namespace yoloc::tools {
 struct DetectorModelOptions {
   std::string path;
   std::string family;  ///< --family; empty: from the model
+  /// False where only the network matters (tune): a model whose family cannot be told is
+  /// imported as the default family instead of demanding --family.
+  bool family_needed = true;
   int imgsz = 0;       ///< --imgsz; 0: the model's static size, metadata imgsz, else 640
   float conf = 0.25f;
   float iou = 0.45f;
