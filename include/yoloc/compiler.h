@@ -23,6 +23,9 @@ struct ModelOptions {
   float iou = 0.45f;   ///< the NMS IoU threshold the artifact stores
   int max_det = 300;   ///< the most detections per image the artifact stores
   int batch = 1;       ///< images per run
+  /// False where only the network matters (tuning): a model whose family cannot be told is
+  /// imported as the default family instead of demanding `family`.
+  bool family_needed = true;
   /// "auto" (the target's default: cpu fp32, cuda fp16), "fp32", "fp16", "bf16".
   std::string precision = "auto";
   /// cuda: "fp32" (also when empty) keeps float32 inputs and outputs; "fp16" / "bf16" (the

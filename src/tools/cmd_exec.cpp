@@ -1,4 +1,4 @@
-// yoloc exec MODEL --input NAME=FILE.npy ... --output-dir DIR [-O0]
+// yoloc exec MODEL [--input NAME=FILE.npy ...] --output-dir DIR [-O0]
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -101,7 +101,8 @@ void add_exec(CLI::App& app) {
   auto o = std::make_shared<ExecOptions>();
   auto* c = app.add_subcommand("exec", "Run a model on .npy inputs (ONNX: the reference executor; .ycm: its kernels)");
   c->add_option("model", o->model, "ONNX model, or a compiled .ycm artifact")->required();
-  c->add_option("--input", o->inputs, "NAME=FILE.npy, once per model input")->required();
+  c->add_option("--input", o->inputs, "NAME=FILE.npy, once per model input (none for a model "
+                 "without inputs)");
   c->add_option("--output-dir", o->output_dir, "where to write <output>.npy and outputs.json")
       ->required();
   c->add_option("-O", o->opt_level, "optimization level: -O0 runs the graph as imported")

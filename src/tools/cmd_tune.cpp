@@ -27,8 +27,15 @@ namespace yoloc::tools {
 
 namespace {
 
+/// Tuning times the network alone: the family (the post-processing) is not needed.
+DetectorModelOptions tune_model_options() {
+  DetectorModelOptions m;
+  m.family_needed = false;
+  return m;
+}
+
 struct TuneCliOptions {
-  DetectorModelOptions model;
+  DetectorModelOptions model = tune_model_options();
   std::string target = "cpu";
   std::string records;
   int64_t trials = 0;

@@ -228,6 +228,47 @@ class Case:
         data = np.random.default_rng(7).integers(0, 256, 4096, dtype=np.uint8).tobytes()
         return self._artifact_commands(self.write("random.ycm", data)), ["random.ycm"]
 
+    # --- images that are not regular files, or too large, refused at once ---
+
+    def _run_artifact_on(self, image):
+        path = self.write("model.ycm", self._artifact())
+        return [[self.yoloc, "run", path, image, "--json", os.path.join(self.work, "d.json")]]
+
+    def image_fifo(self):
+        fifo = os.path.join(self.work, "pipe.jpg")
+        if os.path.exists(fifo):
+            os.remove(fifo)
+        os.mkfifo(fifo)
+        return self._run_artifact_on(fifo), ["pipe.jpg", "FIFO"]
+
+    def image_device(self):
+        return self._run_artifact_on("/dev/zero"), ["/dev/zero", "character device"]
+
+    def image_directory(self):
+        return self._run_artifact_on(self.work), ["directory"]
+
+    def image_too_many_pixels(self):
+        """An 18000x18000 grey-zero PNG of about 1 MB: 324 megapixels, refused by its header."""
+        import struct
+        import zlib
+        path = os.path.join(self.work, "huge.png")
+        if not os.path.isfile(path):
+            def chunk(kind, body):
+                return (struct.pack(">I", len(body)) + kind + body +
+                        struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF))
+            z = zlib.compressobj(9)
+            row = bytes(1 + 18000 * 3)
+            idat = b"".join(z.compress(row) for _ in range(18000)) + z.flush()
+            with open(path, "wb") as f:
+                f.write(b"\x89PNG\r\n\x1a\n" +
+                        chunk(b"IHDR", struct.pack(">IIBBBBB", 18000, 18000, 8, 2, 0, 0, 0)) +
+                        chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+        return self._run_artifact_on(path), ["huge.png", "18000x18000", "YOLOC_MAX_IMAGE_PIXELS"]
+
+    def bench_too_many_threads(self):
+        path = self.write("model.ycm", self._artifact())
+        return [[self.yoloc, "bench", path, "--threads", "3000", "--iters", "1"]], ["3000", "1024"]
+
     def compile_output_exists(self):
         existing = self.write("precious.ycm", b"user data")
         self._checks_after = lambda: open(existing, "rb").read() == b"user data" or \
@@ -273,7 +314,10 @@ class Case:
 
 def check(cmd, needles):
     """Returns a list of problems with the command's behaviour (empty when it is right)."""
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return ["did not finish in 300 s (a hang)"]
     err = p.stderr.strip()
     shown = " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))
     print(f"$ {shown}\n  exit {p.returncode}: {err}")

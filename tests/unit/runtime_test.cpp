@@ -444,3 +444,16 @@ TEST_F(RuntimeTest, CApiLoadErrors) {
   EXPECT_EQ(yoloc_detector_load(file.c_str(), &opts, &d), YOLOC_ERROR_BAD_ARTIFACT);
   EXPECT_EQ(yoloc_detector_load(nullptr, nullptr, &d), YOLOC_ERROR_INVALID_ARGUMENT);
 }
+
+// A thread count above the pool's cap is an error status, never a hang or a crash.
+TEST_F(RuntimeTest, CApiTooManyThreads) {
+  const std::string file = write_detector("det.ycm");
+  yoloc_options opts;
+  yoloc_options_init(&opts);
+  opts.threads = 3000;
+  yoloc_detector* d = reinterpret_cast<yoloc_detector*>(1);
+  EXPECT_NE(yoloc_detector_load(file.c_str(), &opts, &d), YOLOC_OK);
+  EXPECT_EQ(d, nullptr);
+  EXPECT_HAS(std::string(yoloc_last_error()), "3000");
+  EXPECT_HAS(std::string(yoloc_last_error()), "1024");
+}
