@@ -12,6 +12,7 @@
 #include "detect/pipeline.h"
 #include "ir/graph.h"
 #include "runtime/engine.h"
+#include "tools/artifact_options.h"
 
 namespace yoloc::tools {
 
@@ -35,6 +36,7 @@ struct DetectorModelOptions {
   std::string lanes;
   int threads = 0;  ///< --threads for artifacts; 0: the machine's hardware threads
   int device = 0;   ///< --device: the GPU of a CUDA artifact
+  ArtifactLoadOptions load;  ///< --trust, --max-memory: how a .ycm is loaded
 };
 
 /// An imported ONNX detector before optimization: the graph with its input dims fixed, the
@@ -71,6 +73,7 @@ ImportedDetector import_detector(const DetectorModelOptions& options);
 DetectorModel load_detector_model(const DetectorModelOptions& options);
 
 /// Adds the arguments every detector command takes to `c`: the model, --imgsz and --family.
+/// Commands that run the model add add_artifact_load_options(c, options.load) too.
 void add_detector_model_options(CLI::App& c, DetectorModelOptions& options);
 /// Adds --io-precision (options.io_precision) to compile and tune (the tasks of narrow I/O
 /// differ).
