@@ -68,6 +68,13 @@ artifact::Manifest detector_manifest(const CompileOptions& o, const ImportedDete
   return m;
 }
 
+/// The build cache a compile uses: none with --no-cache; with --sign one it fills but never
+/// reads (a signature must vouch only for kernels built here, see build_cache.h).
+codegen::BuildCache* kernel_cache(const CompileOptions& o) {
+  if (o.no_cache) return nullptr;
+  return o.sign_key.empty() ? &codegen::BuildCache::user() : &codegen::BuildCache::user_fill_only();
+}
+
 void write_artifact(const CompileOptions& o, artifact::ArtifactWriter& w, CompileReport& report,
                     std::chrono::steady_clock::time_point start) {
   if (!o.sign_key.empty()) w.sign_with_key_file(o.sign_key);
@@ -100,7 +107,7 @@ CompileReport compile_for_cuda(const CompileOptions& o,
   codegen::cuda::CudaCompileOptions cuda;
   cuda.arch = o.arch.empty() ? "sm_90" : o.arch;
   cuda.configs = o.configs;
-  cuda.cache = o.no_cache ? nullptr : &codegen::BuildCache::user();
+  cuda.cache = kernel_cache(o);
   using B2bMode = codegen::cuda::B2bPolicy::Mode;
   cuda.b2b.mode = o.b2b == "on"    ? B2bMode::kAll
                   : o.b2b == "off" ? B2bMode::kOff
@@ -265,7 +272,7 @@ CompileReport compile_for_cpu(const CompileOptions& o,
   }
   cpu.cc = codegen::cpu::host_compiler_options_for(cxx, cpu.isa);
   cpu.configs = o.configs;
-  cpu.cache = o.no_cache ? nullptr : &codegen::BuildCache::user();
+  cpu.cache = kernel_cache(o);
   CompileReport report;
   if (!o.records.empty()) {
     if (!fs::exists(o.records)) user_error("--records {}: no such file", o.records);
