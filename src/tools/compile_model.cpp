@@ -316,6 +316,8 @@ CompileReport compile_for_cpu(const CompileOptions& o,
 CompileReport compile_model(const CompileOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   check_output(o);
+  // A bad --sign key is reported before minutes of kernel builds, not after.
+  if (!o.sign_key.empty()) (void)artifact::load_secret_key(o.sign_key);
   if (o.target == "cpu") return compile_for_cpu(o, start);
   if (o.target == "cuda") {
 #ifdef YOLOC_HAVE_CUDA

@@ -275,6 +275,11 @@ class Cases:
         self.succeeds("compile_sign", [self.yoloc, "compile", self.model, "-o", signed,
                                        "--outputs", "/model.1/act/Mul_output_0",
                                        "--sign", k + ".key"])
+        # A key that cannot sign is refused before any kernel is built.
+        out = os.path.join(self.work, "never.ycm")
+        self.refused("sign_with_public_key",
+                     [self.yoloc, "compile", self.model, "-o", out, "--sign", k + ".pub"],
+                     ["line.pub", "secret"])
         plain = self.write("unsigned.ycm", self.plain())
         trust = ["--trust", k + ".pub"]
 
