@@ -23,7 +23,16 @@ struct DetectorOptions {
   std::optional<float> conf;    ///< score threshold; default: the manifest's, else 0.25
   std::optional<float> iou;     ///< NMS IoU threshold; default: the manifest's, else 0.45
   std::optional<int> max_det;   ///< most detections per image; default: manifest's, else 300
-  std::string public_key_file;  ///< when set, the artifact must be signed by this key
+  /// Public key files (yoloc keygen's NAME.pub): when any is given, or YOLOC_TRUSTED_KEYS
+  /// names any, only an artifact signed by one of them loads; an empty entry is an error.
+  std::vector<std::string> trusted_keys;
+  /// Refuse to load at all unless some key is trusted (here or in YOLOC_TRUSTED_KEYS): for
+  /// deployments where running an unsigned artifact must be impossible.
+  bool require_signature = false;
+  /// One more trusted key, as trusted_keys (kept for earlier callers; empty: none).
+  std::string public_key_file;
+  /// The most arena bytes a CPU artifact may ask for (0: half of this machine's memory).
+  uint64_t max_memory = 0;
   /// Images a CUDA detector works on at once through submit(): each on its own stream, arena,
   /// pinned frame buffer and CUDA graph (kernels and weights shared), so one frame's copy,
   /// upload and pre-processing overlap another's network.
@@ -57,9 +66,9 @@ struct TensorInfo {
 /// one per frame in flight with submit(); load one detector per thread for parallel streams).
 class Detector {
  public:
-  /// Opens, verifies (digest, and signature with options.public_key_file) and prepares the
-  /// artifact at `path`. Raises a UserError for a missing, corrupt, tampered or unrunnable
-  /// artifact or bad options.
+  /// Opens, verifies (digest, and signature with the trusted keys) and prepares the artifact
+  /// at `path`. Raises a UserError for a missing, corrupt, tampered or unrunnable artifact, an
+  /// unsigned or wrongly signed one where keys are trusted, or bad options.
   static Detector load(const std::string& path, const DetectorOptions& options = {});
 
   Detector(Detector&&) noexcept;

@@ -7,8 +7,12 @@
 /// An entry is looked up by a hash of its key (everything the build depends on: the tool
 /// version, the compiler and its version, the flags, the target, the source) and stores the whole
 /// key: a hit is an entry whose stored key equals the asked one byte for byte, so a hash collision
-/// is a miss, never a wrong kernel. The payload carries a checksum; a truncated or damaged entry
+/// is a miss, never a wrong kernel. The payload carries its SHA-256; a truncated or damaged entry
 /// is a miss (and is removed), as is any entry written by another cache format.
+///
+/// A digest stored beside the payload catches damage, not a writer of the cache folder, who can
+/// store a matching digest for any code: so a compile that signs its artifact never reads the
+/// cache (fill_only()), and a signature vouches only for kernels this process built.
 ///
 /// Where: $YOLOC_CACHE_DIR when set (set to "" or "off", no cache), else
 /// $XDG_CACHE_HOME/yoloc/kernels, else ~/.cache/yoloc/kernels. Entries are written through a
@@ -27,12 +31,15 @@ class BuildCache {
  public:
   static constexpr uint64_t kDefaultMaxBytes = 2ull << 30;  ///< 2 GiB
 
-  /// A cache in `dir` (created when first written); an empty dir is no cache.
-  explicit BuildCache(std::string dir, uint64_t max_bytes = kDefaultMaxBytes);
+  /// A cache in `dir` (created when first written); an empty dir is no cache. With `reads`
+  /// false, get_or_build() always builds, and stores what it built.
+  explicit BuildCache(std::string dir, uint64_t max_bytes = kDefaultMaxBytes, bool reads = true);
 
   /// The user's cache at the place the file comment gives (disabled when it says so). One
   /// instance per process.
   static BuildCache& user();
+  /// The user's cache, written but never read: for builds whose result gets signed.
+  static BuildCache& user_fill_only();
   /// The folder the user's cache is in per the environment, "" when disabled.
   static std::string default_dir();
 
@@ -55,6 +62,7 @@ class BuildCache {
 
   std::string dir_;
   uint64_t max_bytes_;
+  bool reads_ = true;
   std::atomic<bool> written_{false};
   std::atomic<bool> warned_{false};
 };

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <thread>
 
+#include "artifact/trust.h"
 #include "detect/pipeline.h"
 #include "runtime/detector_config.h"
 #include "runtime/engine.h"
@@ -21,8 +22,8 @@ struct Detector::Impl {
   std::map<uint64_t, std::vector<detect::Detection>> done;
   uint64_t next_ticket = 1;
 
-  Impl(std::shared_ptr<const artifact::Artifact> a, int threads, int device, int in_flight)
-      : engine(runtime::Engine::open(std::move(a), {threads, device, in_flight})) {}
+  Impl(std::shared_ptr<const artifact::Artifact> a, const runtime::EngineOptions& options)
+      : engine(runtime::Engine::open(std::move(a), options)) {}
 };
 
 Detector::Detector(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -35,9 +36,22 @@ Detector Detector::load(const std::string& path, const DetectorOptions& options)
   const int threads = options.threads > 0
                           ? options.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  auto art = std::make_shared<const artifact::Artifact>(
-      artifact::Artifact::open(path, {options.public_key_file}));
-  auto impl = std::make_unique<Impl>(art, threads, options.device, options.in_flight);
+  std::vector<std::string> keys = options.trusted_keys;
+  if (!options.public_key_file.empty()) keys.push_back(options.public_key_file);
+  artifact::ReadOptions read;
+  read.trusted_keys = artifact::trusted_keys(std::move(keys));
+  if (options.require_signature && read.trusted_keys.empty())
+    user_error(
+        "a signed artifact is required, but no trusted public key was given for '{}'; pass "
+        "one (trusted_keys, or {}=KEY.pub)",
+        path, artifact::kTrustedKeysEnv);
+  auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(path, read));
+  runtime::EngineOptions engine_options;
+  engine_options.threads = threads;
+  engine_options.device = options.device;
+  engine_options.in_flight = options.in_flight;
+  engine_options.max_memory = options.max_memory;
+  auto impl = std::make_unique<Impl>(art, engine_options);
   const runtime::DetectorOverrides overrides{options.conf, options.iou, options.max_det};
   if (auto cfg = runtime::manifest_detector_config(art->manifest(), overrides, path,
                                                    &impl->no_detector_reason)) {

@@ -18,7 +18,8 @@ namespace {
 
 class CpuEngine final : public Engine {
  public:
-  CpuEngine(std::shared_ptr<const artifact::Artifact> a, int threads) : exec_(std::move(a), threads) {}
+  CpuEngine(std::shared_ptr<const artifact::Artifact> a, int threads, uint64_t max_memory)
+      : exec_(std::move(a), threads, max_memory) {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return exec_.run(inputs); }
   std::string device() const override { return fmt::format("cpu, {} threads", exec_.threads()); }
   const artifact::Manifest& manifest() const override { return exec_.manifest(); }
@@ -95,7 +96,7 @@ std::unique_ptr<Engine> Engine::open(std::shared_ptr<const artifact::Artifact> a
   const int threads = options.threads > 0
                           ? options.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  return std::make_unique<CpuEngine>(std::move(artifact), threads);
+  return std::make_unique<CpuEngine>(std::move(artifact), threads, options.max_memory);
 }
 
 }  // namespace yoloc::runtime

@@ -106,7 +106,9 @@ void add_compile(CLI::App& app) {
   c->add_option("--isa", o->isa,
                  "vector ISA of the kernels: avx512, avx2, neon, generic (default: the best the "
                  "compiler's target has: this CPU's, neon for aarch64)");
-  c->add_option("--sign", o->sign_key, "sign the artifact with this Ed25519 secret key file");
+  c->add_option("--sign", o->sign_key,
+                "sign the artifact with this Ed25519 secret key file (yoloc keygen NAME writes "
+                "NAME.key); kernels are then built afresh, never taken from the build cache");
   c->add_option("--emit-source", o->emit_source, "also write the generated kernel C++ to FILE");
   c->add_option("--outputs", o->outputs,
                  "compile these values as the outputs instead (debugging; no detector then)");

@@ -39,6 +39,7 @@ void add_eval(CLI::App& app) {
                          "COCO-style box mAP of a model on a folder with images/ and YOLO labels/ "
                          "(conf 0.001, NMS IoU 0.7, at most 300 boxes per image)");
   add_detector_model_options(*c, o->model);
+  add_artifact_load_options(*c, o->model.load);
   c->add_option("--data", o->data, "dataset folder holding images/ and labels/")->required();
   c->add_option("--device", o->model.device, "GPU running a CUDA artifact")
       ->check(CLI::NonNegativeNumber);

@@ -36,6 +36,7 @@ struct InspectOptions {
   bool passes = false;
   int opt_level = 1;
   std::string target = "reference";
+  ArtifactLoadOptions load;  ///< --trust: artifacts
 };
 
 /// The optimizer's work on the model: the pass log and the fused kernels.
@@ -303,7 +304,7 @@ void export_dot(const Graph& g, const std::string& file) {
 
 void run_inspect(const InspectOptions& o) {
   if (is_artifact_path(o.model)) {
-    inspect_artifact(o.model, o.json);
+    inspect_artifact(o.model, o.json, o.load);
     return;
   }
   onnx_frontend::ImportOptions io;
@@ -350,6 +351,7 @@ void add_inspect(CLI::App& app) {
   c->add_option("--target", o->target,
                 "target whose layouts the optimized view chooses: reference, or a target of "
                 "this build (cpu, cuda, ...) or one of its variants (cpu-avx2, cpu-neon)");
+  add_artifact_load_options(*c, o->load, /*memory=*/false);
   c->callback([o] { run_inspect(*o); });
 }
 

@@ -13,6 +13,7 @@
 #ifdef YOLOC_HAVE_CUDA
 #include "runtime/cuda/cuda_executor.h"
 #endif
+#include "tools/artifact_options.h"
 #include "tools/commands.h"
 #include "tools/prepared_artifact.h"
 #include "tools/random_inputs.h"
@@ -30,6 +31,7 @@ struct ProfileOptions {
   int top = 25;
   bool in_graph = false;
   std::string json;
+  ArtifactLoadOptions load;
 };
 
 double median(std::vector<double> v) {
@@ -44,8 +46,9 @@ std::string task_str(const nlohmann::json& task, const char* key) {
 
 void run_profile(const ProfileOptions& o) {
   const PreparedArtifact prepared = prepare_artifact(o.model, o.batch);
-  auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(prepared.path));
-  std::unique_ptr<runtime::Engine> engine = runtime::Engine::open(art, {o.threads, o.device});
+  auto art = open_trusted_artifact(prepared.path, o.load, prepared.temp_dir.empty());
+  std::unique_ptr<runtime::Engine> engine =
+      runtime::Engine::open(art, engine_options(o.load, o.threads, o.device));
   if (o.in_graph && engine->cpu())
     user_error("--in-graph times kernels inside a CUDA graph; '{}' is a CPU artifact", o.model);
   const std::vector<Tensor> inputs = random_inputs(art->manifest(), "profile");
@@ -159,6 +162,7 @@ void add_profile(CLI::App& app) {
               "CUDA: also time the network's graph cut after each kernel, to show what each "
               "kernel adds to the latency (sorts by that)");
   c->add_option("--json", o->json, "write every kernel's figures to FILE");
+  add_artifact_load_options(*c, o->load);
   c->callback([o] { run_profile(*o); });
 }
 

@@ -116,6 +116,7 @@ void add_run(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   auto* c = app.add_subcommand("run", "Detect objects in images with a YOLO model");
   add_detector_model_options(*c, o->model);
+  add_artifact_load_options(*c, o->model.load);
   c->add_option("images", o->images, "image files (JPEG, PNG, BMP)")->required();
   c->add_option("--conf", o->model.conf, "score threshold")
       ->capture_default_str()

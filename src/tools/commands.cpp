@@ -15,6 +15,7 @@ void add_commands(CLI::App& app) {
   add_tune(app);
   add_run(app);
   add_eval(app);
+  add_keygen(app);
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& j, const std::string& option) {

@@ -24,8 +24,9 @@ double mb(double bytes) { return bytes / 1e6; }
 
 }  // namespace
 
-void inspect_artifact(const std::string& path, bool json) {
-  const artifact::Artifact a = artifact::Artifact::open(path);
+void inspect_artifact(const std::string& path, bool json, const ArtifactLoadOptions& load) {
+  const std::shared_ptr<const artifact::Artifact> art = open_trusted_artifact(path, load);
+  const artifact::Artifact& a = *art;
   const artifact::Manifest& m = a.manifest();
   if (json) {
     fmt::print("{}\n", artifact::manifest_to_json(m).dump(2));
@@ -65,8 +66,9 @@ void inspect_artifact(const std::string& path, bool json) {
                lanes > 1 ? fmt::format(" ({} lanes of {} at once)", lanes, launches / lanes) : "",
                mb(m.program.value("arena_bytes", 0.0)));
   }
-  fmt::print("signature {}\n", a.header().is_signed() ? "Ed25519 (verify with the public key)"
-                                                     : "none");
+  const bool unverified = a.signature() == artifact::SignatureState::kSignedNotVerified;
+  fmt::print("signature {}{}\n", a.signature_text(),
+             unverified ? " (Ed25519; pass --trust KEY.pub to verify it)" : "");
 }
 
 }  // namespace yoloc::tools

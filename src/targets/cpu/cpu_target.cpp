@@ -107,7 +107,7 @@ CompileReport CpuTarget::compile(const CompileJob& job) const {
   }
   cpu.cc = codegen::cpu::host_compiler_options_for(cxx, cpu.isa);
   cpu.configs = job.configs;
-  cpu.cache = o.no_cache ? nullptr : &codegen::BuildCache::user();
+  cpu.cache = compiler::kernel_cache(o);
   CompileReport report;
   if (!o.records.empty()) {
     if (!fs::exists(o.records)) user_error("--records {}: no such file", o.records);
