@@ -42,6 +42,7 @@ struct BenchOptions {
   int streams = 2;    ///< CUDA: lanes (streams) of the concurrent and pipelined timings
   bool network_only = false;  ///< CUDA: no host-tensor or end-to-end timings
   std::string json;
+  ModelOptions compile;  ///< ONNX models: --family, --imgsz
 };
 
 struct Stats {
@@ -180,8 +181,16 @@ void bench_concurrent_network(runtime::cuda::CudaExecutor& base, int64_t batch,
 }
 #endif
 
+/// The compile of an ONNX model: --family, --imgsz and --batch.
+ModelOptions on_the_fly(const BenchOptions& o) {
+  ModelOptions m = o.compile;
+  m.batch = o.batch;
+  return m;
+}
+
 void run_bench(const BenchOptions& o) {
-  const PreparedArtifact prepared = prepare_artifact(o.model, o.batch);
+  keep_stdout_for_json(o.json);
+  const PreparedArtifact prepared = prepare_artifact(o.model, on_the_fly(o));
   const std::string& artifact_path = prepared.path;
   const double compile_s = prepared.compile_seconds;
   auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(artifact_path));
@@ -294,7 +303,7 @@ void run_bench(const BenchOptions& o) {
   }
 #endif
   if (compile_s > 0) j["compile_s"] = compile_s;
-  if (!o.json.empty()) write_json_file(o.json, j, "--json");
+  if (!o.json.empty()) write_json(o.json, j, "--json");
 }
 
 }  // namespace
@@ -322,7 +331,8 @@ void add_bench(CLI::App& app) {
   c->add_flag("--network-only", o->network_only,
               "CUDA: time the network alone (and on several streams): no host-tensor or "
               "end-to-end timings, which take minutes at large batches");
-  c->add_option("--json", o->json, "also write the figures to FILE");
+  add_on_the_fly_options(*c, o->compile);
+  c->add_option("--json", o->json, "also write the figures to FILE, or to stdout with '-' (the text then goes to stderr)");
   c->callback([o] { run_bench(*o); });
 }
 
