@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""A batch-8 artifact detects what a batch-1 artifact does: yolov8n is compiled at batch 1 and
-at batch 8, and on the same folder of images (9 by default: one full batch and one padded
+"""A batch-8 artifact detects what a batch-1 artifact does: a model with a dynamic batch
+(yolov5n-fp16-dynbatch) is compiled at batch 1 and at batch 8, and on the same folder of images (9 by default: one full batch and one padded
 with blank inputs)
   - `yoloc run --save-txt --json` gives the same detections (class, box, score) and labels,
   - `yoloc eval` gives the same figures,
@@ -8,8 +8,8 @@ with blank inputs)
     gives the batch-1 artifact's detections.
 Prints the largest box and score differences.
 
-usage: check_run_batch.py --yoloc BIN --runtime LIBYOLOC_RUNTIME.so --model yolov8n.onnx
-                          --data COCO_EVAL_DIR --work DIR [--images N] [--batch 8]
+usage: check_run_batch.py --yoloc BIN --runtime LIBYOLOC_RUNTIME.so --model M.onnx
+                          [--family F] --data COCO_EVAL_DIR --work DIR [--images N] [--batch 8]
 """
 import argparse
 import ctypes
@@ -96,6 +96,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--images", type=int, default=9, help="images to use (0: all)")
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--family", default="", help="compile --family, for models that do not say")
     a = ap.parse_args()
     for f in (a.model, a.data):
         if not os.path.exists(f):
@@ -109,7 +110,9 @@ def main():
     out = {}
     for batch in (1, a.batch):
         art = os.path.join(a.work, f"b{batch}.ycm")
-        run([a.yoloc, "compile", a.model, "-o", art, "--batch", str(batch)], f"compile batch {batch}")
+        family = ["--family", a.family] if a.family else []
+        run([a.yoloc, "compile", a.model, "-o", art, "--batch", str(batch), *family],
+            f"compile batch {batch}")
         save = os.path.join(a.work, f"run-b{batch}")
         p = run([a.yoloc, "run", art, images, "--save-txt", "--save-dir", save, "--json",
                  save + ".json", "--conf", str(CONF)], f"run batch {batch}")
