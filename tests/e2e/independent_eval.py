@@ -182,7 +182,7 @@ def evaluate(data_dir, detections_path):
     summary["classes"] = {}
     for k, cat in enumerate(e.params.catIds):
         pk = p[:, :, k]
-        summary["classes"][cat - 1] = {
+        summary["classes"][int(cat) - 1] = {
             "map50": float(np.mean(pk[0][pk[0] > -1])) if np.any(pk[0] > -1) else 0.0,
             "map50_95": float(np.mean(pk[pk > -1])) if np.any(pk > -1) else 0.0,
             "precision": pr.get(cat - 1, (0.0, 0.0))[0],
