@@ -72,10 +72,18 @@ def c_api_detections(runtime, artifact, image):
                     ("y2", ctypes.c_float), ("score", ctypes.c_float), ("class_id", ctypes.c_int),
                     ("class_name", ctypes.c_char_p)]
 
+    class Options(ctypes.Structure):
+        _fields_ = [("threads", ctypes.c_int), ("conf", ctypes.c_float), ("iou", ctypes.c_float),
+                    ("max_det", ctypes.c_int), ("public_key_file", ctypes.c_char_p),
+                    ("device", ctypes.c_int), ("in_flight", ctypes.c_int)]
+
     lib = ctypes.CDLL(runtime)
     lib.yoloc_last_error.restype = ctypes.c_char_p
+    options = Options()
+    lib.yoloc_options_init(ctypes.byref(options))
+    options.conf, options.iou = CONF, 0.7  # yoloc run's thresholds
     det = ctypes.c_void_p()
-    if lib.yoloc_detector_load(artifact.encode(), None, ctypes.byref(det)) != 0:
+    if lib.yoloc_detector_load(artifact.encode(), ctypes.byref(options), ctypes.byref(det)) != 0:
         fail(f"C API: loading {artifact}: {lib.yoloc_last_error().decode()}")
     out, count = ctypes.POINTER(Det)(), ctypes.c_size_t()
     if lib.yoloc_detect_file(det, image.encode(), ctypes.byref(out), ctypes.byref(count)) != 0:
