@@ -17,6 +17,7 @@ packages=(build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   nlohmann-json3-dev libcli11-dev libfmt-dev libstb-dev libgtest-dev
   libsodium-dev libxgboost-dev graphviz python3 python3-venv
+  libopencv-videoio-dev
   g++-aarch64-linux-gnu qemu-user)
 if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
   "${sudo[@]}" apt-get update -q

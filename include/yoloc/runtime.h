@@ -75,13 +75,23 @@ class Detector {
   Detector& operator=(Detector&&) noexcept;
   ~Detector();
 
-  /// Detections on `image` (BGR, see detect::Image) in image pixels, by score descending.
-  /// Raises a UserError for an empty image or an artifact that is not a batch-1 detector.
+  /// Detections on `image` (BGR, see detect::Image) in image pixels, by score descending. A
+  /// batch-N artifact runs the image padded to N with blank inputs.
+  /// Raises a UserError for an empty image or an artifact that is not a detector.
   std::vector<detect::Detection> detect(const detect::Image& image) const;
   /// The same with per-call thresholds (each in [0, 1], max_det > 0; a UserError otherwise),
   /// and the time of each stage in `timings` when it is not null.
   std::vector<detect::Detection> detect(const detect::Image& image, const DetectParams& params,
                                         DetectTimings* timings = nullptr) const;
+  /// Detections on each of `images` (one list per image, in order): pre-processes up to
+  /// batch() images, runs the network once per batch (the last one padded with blank inputs)
+  /// and decodes each item; the same detections as one detect() per image. `timings` receives
+  /// each stage's time summed over the images. A UserError for no image or an empty one.
+  std::vector<std::vector<detect::Detection>> detect(const std::vector<detect::Image>& images,
+                                                     const DetectParams& params = {},
+                                                     DetectTimings* timings = nullptr) const;
+  /// Images per network run: the artifact's batch (1 for an artifact that is not a detector).
+  int batch() const;
 
   /// Pipelined detection: starts detecting `image` and returns a ticket at once (the image may
   /// be reused as soon as submit returns); wait(ticket) returns its detections, as detect()
@@ -116,6 +126,7 @@ class Detector {
   struct Impl;
   explicit Detector(std::unique_ptr<Impl> impl);
   void check_detectable(const detect::Image& image) const;
+  detect::Detector pipeline(const DetectParams& params) const;
   std::unique_ptr<Impl> impl_;
 };
 

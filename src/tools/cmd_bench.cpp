@@ -44,6 +44,7 @@ struct BenchOptions {
   bool network_only = false;  ///< CUDA: no host-tensor or end-to-end timings
   std::string json;
   ArtifactLoadOptions load;
+  ModelOptions compile;  ///< ONNX models: --family, --imgsz
 };
 
 struct Stats {
@@ -182,8 +183,16 @@ void bench_concurrent_network(runtime::cuda::CudaExecutor& base, int64_t batch,
 }
 #endif
 
+/// The compile of an ONNX model: --family, --imgsz and --batch.
+ModelOptions on_the_fly(const BenchOptions& o) {
+  ModelOptions m = o.compile;
+  m.batch = o.batch;
+  return m;
+}
+
 void run_bench(const BenchOptions& o) {
-  const PreparedArtifact prepared = prepare_artifact(o.model, o.batch);
+  keep_stdout_for_json(o.json);
+  const PreparedArtifact prepared = prepare_artifact(o.model, on_the_fly(o));
   const std::string& artifact_path = prepared.path;
   const double compile_s = prepared.compile_seconds;
   auto art = open_trusted_artifact(artifact_path, o.load, prepared.temp_dir.empty());
@@ -296,7 +305,7 @@ void run_bench(const BenchOptions& o) {
   }
 #endif
   if (compile_s > 0) j["compile_s"] = compile_s;
-  if (!o.json.empty()) write_json_file(o.json, j, "--json");
+  if (!o.json.empty()) write_json(o.json, j, "--json");
 }
 
 }  // namespace
@@ -325,7 +334,8 @@ void add_bench(CLI::App& app) {
               "CUDA: time the network alone (and on several streams): no host-tensor or "
               "end-to-end timings, which take minutes at large batches");
   add_artifact_load_options(*c, o->load);
-  c->add_option("--json", o->json, "also write the figures to FILE");
+  add_on_the_fly_options(*c, o->compile);
+  c->add_option("--json", o->json, "also write the figures to FILE, or to stdout with '-' (the text then goes to stderr)");
   c->callback([o] { run_bench(*o); });
 }
 

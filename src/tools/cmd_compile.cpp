@@ -91,6 +91,11 @@ void add_compile(CLI::App& app) {
   auto* c = app.add_subcommand("compile", "Compile an ONNX detector into a .ycm artifact");
   add_detector_model_options(*c, cli->model);
   add_io_precision_option(*c, cli->model);
+  c->get_option("model")->description("ONNX model to compile (.onnx)");
+  c->get_option("--precision")
+      ->description(
+          "the numerics: auto (the target's default: cpu fp32, cuda fp16), fp32, or on cuda "
+          "fp16 or bf16");
   c->add_option("-o,--output", o->output, "the artifact to write (.ycm)")->required();
   c->add_option("--target", o->target, "what to compile for: cpu, or cuda (NVIDIA GPUs)")
       ->capture_default_str();

@@ -83,6 +83,14 @@ void add_detector_model_options(CLI::App& c, DetectorModelOptions& options) {
                "model family when the model does not say: yolov5, yolov8, yolo11, yolov10, yolox");
 }
 
+void add_runtime_options(CLI::App& c, DetectorModelOptions& options) {
+  c.add_option("--threads", options.threads,
+               "worker threads running an artifact (default: the machine's hardware threads)")
+      ->check(CLI::NonNegativeNumber);
+  c.add_option("--device", options.device, "GPU running a CUDA artifact")
+      ->check(CLI::NonNegativeNumber);
+}
+
 void add_io_precision_option(CLI::App& c, DetectorModelOptions& options) {
   c.add_option("--io-precision", options.io_precision,
                "cuda: the type of the network's inputs and outputs: fp32 (default) or the "

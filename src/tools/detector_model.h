@@ -46,6 +46,8 @@ DetectorModel load_detector_model(const DetectorModelOptions& options);
 /// Adds the arguments every detector command takes to `c`: the model, --imgsz and --family.
 /// Commands that run the model add add_artifact_load_options(c, options.load) too.
 void add_detector_model_options(CLI::App& c, DetectorModelOptions& options);
+/// Adds --threads and --device (how an artifact runs) to a command that runs a detector.
+void add_runtime_options(CLI::App& c, DetectorModelOptions& options);
 /// Adds --io-precision (options.io_precision) to compile and tune (the tasks of narrow I/O
 /// differ).
 void add_io_precision_option(CLI::App& c, DetectorModelOptions& options);

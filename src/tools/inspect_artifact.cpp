@@ -6,6 +6,7 @@
 
 #include "artifact/artifact_reader.h"
 #include "core/dtype.h"
+#include "tools/commands.h"
 
 namespace yoloc::tools {
 namespace {
@@ -24,13 +25,13 @@ double mb(double bytes) { return bytes / 1e6; }
 
 }  // namespace
 
-void inspect_artifact(const std::string& path, bool json, const ArtifactLoadOptions& load) {
+void inspect_artifact(const std::string& path, const std::string& json, const ArtifactLoadOptions& load) {
   const std::shared_ptr<const artifact::Artifact> art = open_trusted_artifact(path, load);
   const artifact::Artifact& a = *art;
   const artifact::Manifest& m = a.manifest();
-  if (json) {
-    fmt::print("{}\n", artifact::manifest_to_json(m).dump(2));
-    return;
+  if (!json.empty()) {
+    write_json(json, artifact::manifest_to_json(m), "--json");
+    if (json == "-") return;
   }
   fmt::print("artifact  {} (format {}, written by yoloc {})\n", path, a.header().format_version,
              m.tool_version);

@@ -8,8 +8,10 @@ namespace yoloc::tools {
 
 /// Prints the artifact's manifest summary (target, precision, tensors, classes, blobs, kernels
 /// by template, arena bytes vs the naive sum of the intermediates, the signature: "unsigned",
-/// "signed, not verified" or "verified with KEY"), or the manifest as JSON. The artifact is
-/// opened under `load`'s trust policy, as every command opens it.
-void inspect_artifact(const std::string& path, bool json, const ArtifactLoadOptions& load);
+/// "signed, not verified" or "verified with KEY"); with `json`, the manifest as JSON to that
+/// file ('-': to stdout, instead of the text). The artifact is opened under `load`'s trust
+/// policy, as every command opens it.
+void inspect_artifact(const std::string& path, const std::string& json,
+                      const ArtifactLoadOptions& load);
 
 }  // namespace yoloc::tools

@@ -37,7 +37,7 @@ def main():
                          common.input_range(args.model)).astype(dtype)
     raw = common.yoloc_exec(args.yoloc, args.model, feeds, os.path.join(args.work, "O0"), ["-O0"])
     opt = common.yoloc_exec(args.yoloc, args.model, feeds, os.path.join(args.work, "O1"), ["-O1"])
-    info = json.loads(common.run([args.yoloc, "inspect", args.model, "--json"], "inspect").stdout)
+    info = json.loads(common.run([args.yoloc, "inspect", args.model, "--json", "-"], "inspect").stdout)
     name = os.path.basename(args.model)
     ok = True
     for out, r in raw.items():

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Bad inputs must give a user error: exit code 1 and exactly one stderr line `error: ...` that
 names the problem. A signal (crash, abort), exit code 3 (internal error) or a multi-line message
-fails the case.
+fails the case (`yoloc run`'s "warning: skipping ..." lines about unreadable inputs aside: it
+goes on with the others and fails at the end).
 
 usage: check_errors.py --yoloc BIN --shared DIR --work DIR --case NAME
 """
@@ -172,7 +173,44 @@ class Case:
         image = self.write("not-an-image.jpg", b"this is not a JPEG\n")
         out = os.path.join(self.work, "out")
         return [[self.yoloc, "run", self.shared_model(), image, "--json", out + ".json"]], [
-            "not-an-image.jpg"]
+            "not-an-image.jpg", "1 of 1"]
+
+    # --- command lines: each command's own help, flags that cannot apply ---
+
+    def run_unknown_flag(self):
+        return [[self.yoloc, "run", "--no-such-flag", "x.ycm", "x.jpg"]], [
+            "--no-such-flag", "'yoloc run --help'"]
+
+    def eval_without_data(self):
+        return [[self.yoloc, "eval", "x.ycm"]], ["--data", "'yoloc eval --help'"]
+
+    def inspect_dot_artifact(self):
+        path = self.write("compiled.ycm", self._artifact())
+        svg = os.path.join(self.work, "graph.svg")
+        self._checks_after = lambda: not os.path.exists(svg) or "a file was written at " + svg
+        return [[self.yoloc, "inspect", path, "--dot", svg]], ["--dot", "ONNX model"]
+
+    def bench_family_for_artifact(self):
+        path = self.write("compiled.ycm", self._artifact())
+        return [[self.yoloc, "bench", path, "--family", "yolov8", "--iters", "1"],
+                [self.yoloc, "profile", path, "--imgsz", "320", "--iters", "1"]], [
+            "--family", "compiled.ycm"]
+
+    def run_save_conf_without_save_txt(self):
+        return [[self.yoloc, "run", self.shared_model(),
+                 os.path.join(self.shared, "data", "images", "bus.jpg"), "--save-conf"]], [
+            "--save-conf", "--save-txt"]
+
+    def run_class_out_of_range(self):
+        path = self.write("compiled.ycm", self._artifact())
+        return [[self.yoloc, "run", path, os.path.join(self.shared, "data", "images", "bus.jpg"),
+                 "--classes", "0", "80"]], ["--classes 80", "0 to 79"]
+
+    def run_folder_without_images(self):
+        empty = os.path.join(self.work, "empty")
+        os.makedirs(empty, exist_ok=True)
+        self.write(os.path.join("empty", "readme.txt"), b"no images here\n")
+        return [[self.yoloc, "run", self.shared_model(), empty]], ["empty", "no image"]
 
     # --- compiled artifacts: made once (yoloc compile of yolov8n), then damaged copies ---
 
@@ -318,7 +356,8 @@ def check(cmd, needles):
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired:
         return ["did not finish in 300 s (a hang)"]
-    err = p.stderr.strip()
+    err = "\n".join(line for line in p.stderr.strip().splitlines()
+                    if not line.startswith("warning: skipping "))
     shown = " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))
     print(f"$ {shown}\n  exit {p.returncode}: {err}")
     problems = []
