@@ -8,6 +8,8 @@
 
 namespace yoloc {
 
+struct Int8Plan;
+
 /// Numeric precision a compile targets; passes that change numerics consult it. kAuto keeps the
 /// model's own numerics (float models stay float, quantized ops stay quantized).
 enum class Precision { kAuto, kFp32, kFp16, kBf16, kInt8 };
@@ -35,6 +37,9 @@ struct PassContext {
   /// bench, exec and inspect can all be compared with and without one.
   std::vector<std::string> disabled;
   std::vector<PassStat> stats;
+  /// Post-training int8 (compile --precision int8): the convs to quantize and their scales
+  /// (passes/quantize_graph.h); the graph otherwise computes at `precision`. Null: none.
+  const Int8Plan* int8 = nullptr;
 };
 
 class Pass {
