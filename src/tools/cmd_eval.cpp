@@ -1,8 +1,10 @@
 // yoloc eval MODEL --data DIR [--json FILE] [--family F] [--imgsz N] [--dump-detections FILE]
+//            [--baseline FLOAT.ycm|MODEL.onnx]
 #include <fmt/format.h>
 
 #include "detect/eval.h"
 #include "tools/commands.h"
+#include "tools/compile_model.h"
 #include "tools/detector_model.h"
 
 namespace yoloc::tools {
@@ -14,7 +16,18 @@ struct EvalOptions {
   std::string data;
   std::string json;
   std::string dump;
+  std::string baseline;
 };
+
+/// map50 and map50_95 of `model` (an ONNX model compiled for this CPU in fp32 first).
+nlohmann::json baseline_map(const EvalOptions& o) {
+  const PreparedArtifact a = prepare_artifact(o.baseline, 1);
+  DetectorModelOptions m = o.model;
+  m.path = a.path;
+  const DetectorModel d = load_detector_model(m);
+  const detect::EvalReport r = detect::evaluate_dataset(*d.detector, o.data, /*progress=*/true);
+  return {{"model", o.baseline}, {"map50", r.map.map50}, {"map50_95", r.map.map50_95}};
+}
 
 void run_eval(EvalOptions o) {
   o.model.conf = detect::kEvalConf;
@@ -22,8 +35,12 @@ void run_eval(EvalOptions o) {
   o.model.max_det = detect::kEvalMaxDet;
   const DetectorModel m = load_detector_model(o.model);
   const detect::EvalReport r = detect::evaluate_dataset(*m.detector, o.data, /*progress=*/true);
-  const nlohmann::json summary = {
+  nlohmann::json summary = {
       {"map50", r.map.map50}, {"map50_95", r.map.map50_95}, {"images", r.results.size()}};
+  if (!o.baseline.empty()) {
+    summary["baseline"] = baseline_map(o);
+    summary["map50_95_drop"] = summary["baseline"]["map50_95"].get<double>() - r.map.map50_95;
+  }
   if (!o.json.empty()) write_json_file(o.json, summary, "--json");
   if (!o.dump.empty())
     write_json_file(o.dump, detect::to_json(r.results, m.names), "--dump-detections");
@@ -42,6 +59,9 @@ void add_eval(CLI::App& app) {
   c->add_option("--data", o->data, "dataset folder holding images/ and labels/")->required();
   c->add_option("--device", o->model.device, "GPU running a CUDA artifact")
       ->check(CLI::NonNegativeNumber);
+  c->add_option("--baseline", o->baseline,
+                "also evaluate this float model (.ycm, or .onnx compiled for this CPU in fp32) "
+                "and print its mAP beside (the cost of an int8 artifact)");
   c->add_option("--json", o->json, "also write {map50, map50_95, images} to FILE");
   c->add_option("--dump-detections", o->dump,
                 "write the evaluated detections as JSON (the `yoloc run --json` format)");

@@ -8,11 +8,13 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "artifact/artifact_writer.h"
 #include "detect/family.h"
 #include "passes/pipeline.h"
+#include "tools/int8_accuracy.h"
 #include "tuner/records.h"
 #ifdef YOLOC_HAVE_CUDA
 #include "codegen/cuda/cuda_compiler.h"
@@ -235,10 +237,14 @@ CompileReport compile_for_cuda(const CompileOptions& o,
 
 CompileReport compile_for_cpu(const CompileOptions& o,
                               std::chrono::steady_clock::time_point start) {
-  if (o.model.precision != "fp32" && o.model.precision != "auto")
+  const bool int8 = o.model.precision == "int8";
+  if (o.model.precision != "fp32" && o.model.precision != "auto" && !int8)
     user_error("--precision {}: the cpu target computes in fp32 (quantized and fp16 models are "
-               "compiled to fp32); pass --precision fp32",
+               "compiled to fp32) or int8 (with --calibration); pass --precision fp32 or int8",
                o.model.precision);
+  if (!int8 && (o.int8.any() || o.int8.no_bias_correction))
+    user_error("--calibration, --calibration-file, --calibration-method and --int8-skip are for "
+               "--precision int8; add it or leave them out");
   if (!o.arch.empty()) user_error("--arch {}: --arch is for --target cuda", o.arch);
   for (const auto& [given, option] :
        {std::pair{!o.b2b.empty(), "--b2b"},
@@ -252,7 +258,13 @@ CompileReport compile_for_cpu(const CompileOptions& o,
           "cpu target",
           option);
   }
-  ImportedDetector d = import_for_cpu(o.model, o.outputs);
+  if (int8 && o.int8.max_map_drop > 0) {
+    const AccuracyAwareInt8 search(o);
+    return compile_for_cpu(search.options(), start);
+  }
+  const std::optional<Int8Plan> plan =
+      int8 ? std::optional<Int8Plan>(int8_plan(o.model, o.int8)) : std::nullopt;
+  ImportedDetector d = import_for_cpu(o.model, o.outputs, plan ? &*plan : nullptr);
   const Graph& g = *d.graph;
   codegen::cpu::CpuCompileOptions cpu;
   const std::string cxx = o.cc.empty() ? "c++" : o.cc;
@@ -286,9 +298,11 @@ CompileReport compile_for_cpu(const CompileOptions& o,
   write_source(o, b.source);
   artifact::Manifest m = detector_manifest(o, d);
   m.target = fmt::format("cpu-{}", codegen::cpu::isa_name(cpu.isa));
-  m.precision = "fp32";
+  // No int8 CPU kernels yet: the quantized convs run as fake-quant on the fp32 kernels.
+  m.precision = int8 ? "int8-fakequant" : "fp32";
   m.memory_plan = memory_plan_to_json(b.plan);
   m.program = runtime::program_to_json(b.program);
+  report.int8_convs = plan ? static_cast<int>(plan->convs.size()) : 0;
   artifact::ArtifactWriter w(m);
   w.add_blob(codegen::cpu::kWeightsBlob, "weights", b.weights);
   w.add_blob(codegen::cpu::kKernelBlob, "kernel_so", b.kernels_so);
@@ -386,12 +400,13 @@ ImportedDetector import_for_cuda(const DetectorModelOptions& options, Precision 
 }
 
 ImportedDetector import_for_cpu(const DetectorModelOptions& options,
-                                const std::vector<std::string>& outputs) {
+                                const std::vector<std::string>& outputs, const Int8Plan* int8) {
   ImportedDetector d = import_detector(options);
   if (!outputs.empty()) select_outputs(*d.graph, outputs, options.path);
   PassContext passes;
   passes.target = "cpu";
   passes.precision = Precision::kFp32;
+  passes.int8 = int8;
   optimize(*d.graph, passes);
   return d;
 }

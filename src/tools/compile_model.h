@@ -10,6 +10,7 @@
 #include "codegen/cpu/cpu_compiler.h"
 #include "passes/pass.h"
 #include "tools/detector_model.h"
+#include "tools/int8_calibration.h"
 
 namespace yoloc::tools {
 
@@ -48,6 +49,8 @@ struct CompileOptions {
   /// --memory-reuse (cuda): "ordered" (the default, also when empty) or "sequential"
   /// (CudaCompileOptions::reuse). Empty: not given (the cpu target refuses it).
   std::string memory_reuse;
+  /// --precision int8: the calibration and which convs stay float (tools/int8_calibration.h).
+  Int8Options int8;
 };
 
 /// What a compile made.
@@ -76,6 +79,8 @@ struct CompileReport {
   int lanes = 1;
   /// cuda: the program's whole device buffer (every lane's arena, the inputs, the scratch).
   uint64_t arena_bytes = 0;
+  /// --precision int8: the convs quantized (run as fake-quant on the float kernels).
+  int int8_convs = 0;
 };
 
 /// The lanes a CUDA compile (or tuning) at `batch` splits the batch into: --lanes `option`, a
@@ -85,8 +90,10 @@ int cuda_lanes(const std::string& option, int batch);
 /// The detector imported (options.batch, --imgsz, --family; `outputs` as its outputs when given)
 /// and optimized for target cpu in fp32: the graph compile_model lowers, and the one
 /// `yoloc tune` takes its tasks from.
+/// `int8`: the convs to quantize (compile --precision int8), null for none.
 ImportedDetector import_for_cpu(const DetectorModelOptions& options,
-                                const std::vector<std::string>& outputs = {});
+                                const std::vector<std::string>& outputs = {},
+                                const Int8Plan* int8 = nullptr);
 /// The same for target cuda at `precision` (fp32, fp16, bf16); options.io_precision narrow:
 /// the graph's float32 inputs and outputs stored in that type too.
 ImportedDetector import_for_cuda(const DetectorModelOptions& options, Precision precision,
