@@ -16,7 +16,7 @@ struct Int8Options {
   std::string calibration;       ///< --calibration DIR
   std::string calibration_file;  ///< --calibration-file CALIB.json
   int images = 128;              ///< --calibration-images
-  std::string method;            ///< --calibration-method; empty: the file's, else entropy
+  std::string method;            ///< --calibration-method; empty: the file's, else mse
   std::vector<std::string> skip;  ///< --int8-skip
   bool no_bias_correction = false;
   int sensitivity_images = 0;  ///< calibrate --sensitivity: on the first N images (0: none)
