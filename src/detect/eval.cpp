@@ -68,13 +68,6 @@ double interpolated_ap(const std::vector<Scored>& dets, int threshold, int64_t n
   return sum / kNumRecallPoints;
 }
 
-bool is_image_file(const std::filesystem::path& p) {
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp";
-}
-
 /// "eval [=====>    ] 37/128" redrawn in place on a terminal; silent otherwise.
 class Progress {
  public:
@@ -99,6 +92,13 @@ class Progress {
 };
 
 }  // namespace
+
+bool is_image_file(const std::filesystem::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp";
+}
 
 MapResult compute_map(const std::vector<ImageEval>& images) {
   const auto thresholds = iou_thresholds();

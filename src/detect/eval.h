@@ -1,5 +1,6 @@
 #pragma once
 /// COCO-style box mAP of a detector on a folder of images with YOLO-format labels.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,9 @@ MapResult compute_map(const std::vector<ImageEval>& images);
 /// boxes in pixels of a width x height image. Raises a UserError naming the file and line for
 /// a malformed line.
 std::vector<GroundTruth> read_yolo_labels(const std::string& path, int width, int height);
+
+/// True for the image files datasets take: .jpg, .jpeg, .png, .bmp (any case).
+bool is_image_file(const std::filesystem::path& p);
 
 /// One image of a dataset and its label file (which may not exist: no objects).
 struct Sample {

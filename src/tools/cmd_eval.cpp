@@ -1,5 +1,6 @@
 // yoloc eval MODEL --data DIR [--json FILE|-] [--family F] [--imgsz N] [--threads N] [--device N]
 //                            [--dump-detections FILE]
+//            [--baseline FLOAT.ycm|MODEL.onnx]
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -7,6 +8,7 @@
 #include "detect/eval.h"
 #include "detect/pipeline.h"
 #include "tools/commands.h"
+#include "tools/prepared_artifact.h"
 #include "tools/detector_model.h"
 
 namespace yoloc::tools {
@@ -18,6 +20,7 @@ struct EvalOptions {
   std::string data;
   std::string json;
   std::string dump;
+  std::string baseline;
 };
 
 /// Python's "%11.3g".
@@ -52,13 +55,29 @@ nlohmann::json eval_json(const detect::MapResult& r, const std::vector<std::stri
           {"classes", classes}};
 }
 
+/// map50 and map50_95 of `model` (an ONNX model compiled for this CPU in fp32 first).
+nlohmann::json baseline_map(const EvalOptions& o) {
+  ModelOptions fp32 = o.model;
+  fp32.precision = "fp32";
+  const PreparedArtifact a = prepare_artifact(o.baseline, fp32);
+  DetectorModelOptions m = o.model;
+  m.path = a.path;
+  const DetectorModel d = load_detector_model(m);
+  const detect::EvalReport r = detect::evaluate_dataset(*d.detector, o.data, /*progress=*/true);
+  return {{"model", o.baseline}, {"map50", r.map.map50}, {"map50_95", r.map.map50_95}};
+}
+
 void run_eval(EvalOptions o) {
   o.model.conf = detect::kEvalConf;
   o.model.iou = detect::kEvalIou;
   o.model.max_det = detect::kEvalMaxDet;
   const DetectorModel m = load_detector_model(o.model);
   const detect::EvalReport r = detect::evaluate_dataset(*m.detector, o.data, /*progress=*/true);
-  const nlohmann::json summary = eval_json(r.map, m.names);
+  nlohmann::json summary = eval_json(r.map, m.names);
+  if (!o.baseline.empty()) {
+    summary["baseline"] = baseline_map(o);
+    summary["map50_95_drop"] = summary["baseline"]["map50_95"].get<double>() - r.map.map50_95;
+  }
   if (!o.dump.empty())
     write_json_file(o.dump, detect::to_json(r.results, m.names), "--dump-detections");
   if (o.json == "-") {
@@ -69,6 +88,10 @@ void run_eval(EvalOptions o) {
   }
   if (!o.json.empty()) write_json_file(o.json, summary, "--json");
   fmt::print("{}", eval_table(r.map, m.names));
+  if (!o.baseline.empty())
+    fmt::print("baseline {}: mAP50-95 {:.4f} (this model {:.4f}, drop {:.4f})\n", o.baseline,
+               summary["baseline"]["map50_95"].get<double>(), r.map.map50_95,
+               summary["map50_95_drop"].get<double>());
 }
 
 }  // namespace
@@ -87,6 +110,9 @@ void add_eval(CLI::App& app) {
   c->add_option("--json", o->json,
                 "also write {map50, map50_95, precision, recall, images, instances, classes: "
                 "[per class]} to FILE, or to stdout with '-'");
+  c->add_option("--baseline", o->baseline,
+                "also evaluate this float model (.ycm, or .onnx compiled for this CPU in fp32) "
+                "and print its mAP beside (the cost of an int8 artifact)");
   c->add_option("--dump-detections", o->dump,
                 "write the evaluated detections as JSON (the `yoloc run --json` format)");
   c->footer(

@@ -13,6 +13,7 @@ void add_commands(CLI::App& app) {
   add_exec(app);
   add_inspect(app);
   add_compile(app);
+  add_calibrate(app);
   add_bench(app);
   add_profile(app);
   add_tune(app);

@@ -13,6 +13,7 @@ void add_inspect(CLI::App& app);
 void add_run(CLI::App& app);
 void add_eval(CLI::App& app);
 void add_compile(CLI::App& app);
+void add_calibrate(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_profile(CLI::App& app);
 void add_tune(CLI::App& app);
