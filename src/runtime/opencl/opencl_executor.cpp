@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "codegen/build_cache.h"
+#include "core/build_cache.h"
 #include "core/error.h"
 
 namespace yoloc::runtime::opencl {
@@ -102,8 +102,8 @@ OpenClExecutor::~OpenClExecutor() {
 
 void OpenClExecutor::build_program(const std::string& source) {
   const ClApi& cl = cl_api();
-  codegen::BuildCache& cache = codegen::BuildCache::user();
-  const std::string key = codegen::build_key({"yoloc " YOLOC_VERSION " opencl program",
+  BuildCache& cache = BuildCache::user();
+  const std::string key = build_key({"yoloc " YOLOC_VERSION " opencl program",
                                               device_.platform_name, device_.name, device_.driver,
                                               device_.version, kBuildOptions, source});
   cl_int s = CL_SUCCESS;

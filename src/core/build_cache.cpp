@@ -1,4 +1,4 @@
-#include "codegen/build_cache.h"
+#include "core/build_cache.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-namespace yoloc::codegen {
+namespace yoloc {
 namespace fs = std::filesystem;
 namespace {
 
@@ -196,4 +196,4 @@ void BuildCache::trim() {
   }
 }
 
-}  // namespace yoloc::codegen
+}  // namespace yoloc
