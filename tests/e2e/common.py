@@ -160,8 +160,8 @@ UNSUPPORTED = {
     "cpu": {},
     "cuda": {},
     "opencl": {
-        "yolo11n-dynint8-320.onnx": "MatMul (the attention block) has no OpenCL kernel yet",
-        "yolov10n-dynint8-e2e.onnx": "MatMul (the attention block) has no OpenCL kernel yet",
+        "yolov10n-dynint8-e2e.onnx": "the int64 index ops of the end-to-end head (TopK, "
+                                     "GatherElements) have no OpenCL kernel yet",
         "yolov5n-fp16-dynbatch.onnx": "float16 values have no OpenCL kernel yet",
     },
 }

@@ -262,5 +262,24 @@ TEST_F(OpenCl, GenericDetectTailOps) {
   expect_matches_reference(b);
 }
 
+TEST_F(OpenCl, GenericAttentionMatMuls) {
+  // softmax(q k^T) v of two heads, and a product with a broadcast 2-D operand.
+  const Builder b = [](Graph& g) {
+    Value* q = input(g, "q", {1, 2, 5, 8});
+    Attrs perm;
+    perm.set("perm", std::vector<int64_t>{0, 1, 3, 2});
+    Value* kt = node(g, "Transpose", {q}, perm);
+    Attrs ax;
+    ax.set("axis", int64_t{-1});
+    Value* p = node(g, "Softmax", {node(g, "MatMul", {q, kt})}, ax);
+    Value* v = node(g, "MatMul", {p, q});
+    Value* w = g.add_constant("w", random_tensor({8, 3}, 4));
+    // Two outputs of one group: two launches, each storing its own.
+    g.outputs.push_back(node(g, "MatMul", {v, w}));
+    g.outputs.push_back(node(g, "Sigmoid", {v}));
+  };
+  expect_matches_reference(b);
+}
+
 }  // namespace
 }  // namespace yoloc

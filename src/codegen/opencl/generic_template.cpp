@@ -124,6 +124,7 @@ class Emitter {
     if (op == "Conv") return conv(n, idx);
     if (op == "MaxPool") return max_pool(n, idx);
     if (op == "Softmax") return softmax(n, idx);
+    if (op == "MatMul") return matmul(n, idx);
     return elementwise(n, idx);
   }
 
@@ -306,6 +307,28 @@ class Emitter {
     return acc;
   }
 
+  /// numpy matmul of operands of rank >= 2 (leading dims broadcast): a loop over the inner dim.
+  std::string matmul(const Node& n, const std::vector<std::string>& idx) {
+    const Shape a = shape_of(n.input(0)), b = shape_of(n.input(1)), out = shape_of(n.outputs.at(0));
+    if (a.size() < 2 || b.size() < 2) throw Unsupported{"a MatMul of a 1-D operand"};
+    const auto operand = [&](const Shape& s, const std::string& row, const std::string& col) {
+      std::vector<std::string> sub;
+      for (size_t d = 0; d + 2 < s.size(); ++d)
+        sub.push_back(s[d] == 1 ? "0" : idx[d + out.size() - s.size()]);
+      sub.push_back(row);
+      sub.push_back(col);
+      return sub;
+    };
+    const std::string acc = var("acc"), k = var("k");
+    line(fmt::format("float {} = 0.f;", acc));
+    open(fmt::format("for (int {0} = 0; {0} < {1}; ++{0})", k, a.back()));
+    const std::string x = at(n.input(0), operand(a, idx[out.size() - 2], k));
+    const std::string y = at(n.input(1), operand(b, k, idx[out.size() - 1]));
+    line(fmt::format("{0} = fma({1}, {2}, {0});", acc, x, y));
+    close();
+    return acc;
+  }
+
   std::string softmax(const Node& n, const std::vector<std::string>& idx) {
     const Shape s = shape_of(n.input(0));
     const int64_t a = norm_axis(n.attrs.get_int("axis", -1), s.size());
@@ -348,7 +371,8 @@ std::string output_body(const GenericTask& t, size_t o) {
     idx[d] = s[d] == 1 ? "0" : e.tmp("int", d == 0 ? fmt::format("gid / {}", st[d])
                                                    : fmt::format("(gid / {}) % {}", st[d], s[d]));
   const std::string val = e.at(v, idx);
-  e.line(fmt::format("p{}[{}] = {};", t.inputs.size() + o,
+  // Launch o binds the inputs, then output o alone.
+  e.line(fmt::format("p{}[{}] = {};", t.inputs.size(),
                      offset_expr(idx, t.strides[t.inputs.size() + o]), val));
   return e.code;
 }

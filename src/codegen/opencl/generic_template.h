@@ -1,12 +1,12 @@
 #pragma once
 /// The generic OpenCL template: any fused group of the ops below, generated from the group's IR
 /// (what the fast templates do not take: the detect tail, elementwise chains, Concat / Split /
-/// Slice / Transpose / Reshape rearrangements, nearest Resize, Softmax, and Conv / MaxPool of
-/// any shape), so every model compiles and runs from the start.
+/// Slice / Transpose / Reshape rearrangements, nearest Resize, Softmax, MatMul (attention), and
+/// Conv / MaxPool of any shape), so every model compiles and runs from the start.
 ///
 /// One work item per output element: each value of the group is an expression over its logical
 /// (ONNX) indices; elementwise and view-like nodes are inlined into their consumer (index
-/// arithmetic), Conv, MaxPool and Softmax become loops inside the element's computation. A
+/// arithmetic), Conv, MaxPool, MatMul and Softmax become loops inside the element's computation. A
 /// MaxPool of a stride-1 "same" MaxPool is one pool with the composed window (SPPF's chain costs
 /// 5x5, 9x9 and 13x13 windows, not nested loops). Each output of the group is one launch.
 /// fp32 values; an int64 value or an op not listed is refused (with the reason).
