@@ -12,6 +12,9 @@
 #include "runtime/cuda/cuda_program.h"
 #include "runtime/cuda/pipelined_detect.h"
 #endif
+#ifdef YOLOC_HAVE_OPENCL
+#include "runtime/opencl/opencl_executor.h"
+#endif
 
 namespace yoloc::runtime {
 namespace {
@@ -63,6 +66,19 @@ class CudaEngine final : public Engine {
 };
 #endif
 
+#ifdef YOLOC_HAVE_OPENCL
+class OpenClEngine final : public Engine {
+ public:
+  OpenClEngine(std::shared_ptr<const artifact::Artifact> a, int device) : exec_(std::move(a), device) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return exec_.run(inputs); }
+  std::string device() const override { return "OpenCL " + exec_.device().str(); }
+  const artifact::Manifest& manifest() const override { return exec_.manifest(); }
+
+ private:
+  opencl::OpenClExecutor exec_;
+};
+#endif
+
 }  // namespace
 
 std::vector<detect::Detection> Engine::detect(const detect::Image&, float, float, int) {
@@ -91,6 +107,15 @@ std::unique_ptr<Engine> Engine::open(std::shared_ptr<const artifact::Artifact> a
 #else
     user_error("'{}' is a CUDA artifact ({}); this yoloc was built without CUDA support",
                artifact->path(), artifact->manifest().target);
+#endif
+  }
+  if (artifact->manifest().target.rfind("opencl", 0) == 0) {
+#ifdef YOLOC_HAVE_OPENCL
+    return std::make_unique<OpenClEngine>(std::move(artifact), options.device);
+#else
+    user_error("'{}' is an OpenCL artifact; this yoloc was built without OpenCL support "
+               "(-DYOLOC_OPENCL=ON with the OpenCL headers)",
+               artifact->path());
 #endif
   }
   const int threads = options.threads > 0

@@ -1,4 +1,4 @@
-#include "codegen/build_cache.h"
+#include "core/build_cache.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -16,9 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "artifact/signing.h"
+#include <sodium.h>
 
-namespace yoloc::codegen {
+namespace yoloc {
 namespace fs = std::filesystem;
 namespace {
 
@@ -44,12 +44,18 @@ uint64_t get_u64(std::string_view s, size_t at) {
   return v;
 }
 
+constexpr size_t kDigestSize = crypto_hash_sha256_BYTES;
+
 std::string sha256_of(std::string_view s) {
-  const artifact::Digest d = artifact::sha256(std::as_bytes(std::span(s.data(), s.size())));
-  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+  static const bool sodium_ready = sodium_init() >= 0;
+  if (!sodium_ready) throw std::runtime_error("libsodium cannot be initialised");
+  std::string d(kDigestSize, '\0');
+  crypto_hash_sha256(reinterpret_cast<unsigned char*>(d.data()),
+                     reinterpret_cast<const unsigned char*>(s.data()), s.size());
+  return d;
 }
 
-constexpr size_t kHeader = kMagic.size() + 2 * 8 + artifact::kDigestSize;
+constexpr size_t kHeader = kMagic.size() + 2 * 8 + kDigestSize;
 
 /// What an entry file holds: kMagic, key size, payload size, the payload's SHA-256, key, payload.
 std::string encode(std::string_view key, std::string_view payload) {
@@ -71,7 +77,7 @@ Decoded decode(std::string_view e, std::string_view key, std::string* payload) {
   if (key_size > e.size() - kHeader || payload_size != e.size() - kHeader - key_size)
     return Decoded::kDamaged;
   const std::string_view body = e.substr(kHeader + key_size);
-  if (sha256_of(body) != e.substr(kMagic.size() + 16, artifact::kDigestSize))
+  if (sha256_of(body) != e.substr(kMagic.size() + 16, kDigestSize))
     return Decoded::kDamaged;
   if (e.substr(kHeader, key_size) != key) return Decoded::kOtherKey;
   payload->assign(body);
@@ -210,4 +216,4 @@ void BuildCache::trim() {
   }
 }
 
-}  // namespace yoloc::codegen
+}  // namespace yoloc
