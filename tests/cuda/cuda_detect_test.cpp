@@ -23,11 +23,13 @@
 #include "detect/decode.h"
 #include "detect/nms.h"
 #include "detect/preprocess.h"
+#include "runtime/cuda/gpu_detect.h"
+#include "runtime/kernel_library.h"
 
 namespace yoloc::codegen::cuda::testing {
 namespace {
 
-namespace rt = artifact::cuda;
+namespace rt = runtime::cuda;
 using detect::Family;
 
 // A head shape of each family for a w x h input (YOLOX: the grid's rows).
