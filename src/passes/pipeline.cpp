@@ -63,7 +63,7 @@ std::vector<std::unique_ptr<Pass>> all_passes(const PassContext& ctx) {
   // constant folding so that they stay; a kernel target runs them as float fake-quant.
   if (ctx.int8) {
     p.push_back(std::make_unique<QuantizeGraph>());
-    if (ctx.target != "reference") p.push_back(std::make_unique<FakeQuantLowering>());
+    if (!ctx.target.quantize_ops) p.push_back(std::make_unique<FakeQuantLowering>());
   }
   // Memory and kernels: layouts per target, views, then the partition into fused kernels (last:
   // it sees the final graph).

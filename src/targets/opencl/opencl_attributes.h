@@ -8,6 +8,7 @@ namespace yoloc::targets {
 
 inline TargetAttributes opencl_attributes() {
   TargetAttributes a;
+  a.quantize_ops = false;  // no int8 kernels: quantize / dequantize run as float fake-quant
   a.name = "opencl";
   return a;
 }
