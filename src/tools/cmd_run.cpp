@@ -171,13 +171,25 @@ class Runner {
   detect::StageTimes times_;
 };
 
+/// An input that could not be read, and why.
+struct Skipped {
+  std::string path;
+  std::string reason;
+};
+
+void warn_skipped(const Skipped& s) {
+  std::fprintf(stderr, "warning: skipping '%s': %s\n", s.path.c_str(), s.reason.c_str());
+}
+
 /// Detects every frame of a video; false (with a warning) when it cannot be opened.
-bool run_video(const RunInput& in, const fs::path& drawn, const RunOptions& o, Runner& runner) {
+bool run_video(const RunInput& in, const fs::path& drawn, const RunOptions& o, Runner& runner,
+               std::vector<Skipped>& skipped) {
   std::unique_ptr<VideoReader> reader;
   try {
     reader = open_video(in.path);
   } catch (const UserError& e) {
-    std::fprintf(stderr, "warning: skipping '%s': %s\n", in.path.c_str(), e.what());
+    skipped.push_back({in.path, e.what()});
+    warn_skipped(skipped.back());
     return false;
   }
   std::unique_ptr<VideoWriter> writer;
@@ -216,18 +228,18 @@ void run_run(const RunOptions& o) {
   if (o.save_txt) make_folder(fs::path(o.save_dir) / "labels", "--save-dir");
 
   Runner runner(o, m);
-  std::vector<std::string> skipped;
+  std::vector<Skipped> skipped;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].video) {
-      if (!run_video(inputs[i], drawn[i], o, runner)) skipped.push_back(inputs[i].path);
+      run_video(inputs[i], drawn[i], o, runner, skipped);
       continue;
     }
     detect::Image img;
     try {
       img = detect::read_image(inputs[i].path);
     } catch (const UserError& e) {
-      std::fprintf(stderr, "warning: skipping '%s': %s\n", inputs[i].path.c_str(), e.what());
-      skipped.push_back(inputs[i].path);
+      skipped.push_back({inputs[i].path, e.what()});
+      warn_skipped(skipped.back());
       continue;
     }
     runner.add(std::move(img), inputs[i].path, inputs[i].path, -1, nullptr, drawn[i]);
@@ -256,10 +268,11 @@ void run_run(const RunOptions& o) {
       fmt::print("labels written to {}\n", (fs::path(o.save_dir) / "labels").string());
   }
   std::fflush(stdout);
+  if (inputs.size() == 1 && skipped.size() == 1) user_error("{}", skipped.front().reason);
   if (!skipped.empty())
-    user_error("{} of {} inputs could not be read and were skipped (first: '{}'); the others "
-               "were processed",
-               skipped.size(), inputs.size(), skipped.front());
+    user_error("{} of {} inputs could not be read and were skipped (first: '{}': {}); the "
+               "others were processed",
+               skipped.size(), inputs.size(), skipped.front().path, skipped.front().reason);
 }
 
 }  // namespace

@@ -147,7 +147,20 @@ InModelSummary measure_in_model(const DetectorModelOptions& model,
     c.isa = o.isa;
     c.no_cache = true;  // candidates' builds, seldom built again: they would crowd the cache out
     progress.note(fmt::format("in the model: compiling rank {} of {}", j + 1, ranks));
-    compiler::compile(model.path, c, configs[j]);
+    // In a child process, so that a compile that would outlast the budget (the first one, whose
+    // time is not known yet) is stopped at it.
+    std::string error;
+    const std::optional<std::string> built = tuner::run_isolated(
+        [&] {
+          compiler::compile(model.path, c, configs[j]);
+          return std::string("built");
+        },
+        std::max(0.5, seconds_left() - 1.0), error);
+    if (!built) {
+      progress.note(fmt::format("in the model: rank {} not compiled ({}): {} of {} artifacts",
+                                j + 1, error, paths.size(), ranks));
+      break;
+    }
     paths.push_back(c.output);
     compile_s = std::max(
         compile_s,

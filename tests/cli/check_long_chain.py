@@ -74,7 +74,7 @@ def main():
     y = np.load(os.path.join(out, "y.npy"))
     if not np.array_equal(x, y):
         raise SystemExit("FAIL: the chain's output differs from its input")
-    info = json.loads(timed([a.yoloc, "inspect", model, "--json", "--passes"], a.seconds).stdout)
+    info = json.loads(timed([a.yoloc, "inspect", model, "--json", "-", "--passes"], a.seconds).stdout)
     if info["nodes"] != a.nodes:
         raise SystemExit(f"FAIL: inspect counts {info['nodes']} nodes, the model has {a.nodes}")
     left = info["optimized"]["nodes"]
