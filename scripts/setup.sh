@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine for yoloc and builds it (Release, in build/release):
-#   - the Debian packages it builds with (apt-get; sudo when not root), and the aarch64 cross
-#     compiler and qemu-user the `cross` tests use,
+#   - the Debian packages it builds with (apt-get; sudo when not root), the aarch64 cross
+#     compiler and qemu-user the `cross` tests use, and PoCL (OpenCL on the CPU) the `opencl`
+#     tests run on,
 #   - a Python virtual environment in build/venv with the test oracles (ONNX Runtime, onnx,
 #     numpy, pycocotools),
 #   - the build itself.
@@ -17,7 +18,8 @@ packages=(build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   nlohmann-json3-dev libcli11-dev libfmt-dev libstb-dev libgtest-dev
   libsodium-dev libxgboost-dev graphviz python3 python3-venv
-  g++-aarch64-linux-gnu qemu-user)
+  libopencv-videoio-dev g++-aarch64-linux-gnu qemu-user
+  opencl-headers ocl-icd-opencl-dev ocl-icd-libopencl1 pocl-opencl-icd clinfo)
 if ! dpkg -s "${packages[@]}" >/dev/null 2>&1; then
   "${sudo[@]}" apt-get update -q
   "${sudo[@]}" apt-get install -y -q --no-install-recommends "${packages[@]}"

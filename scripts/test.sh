@@ -6,6 +6,8 @@
 # Environment: YOLOC_BUILD_DIR (default build/release), YOLOC_SHARED_DIR (default ../shared),
 # PYTHON (the interpreter with onnx, onnxruntime and numpy; default: the build/venv that
 # scripts/setup.sh makes, else python3), JOBS (default: the number of cores).
+# The last line counts the tests passed, failed and skipped (scripts/test_summary.py, from ctest's
+# JUnit report in $build/ctest-results.xml); the exit status is ctest's.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${YOLOC_BUILD_DIR:-$root/build/release}
@@ -20,4 +22,11 @@ generator=()
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DYOLOC_SHARED_DIR="$shared" -DPython3_EXECUTABLE="$python"
 cmake --build "$build" -j "$jobs"
-ctest --test-dir "$build" --output-on-failure -j "$jobs" "$@"
+results=$build/ctest-results.xml
+rm -f "$results"
+status=0
+ctest --test-dir "$build" --output-on-failure -j "$jobs" --output-junit "$results" "$@" || status=$?
+if [[ -f "$results" ]]; then
+  "$python" "$root/scripts/test_summary.py" "$results"
+fi
+exit "$status"

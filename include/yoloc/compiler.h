@@ -23,7 +23,11 @@ struct ModelOptions {
   float iou = 0.45f;   ///< the NMS IoU threshold the artifact stores
   int max_det = 300;   ///< the most detections per image the artifact stores
   int batch = 1;       ///< images per run
-  /// "auto" (the target's default: cpu fp32, cuda fp16), "fp32", "fp16", "bf16".
+  /// False where only the network matters (tuning): a model whose family cannot be told is
+  /// imported as the default family instead of demanding `family`.
+  bool family_needed = true;
+  /// "auto" (the target's default: cpu fp32, cuda fp16), "fp32", "fp16", "bf16", and on the
+  /// cpu "int8" (with CompileOptions::int8's calibration).
   std::string precision = "auto";
   /// cuda: "fp32" (also when empty) keeps float32 inputs and outputs; "fp16" / "bf16" (the
   /// precision's own type) stores them narrow too.
@@ -31,6 +35,24 @@ struct ModelOptions {
   /// cuda: the concurrent lanes the batch is split into, a number dividing the batch. Empty:
   /// not given (1; the cpu target refuses it).
   std::string lanes;
+};
+
+/// Post-training int8 (precision "int8", the cpu target): where the activation ranges come from
+/// and which convs stay float.
+struct Int8Options {
+  std::string calibration;       ///< a folder of calibration images (or a dataset with images/)
+  std::string calibration_file;  ///< or the calibration `yoloc calibrate -o` wrote for the model
+  int images = 128;              ///< calibrate on the first N images of the folder by name
+  std::string method;            ///< mse, entropy, percentile, minmax; empty: the file's, else mse
+  std::vector<std::string> skip;  ///< wildcards of convs (output or node names) kept in float
+  bool no_bias_correction = false;  ///< leave the biases as they are
+  int sensitivity_images = 0;  ///< calibration: each conv's sensitivity on the first N images
+  double max_map_drop = 0;     ///< accuracy-aware mode (0: off): most sensitive convs to float
+  std::string validation;      ///< until the mAP50-95 drop on this dataset folder holds
+  bool any() const {
+    return !calibration.empty() || !calibration_file.empty() || !method.empty() || !skip.empty() ||
+           max_map_drop > 0 || !validation.empty();
+  }
 };
 
 struct CompileOptions {
@@ -64,6 +86,8 @@ struct CompileOptions {
   /// cuda: "ordered" (the default, also when empty) or "sequential" reuse of the arena's dead
   /// bytes. Empty: not given (the cpu target refuses it).
   std::string memory_reuse;
+  /// precision "int8": the calibration and which convs stay float.
+  Int8Options int8;
 };
 
 /// One kernel of the artifact.
@@ -102,6 +126,8 @@ struct CompileReport {
   int lanes = 1;
   /// cuda: the program's whole device buffer (every lane's arena, the inputs, the scratch).
   uint64_t device_buffer_bytes = 0;
+  /// precision "int8": the convs quantized (run as fake-quant on the float kernels).
+  int int8_convs = 0;
 };
 
 /// Compiles the ONNX detector at `model` into the artifact at options.output (written through

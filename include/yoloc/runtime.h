@@ -23,7 +23,16 @@ struct DetectorOptions {
   std::optional<float> conf;    ///< score threshold; default: the manifest's, else 0.25
   std::optional<float> iou;     ///< NMS IoU threshold; default: the manifest's, else 0.45
   std::optional<int> max_det;   ///< most detections per image; default: manifest's, else 300
-  std::string public_key_file;  ///< when set, the artifact must be signed by this key
+  /// Public key files (yoloc keygen's NAME.pub): when any is given, or YOLOC_TRUSTED_KEYS
+  /// names any, only an artifact signed by one of them loads; an empty entry is an error.
+  std::vector<std::string> trusted_keys;
+  /// Refuse to load at all unless some key is trusted (here or in YOLOC_TRUSTED_KEYS): for
+  /// deployments where running an unsigned artifact must be impossible.
+  bool require_signature = false;
+  /// One more trusted key, as trusted_keys (kept for earlier callers; empty: none).
+  std::string public_key_file;
+  /// The most arena bytes a CPU artifact may ask for (0: half of this machine's memory).
+  uint64_t max_memory = 0;
   /// Images a CUDA detector works on at once through submit(): each on its own stream, arena,
   /// pinned frame buffer and CUDA graph (kernels and weights shared), so one frame's copy,
   /// upload and pre-processing overlap another's network.
@@ -57,22 +66,32 @@ struct TensorInfo {
 /// one per frame in flight with submit(); load one detector per thread for parallel streams).
 class Detector {
  public:
-  /// Opens, verifies (digest, and signature with options.public_key_file) and prepares the
-  /// artifact at `path`. Raises a UserError for a missing, corrupt, tampered or unrunnable
-  /// artifact or bad options.
+  /// Opens, verifies (digest, and signature with the trusted keys) and prepares the artifact
+  /// at `path`. Raises a UserError for a missing, corrupt, tampered or unrunnable artifact, an
+  /// unsigned or wrongly signed one where keys are trusted, or bad options.
   static Detector load(const std::string& path, const DetectorOptions& options = {});
 
   Detector(Detector&&) noexcept;
   Detector& operator=(Detector&&) noexcept;
   ~Detector();
 
-  /// Detections on `image` (BGR, see detect::Image) in image pixels, by score descending.
-  /// Raises a UserError for an empty image or an artifact that is not a batch-1 detector.
+  /// Detections on `image` (BGR, see detect::Image) in image pixels, by score descending. A
+  /// batch-N artifact runs the image padded to N with blank inputs.
+  /// Raises a UserError for an empty image or an artifact that is not a detector.
   std::vector<detect::Detection> detect(const detect::Image& image) const;
   /// The same with per-call thresholds (each in [0, 1], max_det > 0; a UserError otherwise),
   /// and the time of each stage in `timings` when it is not null.
   std::vector<detect::Detection> detect(const detect::Image& image, const DetectParams& params,
                                         DetectTimings* timings = nullptr) const;
+  /// Detections on each of `images` (one list per image, in order): pre-processes up to
+  /// batch() images, runs the network once per batch (the last one padded with blank inputs)
+  /// and decodes each item; the same detections as one detect() per image. `timings` receives
+  /// each stage's time summed over the images. A UserError for no image or an empty one.
+  std::vector<std::vector<detect::Detection>> detect(const std::vector<detect::Image>& images,
+                                                     const DetectParams& params = {},
+                                                     DetectTimings* timings = nullptr) const;
+  /// Images per network run: the artifact's batch (1 for an artifact that is not a detector).
+  int batch() const;
 
   /// Pipelined detection: starts detecting `image` and returns a ticket at once (the image may
   /// be reused as soon as submit returns); wait(ticket) returns its detections, as detect()
@@ -107,6 +126,7 @@ class Detector {
   struct Impl;
   explicit Detector(std::unique_ptr<Impl> impl);
   void check_detectable(const detect::Image& image) const;
+  detect::Detector pipeline(const DetectParams& params) const;
   std::unique_ptr<Impl> impl_;
 };
 

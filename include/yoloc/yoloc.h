@@ -30,9 +30,19 @@ typedef struct yoloc_options {
   float conf;                   ///< score threshold; < 0: the artifact's default
   float iou;                    ///< NMS IoU threshold; < 0: the artifact's default
   int max_det;                  ///< most detections per image; <= 0: the artifact's default
-  const char* public_key_file;  ///< NULL, or the key the artifact must be signed with
+  /// NULL, or a public key file (yoloc keygen's NAME.pub) the artifact must be signed with;
+  /// "" is an error (YOLOC_ERROR_INVALID_ARGUMENT), never "no key".
+  const char* public_key_file;
   int device;                   ///< the GPU running a CUDA artifact (0: the first)
   int in_flight;                ///< images a CUDA detector works on at once (yoloc_submit_rgb)
+  /// NULL, or more trusted public key files separated by ':' ("" is an error). With any key
+  /// here, in public_key_file or in the environment variable YOLOC_TRUSTED_KEYS, only an
+  /// artifact signed by one of them loads (YOLOC_ERROR_BAD_ARTIFACT otherwise).
+  const char* trusted_keys;
+  /// Nonzero: refuse to load unless some key is trusted (an unsigned artifact is code).
+  int require_signature;
+  /// The most arena bytes a CPU artifact may ask for (0: half of this machine's memory).
+  uint64_t max_memory;
 } yoloc_options;
 
 /// One detection, box corners in image pixels.

@@ -9,17 +9,21 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fmt/ranges.h>
+
 #include "artifact/signing.h"
 #include "core/error.h"
 
 namespace yoloc::artifact {
 
-/// A read-only private mapping of the whole file.
-struct Artifact::Mapping {
-  const std::byte* data = nullptr;
+/// A private, read-only copy of the whole file: anonymous memory that later writes to the file
+/// cannot reach (a MAP_PRIVATE mapping of the file would still show them on pages not yet
+/// copied).
+struct Artifact::Memory {
+  std::byte* data = nullptr;
   size_t size = 0;
-  ~Mapping() {
-    if (data) ::munmap(const_cast<std::byte*>(data), size);
+  ~Memory() {
+    if (data) ::munmap(data, size);
   }
 };
 
@@ -36,26 +40,42 @@ namespace {
 
 }  // namespace
 
-std::unique_ptr<Artifact::Mapping> Artifact::map_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+std::unique_ptr<Artifact::Memory> Artifact::read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     user_error("cannot open artifact '{}': {}; check the path", path, std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
     user_error("artifact '{}' is not a regular file; give the path of a .ycm file", path);
-  }
-  auto m = std::make_unique<Artifact::Mapping>();
-  m->size = static_cast<size_t>(st.st_size);
-  if (m->size == 0) {
-    ::close(fd);
+  if (st.st_size == 0)
     user_error("artifact '{}' is empty; recompile the model with yoloc compile", path);
-  }
-  void* p = ::mmap(nullptr, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
+  auto m = std::make_unique<Artifact::Memory>();
+  const size_t size = static_cast<size_t>(st.st_size);
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)
-    user_error("cannot map artifact '{}' into memory: {}", path, std::strerror(errno));
-  m->data = static_cast<const std::byte*>(p);
+    user_error("cannot allocate {} bytes to read artifact '{}': {}", size, path,
+               std::strerror(errno));
+  m->data = static_cast<std::byte*>(p);
+  m->size = size;
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::read(fd, m->data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) user_error("cannot read artifact '{}': {}", path, std::strerror(errno));
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  char extra = 0;
+  if (done != size || ::read(fd, &extra, 1) != 0)
+    user_error(
+        "artifact '{}' changed size while it was read; load it once nothing writes it",
+        path);
+  if (::mprotect(m->data, size, PROT_READ) != 0)
+    internal_error("cannot make the artifact's memory read-only: {}", std::strerror(errno));
   return m;
 }
 
@@ -102,41 +122,52 @@ Header check_header(const std::string& path, const std::byte* data, size_t size)
 }  // namespace
 
 Artifact Artifact::open(const std::string& path, const ReadOptions& options) {
+  // Keys first: a bad key file is reported as such, and no byte of the artifact is read
+  // without the policy in hand.
+  std::vector<PublicKey> keys;
+  for (const std::string& k : options.trusted_keys) {
+    if (k.empty())
+      user_error(
+          "an empty path was given as a trusted public key for '{}'; name a .pub file "
+          "(yoloc keygen NAME writes one)",
+          path);
+    keys.push_back(load_public_key(k));
+  }
   Artifact a;
   a.path_ = path;
-  a.map_ = map_file(path);
-  const std::byte* data = a.map_->data;
-  a.header_ = check_header(path, data, a.map_->size);
+  a.mem_ = read_file(path);
+  const std::byte* data = a.mem_->data;
+  a.header_ = check_header(path, data, a.mem_->size);
   const Header& h = a.header_;
 
-  // Load the key before hashing so a bad key file is reported as such.
-  std::optional<PublicKey> key;
-  if (!options.public_key_file.empty()) key = load_public_key(options.public_key_file);
-  Digest digest = sha256({data, h.digest_offset});
+  const Digest digest = sha256({data, h.digest_offset});
   if (std::memcmp(digest.data(), data + h.digest_offset, kDigestSize) != 0)
     user_error(
         "artifact '{}' fails its SHA-256 digest check: the file is corrupt or was "
         "tampered with; copy it again or recompile the model",
         path);
-  if (key) {
+  a.signature_ = h.is_signed() ? SignatureState::kSignedNotVerified : SignatureState::kUnsigned;
+  if (!keys.empty()) {
+    const std::string trusted = fmt::format("{}", fmt::join(options.trusted_keys, ", "));
     if (!h.is_signed())
       user_error(
-          "artifact '{}' is not signed, but a public key was given ('{}'); sign it when "
-          "compiling or load it without a key",
-          path, options.public_key_file);
+          "artifact '{}' is not signed, but only artifacts signed by a trusted key ({}) may "
+          "load; compile it with --sign KEY.key",
+          path, trusted);
     Signature sig;
     std::memcpy(sig.data(), data + h.digest_offset + kDigestSize, sig.size());
-    if (!verify_digest(digest, sig, *key))
+    for (size_t i = 0; i < keys.size() && a.verified_key_.empty(); ++i)
+      if (verify_digest(digest, sig, keys[i])) a.verified_key_ = options.trusted_keys[i];
+    if (a.verified_key_.empty())
       user_error(
-          "artifact '{}' has a bad signature: it was not signed with the key matching "
-          "'{}' or was tampered with; do not use it",
-          path, options.public_key_file);
-    a.signature_verified_ = true;
+          "artifact '{}' has a bad signature: no trusted key ({}) verifies it (signed with "
+          "another key, or tampered with); do not use it",
+          path, trusted);
+    a.signature_ = SignatureState::kVerified;
   }
 
   const char* text = reinterpret_cast<const char*>(data + h.manifest_offset);
-  nlohmann::json j = nlohmann::json::parse(text, text + h.manifest_size, nullptr, false);
-  if (j.is_discarded()) corrupt(path, "its manifest is not valid JSON");
+  const nlohmann::json j = parse_manifest_text({text, h.manifest_size}, path);
   a.manifest_ = manifest_from_json(j, path);
   for (const BlobEntry& b : a.manifest_.blobs) {
     if (b.offset % kBlobAlignment != 0 || b.offset > h.blobs_size ||
@@ -148,6 +179,15 @@ Artifact Artifact::open(const std::string& path, const ReadOptions& options) {
   return a;
 }
 
+std::string Artifact::signature_text() const {
+  switch (signature_) {
+    case SignatureState::kUnsigned: return "unsigned";
+    case SignatureState::kSignedNotVerified: return "signed, not verified";
+    case SignatureState::kVerified: return "verified with " + verified_key_;
+  }
+  return "unsigned";
+}
+
 std::span<const std::byte> Artifact::blob(const std::string& name) const {
   const BlobEntry* b = manifest_.find_blob(name);
   if (!b)
@@ -155,7 +195,7 @@ std::span<const std::byte> Artifact::blob(const std::string& name) const {
         "artifact '{}' has no blob '{}'; it was compiled by an incompatible yoloc: "
         "recompile the model",
         path_, name);
-  return {map_->data + header_.blobs_offset + b->offset, b->size};
+  return {mem_->data + header_.blobs_offset + b->offset, b->size};
 }
 
 }  // namespace yoloc::artifact

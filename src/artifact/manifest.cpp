@@ -107,6 +107,32 @@ nlohmann::json manifest_to_json(const Manifest& m) {
           {"blobs", blobs}};
 }
 
+nlohmann::json parse_manifest_text(std::string_view text, const std::string& where) {
+  if (text.size() > kMaxManifestBytes)
+    user_error(
+        "artifact '{}' is corrupt: its manifest has {} bytes, more than the {} a manifest may "
+        "have; recompile the model",
+        where, text.size(), kMaxManifestBytes);
+  struct TooDeep {};
+  const json::parser_callback_t limit_depth = [](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxManifestDepth) throw TooDeep{};
+    return true;
+  };
+  json j;
+  try {
+    j = json::parse(text.begin(), text.end(), limit_depth, /*allow_exceptions=*/false);
+  } catch (const TooDeep&) {
+    user_error(
+        "artifact '{}' is corrupt: its manifest nests deeper than {} levels; recompile the "
+        "model",
+        where, kMaxManifestDepth);
+  }
+  if (j.is_discarded())
+    user_error("artifact '{}' is corrupt: its manifest is not valid JSON; recompile the model",
+               where);
+  return j;
+}
+
 Manifest manifest_from_json(const nlohmann::json& j, const std::string& where) {
   FieldReader r(j, "", where);
   Manifest m;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace yoloc::artifact {
@@ -43,6 +44,17 @@ struct Manifest {
   /// The entry named `name`, or nullptr.
   const BlobEntry* find_blob(const std::string& name) const;
 };
+
+/// The most bytes and the deepest nesting a manifest may have: yoloc writes a few MB at depth
+/// 5, so these only stop hostile files (a document nested a million deep would otherwise
+/// exhaust the stack of whatever walks it).
+inline constexpr size_t kMaxManifestBytes = size_t{64} << 20;
+inline constexpr int kMaxManifestDepth = 32;
+
+/// Parses manifest text, refusing more than kMaxManifestBytes or nesting deeper than
+/// kMaxManifestDepth while parsing (nothing deeper is ever built); raises a one-line UserError
+/// naming `where` for those and for text that is not JSON.
+nlohmann::json parse_manifest_text(std::string_view text, const std::string& where);
 
 /// The manifest as JSON (every field, always).
 nlohmann::json manifest_to_json(const Manifest& m);

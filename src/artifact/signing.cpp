@@ -44,7 +44,7 @@ std::array<std::byte, N> read_key(const std::string& path, const char* what) {
       len != N || end != text.data() + text.size())
     user_error(
         "the {} key file '{}' does not hold {} hex characters of an Ed25519 {} key; "
-        "generate a key pair with yoloc's key generator",
+        "generate a key pair with yoloc keygen NAME",
         what, path, 2 * N, what);
   return key;
 }
@@ -63,17 +63,28 @@ void generate_key_pair(const std::string& secret_path, const std::string& public
   PublicKey pk;
   SecretKey sk;
   crypto_sign_keypair(u8(pk.data()), u8(sk.data()));
-  // Created owner-only from the start, so the secret is never readable by others.
-  const std::string secret = to_hex(sk) + "\n";
-  const int fd = ::open(secret_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  const bool ok =
-      fd >= 0 && ::write(fd, secret.data(), secret.size()) == static_cast<ssize_t>(secret.size());
-  if (fd >= 0) ::close(fd);
+  // Never over an existing file (a key pair lost is a fleet to re-sign): both paths are checked
+  // first, and each is created exclusively. The secret is owner-only from the start.
+  for (const std::string* p : {&secret_path, &public_path})
+    if (::access(p->c_str(), F_OK) == 0)
+      user_error("the key file '{}' exists; keys are never overwritten: choose another name or "
+                 "remove it yourself", *p);
+  const auto write_new = [](const std::string& path, const std::string& text, mode_t mode) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    const bool ok =
+        fd >= 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    if (fd >= 0) ::close(fd);
+    return ok;
+  };
+  std::string secret = to_hex(sk) + "\n";
+  const bool ok = write_new(secret_path, secret, 0600);
   sodium_memzero(sk.data(), sk.size());
+  sodium_memzero(secret.data(), secret.size());
   if (!ok) user_error("cannot write the secret key file '{}'; check the folder", secret_path);
-  std::ofstream out(public_path, std::ios::trunc);
-  if (!out) user_error("cannot write the public key file '{}'", public_path);
-  out << to_hex(pk) << '\n';
+  if (!write_new(public_path, to_hex(pk) + "\n", 0644)) {
+    ::unlink(secret_path.c_str());
+    user_error("cannot write the public key file '{}'; check the folder", public_path);
+  }
 }
 
 SecretKey load_secret_key(const std::string& path) { return read_key<64>(path, "secret"); }

@@ -18,7 +18,8 @@ using SecretKey = std::array<std::byte, 64>;
 /// SHA-256 of `data`.
 Digest sha256(std::span<const std::byte> data);
 
-/// A new random key pair, written as hex to `secret_path` (mode 0600) and `public_path`.
+/// A new random key pair, written as hex to `secret_path` (mode 0600) and `public_path`. Raises
+/// a UserError, writing nothing, when either file exists.
 void generate_key_pair(const std::string& secret_path, const std::string& public_path);
 /// Reads a secret key file; raises a UserError naming the file when it is missing or malformed.
 SecretKey load_secret_key(const std::string& path);

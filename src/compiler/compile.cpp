@@ -73,10 +73,17 @@ void report_build(CompileReport& report, const std::vector<codegen::cpu::Compile
   report.naive_arena_bytes = plan.naive_bytes;
 }
 
+codegen::BuildCache* kernel_cache(const CompileOptions& o) {
+  if (o.no_cache) return nullptr;
+  return o.sign_key.empty() ? &codegen::BuildCache::user() : &codegen::BuildCache::user_fill_only();
+}
+
 CompileReport compile(const std::string& model, const CompileOptions& options,
                       const Configs& configs) {
   const CompileJob job{model, options, configs, std::chrono::steady_clock::now()};
   check_output(model, options);
+  // A bad signing key is reported before minutes of kernel builds, not after.
+  if (!options.sign_key.empty()) (void)artifact::load_secret_key(options.sign_key);
   return targets::find_target(options.target).compile(job);
 }
 

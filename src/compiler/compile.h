@@ -11,6 +11,7 @@
 
 #include "artifact/artifact_writer.h"
 #include "codegen/cpu/cpu_compiler.h"
+#include "codegen/build_cache.h"
 #include "codegen/cpu/schedule.h"
 #include "codegen/memory_plan.h"
 #include "compiler/detector_import.h"
@@ -47,5 +48,9 @@ struct CompileJob {
 /// The report's kernels and arena from what the codegen compiled (`plan`: one lane's).
 void report_build(CompileReport& report, const std::vector<codegen::cpu::CompiledTask>& tasks,
                   const MemoryPlan& plan);
+
+/// The kernel build cache a compile uses: none with no_cache; with sign_key one it fills but
+/// never reads (a signature must vouch only for kernels built here, see build_cache.h).
+codegen::BuildCache* kernel_cache(const CompileOptions& options);
 
 }  // namespace yoloc::compiler

@@ -101,8 +101,12 @@ ImportedDetector import_detector(const std::string& path, const ModelOptions& o)
   cfg.iou = o.iou;
   cfg.max_det = o.max_det;
   const Shape out = output_dims(*g);
-  cfg.family =
-      o.family.empty() ? detect::detect_family(g->metadata, out) : detect::parse_family(o.family);
+  if (!o.family.empty())
+    cfg.family = detect::parse_family(o.family);
+  else if (o.family_needed)
+    cfg.family = detect::detect_family(g->metadata, out);
+  else
+    cfg.family = detect::try_detect_family(g->metadata, out).value_or(cfg.family);
 
   ImportedDetector d;
   d.names = detect::class_names(g->metadata, num_classes(cfg.family, out));

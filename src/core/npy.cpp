@@ -86,9 +86,26 @@ Tensor read_npy(const std::string& path) {
   Shape shape;
   const std::string dims = m[1];
   std::regex num("\\d+");
+  // The data must be in the file before anything is allocated for it: a header may declare
+  // any shape.
+  const std::streampos data_start = f.tellg();
+  f.seekg(0, std::ios::end);
+  const uint64_t available = static_cast<uint64_t>(f.tellg() - data_start);
+  f.seekg(data_start);
+  uint64_t bytes = dtype_size(dt);
   for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator();
-       ++it)
-    shape.push_back(std::stoll(it->str()));
+       ++it) {
+    const std::string digits = it->str();
+    const uint64_t d = digits.size() > 15 ? UINT64_MAX : std::stoull(digits);
+    if (d > (uint64_t{1} << 48) || (d > 0 && bytes > available / d))
+      user_error("'{}': truncated .npy data: the shape ({}) needs more than the {} bytes the "
+                 "file holds", path, dims, available);
+    bytes *= d;
+    shape.push_back(static_cast<int64_t>(d));
+  }
+  if (bytes > available)
+    user_error("'{}': truncated .npy data (expected {} bytes, the file holds {})", path, bytes,
+               available);
   Tensor t(dt, shape);
   if (t.nbytes() && !f.read(static_cast<char*>(t.raw()), static_cast<std::streamsize>(t.nbytes())))
     user_error("'{}': truncated .npy data (expected {} bytes for {})", path, t.nbytes(),

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "detect/best_f1.h"
 
 namespace yoloc::detect {
 
@@ -67,13 +68,6 @@ double interpolated_ap(const std::vector<Scored>& dets, int threshold, int64_t n
   return sum / kNumRecallPoints;
 }
 
-bool is_image_file(const std::filesystem::path& p) {
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp";
-}
-
 /// "eval [=====>    ] 37/128" redrawn in place on a terminal; silent otherwise.
 class Progress {
  public:
@@ -99,12 +93,22 @@ class Progress {
 
 }  // namespace
 
+bool is_image_file(const std::filesystem::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp";
+}
+
 MapResult compute_map(const std::vector<ImageEval>& images) {
   const auto thresholds = iou_thresholds();
   // Per class: detections in image order, each image's sorted by score (pycocotools'
   // concatenation order before its stable global sort), and the ground-truth count.
   std::map<int, std::vector<Scored>> scored;
   std::map<int, int64_t> num_gt;
+  std::map<int, int> images_with;
+  MapResult result;
+  result.images = static_cast<int>(images.size());
   for (const ImageEval& im : images) {
     std::map<int, std::vector<const Detection*>> dets_by_class;
     std::map<int, std::vector<const GroundTruth*>> gt_by_class;
@@ -113,6 +117,8 @@ MapResult compute_map(const std::vector<ImageEval>& images) {
       gt_by_class[g.class_id].push_back(&g);
       ++num_gt[g.class_id];
     }
+    for (const auto& [cls, gts] : gt_by_class) ++images_with[cls];
+    result.instances += static_cast<int64_t>(im.ground_truth.size());
     for (auto& [cls, dets] : dets_by_class) {
       std::stable_sort(dets.begin(), dets.end(), [](const Detection* a, const Detection* b) {
         return a->score > b->score;
@@ -140,22 +146,43 @@ MapResult compute_map(const std::vector<ImageEval>& images) {
       all.insert(all.end(), out.begin(), out.end());
     }
   }
-  MapResult result;
   double sum50 = 0, sum50_95 = 0;
+  std::vector<ClassMatches> matches;
   for (const auto& [cls, count] : num_gt) {
     std::vector<Scored>& dets = scored[cls];
     std::stable_sort(dets.begin(), dets.end(),
                      [](const Scored& a, const Scored& b) { return a.score > b.score; });
+    ClassMetrics m;
+    m.class_id = cls;
+    m.images = images_with[cls];
+    m.instances = count;
     for (int t = 0; t < kNumIouThresholds; ++t) {
       const double ap = interpolated_ap(dets, t, count);
-      if (t == 0) sum50 += ap;
-      sum50_95 += ap;
+      if (t == 0) m.map50 = ap;
+      m.map50_95 += ap / kNumIouThresholds;
     }
+    sum50 += m.map50;
+    sum50_95 += m.map50_95;
+    ClassMatches cm;
+    cm.num_gt = count;
+    for (const Scored& d : dets) {
+      cm.scores.push_back(d.score);
+      cm.true_positive.push_back(d.tp[0]);
+    }
+    matches.push_back(std::move(cm));
+    result.per_class.push_back(m);
     ++result.classes;
   }
   if (result.classes > 0) {
     result.map50 = sum50 / result.classes;
-    result.map50_95 = sum50_95 / (result.classes * kNumIouThresholds);
+    result.map50_95 = sum50_95 / result.classes;
+    const PrecisionRecall pr = best_f1_precision_recall(matches);
+    for (size_t c = 0; c < result.per_class.size(); ++c) {
+      result.per_class[c].precision = pr.precision[c];
+      result.per_class[c].recall = pr.recall[c];
+      result.precision += pr.precision[c] / result.classes;
+      result.recall += pr.recall[c] / result.classes;
+    }
   }
   return result;
 }
@@ -212,15 +239,22 @@ EvalReport evaluate_dataset(const Detector& detector, const std::string& dir, bo
   EvalReport report;
   Progress bar(progress, samples.size());
   bar.update(0);
-  for (const Sample& s : samples) {
-    const Image img = read_image(s.image);
-    ImageEval e;
-    e.detections = detector.detect(img);
-    std::error_code ec;
-    if (std::filesystem::exists(s.labels, ec))
-      e.ground_truth = read_yolo_labels(s.labels, img.width, img.height);
-    report.results.push_back({s.image, img.width, img.height, e.detections});
-    evals.push_back(std::move(e));
+  const size_t batch = static_cast<size_t>(detector.config().batch);
+  for (size_t first = 0; first < samples.size(); first += batch) {
+    std::vector<Image> imgs;
+    for (size_t i = first; i < std::min(samples.size(), first + batch); ++i)
+      imgs.push_back(read_image(samples[i].image));
+    std::vector<std::vector<Detection>> dets = detector.detect(imgs);
+    for (size_t i = 0; i < imgs.size(); ++i) {
+      const Sample& s = samples[first + i];
+      ImageEval e;
+      e.detections = std::move(dets[i]);
+      std::error_code ec;
+      if (std::filesystem::exists(s.labels, ec))
+        e.ground_truth = read_yolo_labels(s.labels, imgs[i].width, imgs[i].height);
+      report.results.push_back({s.image, imgs[i].width, imgs[i].height, e.detections});
+      evals.push_back(std::move(e));
+    }
     bar.update(evals.size());
   }
   report.map = compute_map(evals);

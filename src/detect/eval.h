@@ -1,5 +1,6 @@
 #pragma once
 /// COCO-style box mAP of a detector on a folder of images with YOLO-format labels.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -25,23 +26,43 @@ struct ImageEval {
   std::vector<GroundTruth> ground_truth;
 };
 
+/// The figures of one class with ground truth.
+struct ClassMetrics {
+  int class_id = 0;
+  int images = 0;         ///< images holding at least one of its ground-truth boxes
+  int64_t instances = 0;  ///< its ground-truth boxes
+  double precision = 0;   ///< at the confidence of the best mean F1 (see best_f1.h)
+  double recall = 0;
+  double map50 = 0;  ///< AP at IoU 0.50
+  double map50_95 = 0;
+};
+
 struct MapResult {
   double map50 = 0;     ///< AP at IoU 0.50, averaged over classes
   double map50_95 = 0;  ///< AP averaged over IoU 0.50:0.05:0.95 and classes
   int classes = 0;      ///< classes present in the ground truth (those averaged over)
+  double precision = 0;  ///< per-class precision at the best mean F1, averaged over classes
+  double recall = 0;     ///< the same for recall
+  int images = 0;         ///< images evaluated
+  int64_t instances = 0;  ///< ground-truth boxes
+  std::vector<ClassMetrics> per_class;  ///< by class id
 };
 
 /// COCO box AP (pycocotools' evaluateImg + accumulate with area "all" and maxDets 300): per
 /// image and class, detections by score descending each match the unmatched ground truth of
 /// their class with the highest IoU >= t; per class, 101-point interpolated precision over all
 /// images; the mean over the classes that have ground truth. Classes with ground truth but no
-/// detections count as AP 0; no ground truth at all gives 0.
+/// detections count as AP 0; no ground truth at all gives 0. Precision and recall: Ultralytics'
+/// (best_f1.h) over the detections matched at IoU 0.5 as above.
 MapResult compute_map(const std::vector<ImageEval>& images);
 
 /// Reads a YOLO label file ("class cx cy w h" per line, normalised to the image size) into
 /// boxes in pixels of a width x height image. Raises a UserError naming the file and line for
 /// a malformed line.
 std::vector<GroundTruth> read_yolo_labels(const std::string& path, int width, int height);
+
+/// True for the image files datasets take: .jpg, .jpeg, .png, .bmp (any case).
+bool is_image_file(const std::filesystem::path& p);
 
 /// One image of a dataset and its label file (which may not exist: no objects).
 struct Sample {
@@ -58,8 +79,8 @@ struct EvalReport {
   std::vector<ImageResult> results;  ///< per image: the detections that were evaluated
 };
 
-/// Runs `detector` over the dataset in `dir` and computes the mAP. With `progress`, an updating
-/// counter is drawn on stderr when stderr is a terminal.
+/// Runs `detector` over the dataset in `dir` (config().batch images a run) and computes the
+/// mAP. With `progress`, an updating counter is drawn on stderr when stderr is a terminal.
 EvalReport evaluate_dataset(const Detector& detector, const std::string& dir, bool progress);
 
 }  // namespace yoloc::detect

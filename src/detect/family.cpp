@@ -104,7 +104,7 @@ Family parse_family(std::string_view name) {
              name);
 }
 
-Family detect_family(const Metadata& md, const Shape& out) {
+std::optional<Family> try_detect_family(const Metadata& md, const Shape& out) {
   const std::string* task = find(md, "task");
   if (task != nullptr && lower(*task) != "detect")
     user_error("the model's task is '{}'; yoloc runs detection models only (task 'detect')",
@@ -123,6 +123,11 @@ Family detect_family(const Metadata& md, const Shape& out) {
   // (B, anchors, 5 + C), anchors-major, unlike the channel-major v8 head.
   if (find(md, "stride") != nullptr && find(md, "names") != nullptr && d1 > 0 && d2 > 0)
     return d1 > d2 ? Family::kYoloV5 : Family::kYoloV8;
+  return std::nullopt;
+}
+
+Family detect_family(const Metadata& md, const Shape& out) {
+  if (const std::optional<Family> f = try_detect_family(md, out)) return *f;
   user_error("cannot tell the model family from the model: it has no Ultralytics metadata "
              "(output shape {}); YOLOv5 and YOLOX exports look alike. Pass "
              "--family yolov5|yolov8|yolov10|yolox",

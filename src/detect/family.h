@@ -34,6 +34,9 @@ Family parse_family(std::string_view name);
 /// Raises a UserError when the model cannot be told apart (exports without metadata, like
 /// YOLOv5 and YOLOX ones) naming `--family`, or when the task is not detection.
 Family detect_family(const Metadata& metadata, const Shape& output_shape);
+/// The same, but std::nullopt (no error) when the family cannot be told; still a UserError when
+/// the task is not detection.
+std::optional<Family> try_detect_family(const Metadata& metadata, const Shape& output_shape);
 
 /// Parses a Python literal of class names: a dict "{0: 'person', 1: 'bicycle'}" (keys 0..n-1 in
 /// any order) or a list "['person', 'bicycle']". Raises a UserError on anything else.

@@ -24,13 +24,27 @@ struct Image {
   }
 };
 
+/// What an image may cost before it is decoded. A file larger than `max_bytes`, or a header
+/// that declares more than `max_pixels` pixels, is refused (a UserError naming the limit) before
+/// any pixel is decoded: a few hundred KB of PNG can declare gigabytes of pixels.
+struct ImageLimits {
+  int64_t max_bytes = int64_t{256} << 20;        ///< file size
+  int64_t max_pixels = int64_t{8192} * 8192;     ///< width * height
+};
+
+/// The default limits, overridden by the environment variables YOLOC_MAX_IMAGE_BYTES and
+/// YOLOC_MAX_IMAGE_PIXELS (positive integers; anything else is a UserError).
+ImageLimits image_limits_from_env();
+
 /// Decodes an image file (JPEG, PNG, BMP, GIF, TGA, PNM: whatever stb_image reads); grey and
-/// alpha images become 3-channel. Raises a UserError naming the file and the reason for a
-/// missing, unreadable or non-image file.
-Image read_image(const std::string& path);
+/// alpha images become 3-channel. Only a regular file is read (a FIFO, a device or a directory
+/// is refused at once, without blocking or reading). Raises a UserError naming the file and the
+/// reason for a missing, unreadable, oversized or non-image file.
+Image read_image(const std::string& path, const ImageLimits& limits = image_limits_from_env());
 
 /// Decodes an image held in memory; `what` names it in error messages.
-Image decode_image(const std::string& bytes, const std::string& what);
+Image decode_image(const std::string& bytes, const std::string& what,
+                   const ImageLimits& limits = image_limits_from_env());
 
 /// Writes `img` as PNG, or as JPEG (quality 95) when the name ends in .jpg or .jpeg (any case).
 /// Raises a UserError for another extension or when the file cannot be written.

@@ -14,7 +14,8 @@
 
 namespace yoloc::detect {
 
-/// Runs the network on one 1x3xHxW input and returns its outputs; the first is the head.
+/// Runs the network on one Bx3xHxW input (B: DetectorConfig::batch) and returns its outputs;
+/// the first is the head.
 using NetworkFn = std::function<std::vector<Tensor>(const Tensor& input)>;
 /// Runs the whole pipeline on one image (an engine that pre- and post-processes on its device):
 /// detections in image pixels, by score descending.
@@ -28,6 +29,14 @@ struct DetectorConfig {
   float conf = 0.25f;                   ///< score threshold
   float iou = 0.45f;                    ///< NMS IoU threshold (unused for end-to-end heads)
   int max_det = 300;                    ///< most detections per image
+  int batch = 1;                        ///< images per network run (the input's first dim)
+};
+
+/// Where a batch of detections spent its time, in milliseconds, summed over the batch.
+struct StageTimes {
+  double preprocess_ms = 0;
+  double inference_ms = 0;
+  double postprocess_ms = 0;
 };
 
 class Detector {
@@ -39,16 +48,24 @@ class Detector {
   /// thresholds); preprocess() and postprocess() still work on the host.
   Detector(NetworkFn network, ImageFn pipeline, DetectorConfig config);
 
-  /// Detections on `img`, in image pixels, by score descending.
+  /// Detections on `img`, in image pixels, by score descending. A batch-N network runs the
+  /// image padded to N with blank inputs.
   std::vector<Detection> detect(const Image& img) const;
+
+  /// Detections on each of `images`: pre-processes up to config().batch images, runs the
+  /// network once per batch (the last one padded with blank inputs) and decodes each item.
+  /// With a whole-pipeline detector (see the constructor), the images go one by one. `times`,
+  /// when not null, receives the time of each stage summed over the images.
+  std::vector<std::vector<Detection>> detect(const std::vector<Image>& images,
+                                             StageTimes* times = nullptr) const;
 
   /// The family's pre-processing of `img` into a network input.
   Preprocessed preprocess(const Image& img) const;
 
-  /// Decoding, NMS (except for end-to-end heads) and mapping of a head output back onto an
-  /// image of img_w x img_h.
+  /// Decoding of batch item `item` of a head output, NMS (except for end-to-end heads) and
+  /// mapping back onto an image of img_w x img_h.
   std::vector<Detection> postprocess(const Tensor& head, const BoxTransform& transform,
-                                     int img_w, int img_h) const;
+                                     int img_w, int img_h, int item = 0) const;
 
   const DetectorConfig& config() const { return config_; }
 

@@ -27,14 +27,15 @@ const char* group_kind_name(GroupKind k) {
 std::vector<const FusedGroup*> Graph::kernel_groups_in_run_order() const {
   std::map<int, const FusedGroup*> by_id;
   for (const FusedGroup& grp : groups) by_id[grp.id] = &grp;
-  std::vector<int> order;
-  for (const Node* n : nodes()) {
-    if (n->group < 0) continue;
-    order.erase(std::remove(order.begin(), order.end(), n->group), order.end());
-    order.push_back(n->group);
-  }
+  // Each group at the position of its last node.
+  std::map<int, size_t> last;
+  for (size_t i = 0; i < nodes_.size(); ++i)
+    if (nodes_[i]->group >= 0) last[nodes_[i]->group] = i;
+  std::vector<std::pair<size_t, int>> by_last;
+  for (const auto& [id, i] : last) by_last.emplace_back(i, id);
+  std::sort(by_last.begin(), by_last.end());
   std::vector<const FusedGroup*> out;
-  for (int id : order) {
+  for (const auto& [i, id] : by_last) {
     const auto it = by_id.find(id);
     YOLOC_CHECK(it != by_id.end(), "node group {} is not among the graph's groups", id);
     if (it->second->is_kernel()) out.push_back(it->second);
@@ -49,10 +50,29 @@ std::string Node::label() const {
 std::string Graph::unique_name(const std::string& base) {
   std::string n = base.empty() ? "v" : base;
   if (!by_name_.count(n)) return n;
-  for (int i = 1;; ++i) {
+  // The smallest free suffix, as a probe from 1 would find it: every suffix below the mark is
+  // taken (forget_name lowers the mark when one is freed).
+  int& mark = taken_below_[n];
+  for (int i = std::max(mark, 1);; ++i) {
     std::string c = fmt::format("{}_{}", n, i);
-    if (!by_name_.count(c)) return c;
+    if (!by_name_.count(c)) {
+      mark = i + 1;
+      return c;
+    }
   }
+}
+
+void Graph::forget_name(const std::string& name) {
+  by_name_.erase(name);
+  const size_t us = name.rfind('_');
+  if (us == std::string::npos || us + 1 == name.size() || name.size() - us > 10) return;
+  int i = 0;
+  for (size_t k = us + 1; k < name.size(); ++k) {
+    if (name[k] < '0' || name[k] > '9') return;
+    i = i * 10 + (name[k] - '0');
+  }
+  const auto it = taken_below_.find(name.substr(0, us));
+  if (it != taken_below_.end() && i < it->second) it->second = i;
 }
 
 Value* Graph::add_value(std::string name, TensorType type) {
@@ -191,7 +211,7 @@ size_t Graph::remove_dead() {
     if (live.count(v.get()) || v->producer) {
       vals.push_back(std::move(v));
     } else {
-      by_name_.erase(v->name);
+      forget_name(v->name);
     }
   }
   values_ = std::move(vals);
@@ -204,18 +224,31 @@ void Graph::topo_sort() {
     for (const Value* o : nodes_[i]->outputs) producer_idx[o] = i;
   std::vector<int> state(nodes_.size(), 0);  // 0 new, 1 visiting, 2 done
   std::vector<std::unique_ptr<Node>> order;
-  std::function<void(size_t)> visit = [&](size_t i) {
-    if (state[i] == 2) return;
-    if (state[i] == 1) internal_error("graph has a cycle through {}", nodes_[i]->label());
-    state[i] = 1;
-    for (const Value* in : nodes_[i]->inputs) {
-      auto it = in ? producer_idx.find(in) : producer_idx.end();
-      if (it != producer_idx.end()) visit(it->second);
+  // Depth-first, each node after its producers in input order; an explicit stack (node, next
+  // input) instead of recursion, which a chain of 100,000 nodes would overflow.
+  std::vector<std::pair<size_t, size_t>> stack;
+  for (size_t root = 0; root < nodes_.size(); ++root) {
+    if (state[root] != 0) continue;
+    state[root] = 1;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      auto& [i, next] = stack.back();
+      const std::vector<Value*>& ins = nodes_[i]->inputs;
+      if (next < ins.size()) {
+        const Value* in = ins[next++];
+        const auto it = in ? producer_idx.find(in) : producer_idx.end();
+        if (it == producer_idx.end() || state[it->second] == 2) continue;
+        if (state[it->second] == 1)
+          internal_error("graph has a cycle through {}", nodes_[it->second]->label());
+        state[it->second] = 1;
+        stack.emplace_back(it->second, 0);
+        continue;
+      }
+      state[i] = 2;
+      order.push_back(std::move(nodes_[i]));
+      stack.pop_back();
     }
-    state[i] = 2;
-    order.push_back(std::move(nodes_[i]));
-  };
-  for (size_t i = 0; i < nodes_.size(); ++i) visit(i);
+  }
   nodes_ = std::move(order);
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/attribute.h"
@@ -126,9 +127,13 @@ class Graph {
 
  private:
   std::string unique_name(const std::string& base);
+  void forget_name(const std::string& name);
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Value>> values_;
   std::map<std::string, Value*> by_name_;
+  /// Per base name, a suffix below which every "<base>_<i>" is taken (so that naming the n-th
+  /// value of one base does not probe n names).
+  std::unordered_map<std::string, int> taken_below_;
   int next_id_ = 0;
 };
 

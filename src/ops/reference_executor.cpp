@@ -48,6 +48,11 @@ void check_inputs(const Graph& g, const std::map<std::string, Tensor>& inputs) {
 }
 
 std::vector<NamedTensor> run_reference(const Graph& g, const std::map<std::string, Tensor>& inputs) {
+  return run_reference(g, inputs, nullptr);
+}
+
+std::vector<NamedTensor> run_reference(const Graph& g, const std::map<std::string, Tensor>& inputs,
+                                       const ValueObserver& observe) {
   check_inputs(g, inputs);
   const std::vector<Node*> nodes = g.nodes();
   // Last use of each value, so intermediates can be freed.
@@ -89,6 +94,7 @@ std::vector<NamedTensor> run_reference(const Graph& g, const std::map<std::strin
         YOLOC_CHECK(ok, "{}: output '{}' is {} but inferred {}", n->label(), o->name, describe(t),
                     o->type.str());
       }
+      if (observe) observe(*o, t);
       env[o] = std::move(outs[k]);
     }
     for (const Value* in : n->inputs)

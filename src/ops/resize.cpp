@@ -107,7 +107,12 @@ void resize_plan(const Node& n, const ResizeAttrs& a, const std::vector<int64_t>
       if (!(sc > 0)) user_error("{}: scales must be positive, got {}", n.label(), describe(t));
       (*scale)[axes[i]] = sc;
       const int64_t d = in[axes[i]];
-      (*out)[axes[i]] = d < 0 ? -1 : static_cast<int64_t>(std::floor(sc * static_cast<double>(d)));
+      const double size = std::floor(sc * static_cast<double>(d));
+      // An output dim past 2^40 elements cannot be allocated (and past 2^63 not even held).
+      if (d >= 0 && !(size < 0x1p40))
+        user_error("{}: scale {} of axis {} makes it {:g} long; the scales are corrupt or far too "
+                   "large", n.label(), sc, axes[i], size);
+      (*out)[axes[i]] = d < 0 ? -1 : static_cast<int64_t>(size);
     }
     return;
   }

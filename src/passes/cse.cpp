@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "ir/op_registry.h"
+#include "passes/rewrite_util.h"
 
 namespace yoloc {
 
@@ -26,19 +27,18 @@ std::string constant_key(const Value& v) {
 
 bool CommonSubexpressionElimination::run(Graph& g, PassContext&) {
   bool changed = false;
+  Redirects redirects;  // applied to each node in the walk below
   // Identical small constants become one value.
   std::unordered_map<std::string, Value*> constants;
   for (Value* v : g.values()) {
     if (!v->is_constant() || v->data.nbytes() > kMaxDedupBytes || g.is_output(v)) continue;
     auto [it, inserted] = constants.emplace(constant_key(*v), v);
-    if (!inserted) {
-      g.replace_all_uses(v, it->second);
-      changed = true;
-    }
+    if (!inserted) redirects.add(g, v, it->second);
   }
   // Identical nodes (same op, same inputs, same attributes) computed once.
   std::unordered_map<std::string, Node*> seen;
   for (Node* n : g.nodes()) {
+    changed |= redirects.apply(*n);
     std::string key = n->op + "(";
     for (const Value* in : n->inputs) key += in ? std::to_string(in->id) + "," : "_,";
     key += ")";
@@ -54,8 +54,7 @@ bool CommonSubexpressionElimination::run(Graph& g, PassContext&) {
     for (const Value* o : n->outputs) outputs_free &= !g.is_output(o);
     if (!outputs_free) continue;
     for (size_t i = 0; i < n->outputs.size(); ++i)
-      g.replace_all_uses(n->outputs[i], it->second->outputs[i]);
-    changed = true;
+      changed |= redirects.add(g, n->outputs[i], it->second->outputs[i]);
   }
   if (changed) g.remove_dead();
   return changed;

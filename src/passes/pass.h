@@ -9,6 +9,8 @@
 
 namespace yoloc {
 
+struct Int8Plan;
+
 /// Timing and size after one pass.
 struct PassStat {
   std::string name;
@@ -35,6 +37,9 @@ struct PassContext {
   /// bench, exec and inspect can all be compared with and without one.
   std::vector<std::string> disabled;
   std::vector<PassStat> stats;
+  /// Post-training int8 (compile --precision int8): the convs to quantize and their scales
+  /// (passes/quantize_graph.h); the graph otherwise computes at `precision`. Null: none.
+  const Int8Plan* int8 = nullptr;
 };
 
 class Pass {

@@ -21,10 +21,12 @@
 #include "passes/constant_folding.h"
 #include "passes/cse.h"
 #include "passes/dead_code_elimination.h"
+#include "passes/fake_quant_lowering.h"
 #include "passes/float_compute.h"
 #include "passes/fusion.h"
 #include "passes/layout_selection.h"
 #include "passes/quantization.h"
+#include "passes/quantize_graph.h"
 #include "passes/space_to_depth_conv.h"
 #include "passes/storage_precision.h"
 #include "passes/views.h"
@@ -57,6 +59,12 @@ std::vector<std::unique_ptr<Pass>> all_passes(const PassContext& ctx) {
   p.push_back(std::make_unique<CombineParallelConv>());
   p.push_back(std::make_unique<ConstantFolding>());
   p.push_back(std::make_unique<DeadCodeElimination>());
+  // Post-training int8: quantize / dequantize around the calibrated convs, after the last
+  // constant folding so that they stay; a kernel target runs them as float fake-quant.
+  if (ctx.int8) {
+    p.push_back(std::make_unique<QuantizeGraph>());
+    if (!ctx.target.quantize_ops) p.push_back(std::make_unique<FakeQuantLowering>());
+  }
   // Memory and kernels: layouts per target, views, then the partition into fused kernels (last:
   // it sees the final graph).
   p.push_back(std::make_unique<LayoutSelection>());

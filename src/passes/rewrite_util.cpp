@@ -19,4 +19,26 @@ bool forward_output(Graph& g, Node* n, Value* replacement) {
   return true;
 }
 
+bool Redirects::add(const Graph& g, const Value* from, Value* to) {
+  if (g.is_output(from) || !(from->type == to->type)) return false;
+  to_[from] = resolve(to);
+  return true;
+}
+
+Value* Redirects::resolve(Value* v) const {
+  const auto it = to_.find(v);
+  return it == to_.end() ? v : it->second;
+}
+
+bool Redirects::apply(Node& n) const {
+  bool changed = false;
+  for (Value*& in : n.inputs) {
+    if (!in) continue;
+    Value* r = resolve(in);
+    changed |= r != in;
+    in = r;
+  }
+  return changed;
+}
+
 }  // namespace yoloc

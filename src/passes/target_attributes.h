@@ -31,6 +31,9 @@ struct TargetAttributes {
   std::vector<Precision> narrow_storage;
   /// It runs a detector's pre- and post-processing itself (the GPU detection module).
   bool gpu_detect = false;
+  /// It runs QuantizeLinear / DequantizeLinear as the graph has them (the reference executor);
+  /// a kernel target without int8 kernels gets them lowered to float fake-quant.
+  bool quantize_ops = true;
 
   /// Whether a compile at `p` stores values narrow (p is one of narrow_storage).
   bool stores_narrow(Precision p) const {

@@ -1,4 +1,5 @@
 // The C API over yoloc::Detector: every exception becomes a status plus a per-thread message.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <new>
@@ -102,7 +103,7 @@ bool check_outputs(yoloc_detector* d, yoloc_detection** out, size_t* count) {
 extern "C" {
 
 void yoloc_options_init(yoloc_options* o) {
-  if (o) *o = {0, -1.0f, -1.0f, 0, nullptr, 0, 2};
+  if (o) *o = {0, -1.0f, -1.0f, 0, nullptr, 0, 2, nullptr, 0, 0};
 }
 
 yoloc_status yoloc_detector_load(const char* path, const yoloc_options* options,
@@ -124,7 +125,25 @@ yoloc_status yoloc_detector_load(const char* path, const yoloc_options* options,
     if (options->conf >= 0) opts.conf = options->conf;
     if (options->iou >= 0) opts.iou = options->iou;
     if (options->max_det > 0) opts.max_det = options->max_det;
-    if (options->public_key_file) opts.public_key_file = options->public_key_file;
+    if ((options->public_key_file && !*options->public_key_file) ||
+        (options->trusted_keys && !*options->trusted_keys))
+      return fail(YOLOC_ERROR_INVALID_ARGUMENT,
+                  "options: public_key_file and trusted_keys must be NULL or name key files; an "
+                  "empty string is not \"no key\"");
+    if (options->public_key_file) opts.trusted_keys.push_back(options->public_key_file);
+    if (options->trusted_keys) {
+      const std::string list = options->trusted_keys;
+      for (size_t begin = 0; begin <= list.size();) {
+        const size_t end = std::min(list.find(':', begin), list.size());
+        if (end == begin)
+          return fail(YOLOC_ERROR_INVALID_ARGUMENT,
+                      "options: trusted_keys has an empty entry; separate key files by one ':'");
+        opts.trusted_keys.push_back(list.substr(begin, end - begin));
+        begin = end + 1;
+      }
+    }
+    opts.require_signature = options->require_signature != 0;
+    opts.max_memory = options->max_memory;
   }
   return guarded(YOLOC_ERROR_BAD_ARTIFACT,
                  [&] { *out = new yoloc_detector{yoloc::Detector::load(path, opts)}; });

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <thread>
 
+#include "artifact/trust.h"
 #include "detect/pipeline.h"
 #include "runtime/detector_config.h"
 #include "runtime/engine.h"
@@ -14,15 +15,15 @@ namespace yoloc {
 
 struct Detector::Impl {
   std::unique_ptr<runtime::Engine> engine;
-  std::optional<detect::Detector> detector;  ///< absent: not a batch-1 detector
+  std::optional<detect::Detector> detector;  ///< absent: not a detector
   std::string no_detector_reason;
   mutable std::mutex mu;
   // submit() on an engine that does not detect by itself: results by ticket.
   std::map<uint64_t, std::vector<detect::Detection>> done;
   uint64_t next_ticket = 1;
 
-  Impl(std::shared_ptr<const artifact::Artifact> a, int threads, int device, int in_flight)
-      : engine(runtime::Engine::open(std::move(a), {threads, device, in_flight})) {}
+  Impl(std::shared_ptr<const artifact::Artifact> a, const runtime::EngineOptions& options)
+      : engine(runtime::Engine::open(std::move(a), options)) {}
 };
 
 Detector::Detector(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -35,9 +36,22 @@ Detector Detector::load(const std::string& path, const DetectorOptions& options)
   const int threads = options.threads > 0
                           ? options.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  auto art = std::make_shared<const artifact::Artifact>(
-      artifact::Artifact::open(path, {options.public_key_file}));
-  auto impl = std::make_unique<Impl>(art, threads, options.device, options.in_flight);
+  std::vector<std::string> keys = options.trusted_keys;
+  if (!options.public_key_file.empty()) keys.push_back(options.public_key_file);
+  artifact::ReadOptions read;
+  read.trusted_keys = artifact::trusted_keys(std::move(keys));
+  if (options.require_signature && read.trusted_keys.empty())
+    user_error(
+        "a signed artifact is required, but no trusted public key was given for '{}'; pass "
+        "one (trusted_keys, or {}=KEY.pub)",
+        path, artifact::kTrustedKeysEnv);
+  auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(path, read));
+  runtime::EngineOptions engine_options;
+  engine_options.threads = threads;
+  engine_options.device = options.device;
+  engine_options.in_flight = options.in_flight;
+  engine_options.max_memory = options.max_memory;
+  auto impl = std::make_unique<Impl>(art, engine_options);
   const runtime::DetectorOverrides overrides{options.conf, options.iou, options.max_det};
   if (auto cfg = runtime::manifest_detector_config(art->manifest(), overrides, path,
                                                    &impl->no_detector_reason)) {
@@ -75,10 +89,6 @@ std::vector<detect::Detection> Detector::detect(const detect::Image& image) cons
 
 namespace {
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
 std::vector<TensorInfo> tensor_infos(const std::vector<artifact::TensorSpec>& specs) {
   std::vector<TensorInfo> out;
   for (const auto& s : specs) out.push_back({s.name, s.dtype, s.shape});
@@ -90,7 +100,11 @@ std::vector<TensorInfo> tensor_infos(const std::vector<artifact::TensorSpec>& sp
 std::vector<detect::Detection> Detector::detect(const detect::Image& image,
                                                 const DetectParams& params,
                                                 DetectTimings* timings) const {
-  check_detectable(image);
+  return detect(std::vector<detect::Image>{image}, params, timings)[0];
+}
+
+/// The pipeline of one call: the detector's with the call's thresholds.
+detect::Detector Detector::pipeline(const DetectParams& params) const {
   detect::DetectorConfig c = impl_->detector->config();
   c.conf = params.conf.value_or(c.conf);
   c.iou = params.iou.value_or(c.iou);
@@ -98,40 +112,42 @@ std::vector<detect::Detection> Detector::detect(const detect::Image& image,
   if (!(c.conf >= 0 && c.conf <= 1) || !(c.iou >= 0 && c.iou <= 1))
     user_error("conf {} and iou {} must each be in [0, 1]", c.conf, c.iou);
   if (c.max_det < 1) user_error("max_det {} must be at least 1", c.max_det);
-  DetectTimings t;
-  std::vector<detect::Detection> out;
+  runtime::Engine* engine = impl_->engine.get();
+  auto network = [engine](const Tensor& input) { return engine->run({input}); };
+  if (!engine->detects()) return detect::Detector(network, c);
+  return detect::Detector(
+      network,
+      [engine, c](const detect::Image& img) {
+        return engine->detect(img, c.conf, c.iou, c.max_det);
+      },
+      c);
+}
+
+std::vector<std::vector<detect::Detection>> Detector::detect(
+    const std::vector<detect::Image>& images, const DetectParams& params,
+    DetectTimings* timings) const {
+  if (images.empty()) user_error("detect: no images given");
+  for (const detect::Image& image : images) check_detectable(image);
+  const detect::Detector d = pipeline(params);
+  detect::StageTimes t;
   std::lock_guard<std::mutex> lock(impl_->mu);
-  auto t0 = std::chrono::steady_clock::now();
-  if (impl_->engine->detects()) {
-    out = impl_->engine->detect(image, c.conf, c.iou, c.max_det);
-    t.inference_ms = ms_since(t0);
-  } else {
-    const detect::Detector d(
-        [this](const Tensor& input) { return impl_->engine->run({input}); }, c);
-    const detect::Preprocessed p = d.preprocess(image);
-    t.preprocess_ms = ms_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    const std::vector<Tensor> outputs = impl_->engine->run({p.input});
-    t.inference_ms = ms_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    if (outputs.empty()) user_error("the network returned no outputs; expected the detection head");
-    out = d.postprocess(outputs[0], p.transform, image.width, image.height);
-    t.postprocess_ms = ms_since(t0);
-  }
-  if (timings) *timings = t;
+  std::vector<std::vector<detect::Detection>> out = d.detect(images, &t);
+  if (timings) *timings = {t.preprocess_ms, t.inference_ms, t.postprocess_ms};
   return out;
+}
+
+int Detector::batch() const {
+  return impl_->detector ? impl_->detector->config().batch : 1;
 }
 
 detect::EvalReport Detector::evaluate(const std::string& dir, bool progress) const {
   if (!impl_->detector)
     user_error("the artifact cannot detect: {}; it cannot be evaluated",
                impl_->no_detector_reason);
-  const DetectParams eval{detect::kEvalConf, detect::kEvalIou, detect::kEvalMaxDet};
-  detect::DetectorConfig c = impl_->detector->config();
-  const detect::Detector pipeline(
-      [this](const Tensor& input) { return infer({input}); },
-      [this, eval](const detect::Image& img) { return detect(img, eval); }, c);
-  return detect::evaluate_dataset(pipeline, dir, progress);
+  const detect::Detector d =
+      pipeline(DetectParams{detect::kEvalConf, detect::kEvalIou, detect::kEvalMaxDet});
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return detect::evaluate_dataset(d, dir, progress);
 }
 
 uint64_t Detector::submit(const detect::Image& image) const {

@@ -35,9 +35,9 @@ std::optional<detect::DetectorConfig> manifest_detector_config(const artifact::M
     *why_not = "it names no detector family";
     return std::nullopt;
   }
-  if (m.inputs.size() != 1 || m.inputs[0].shape.size() != 4 || m.inputs[0].shape[0] != 1 ||
+  if (m.inputs.size() != 1 || m.inputs[0].shape.size() != 4 || m.inputs[0].shape[0] < 1 ||
       m.inputs[0].shape[1] != 3) {
-    *why_not = "its input is not one 1x3xHxW image";
+    *why_not = "its input is not one Nx3xHxW batch of images";
     return std::nullopt;
   }
   const detect::Family family = detect::parse_family(m.family);
@@ -47,6 +47,7 @@ std::optional<detect::DetectorConfig> manifest_detector_config(const artifact::M
   cfg.input_h = static_cast<int>(m.inputs[0].shape[2]);
   cfg.input_w = static_cast<int>(m.inputs[0].shape[3]);
   cfg.input_dtype = dtype_from_name(m.inputs[0].dtype);
+  cfg.batch = static_cast<int>(m.inputs[0].shape[0]);
   cfg.conf = overrides.conf.value_or(
       static_cast<float>(manifest_number(m.postprocess, "conf").value_or(cfg.conf)));
   cfg.iou = overrides.iou.value_or(

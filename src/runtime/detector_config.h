@@ -17,7 +17,7 @@ struct DetectorOverrides {
 };
 
 /// The pipeline configuration of a detector artifact; nullopt, with the reason in `why_not`,
-/// for an artifact that is not a batch-1 one-image detector. Raises a UserError naming `where`
+/// for an artifact that is not a detector of one Nx3xHxW image input. Raises a UserError naming `where`
 /// for a manifest whose pre-processing contradicts its family.
 std::optional<detect::DetectorConfig> manifest_detector_config(const artifact::Manifest& m,
                                                                const DetectorOverrides& overrides,

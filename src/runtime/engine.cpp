@@ -12,13 +12,17 @@
 #include "runtime/cuda/cuda_program.h"
 #include "runtime/cuda/pipelined_detect.h"
 #endif
+#ifdef YOLOC_HAVE_OPENCL
+#include "runtime/opencl/opencl_executor.h"
+#endif
 
 namespace yoloc::runtime {
 namespace {
 
 class CpuEngine final : public Engine {
  public:
-  CpuEngine(std::shared_ptr<const artifact::Artifact> a, int threads) : exec_(std::move(a), threads) {}
+  CpuEngine(std::shared_ptr<const artifact::Artifact> a, int threads, uint64_t max_memory)
+      : exec_(std::move(a), threads, max_memory) {}
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return exec_.run(inputs); }
   std::string device() const override { return fmt::format("cpu, {} threads", exec_.threads()); }
   const artifact::Manifest& manifest() const override { return exec_.manifest(); }
@@ -62,6 +66,19 @@ class CudaEngine final : public Engine {
 };
 #endif
 
+#ifdef YOLOC_HAVE_OPENCL
+class OpenClEngine final : public Engine {
+ public:
+  OpenClEngine(std::shared_ptr<const artifact::Artifact> a, int device) : exec_(std::move(a), device) {}
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return exec_.run(inputs); }
+  std::string device() const override { return "OpenCL " + exec_.device().str(); }
+  const artifact::Manifest& manifest() const override { return exec_.manifest(); }
+
+ private:
+  opencl::OpenClExecutor exec_;
+};
+#endif
+
 }  // namespace
 
 std::vector<detect::Detection> Engine::detect(const detect::Image&, float, float, int) {
@@ -92,10 +109,19 @@ std::unique_ptr<Engine> Engine::open(std::shared_ptr<const artifact::Artifact> a
                artifact->path(), artifact->manifest().target);
 #endif
   }
+  if (artifact->manifest().target.rfind("opencl", 0) == 0) {
+#ifdef YOLOC_HAVE_OPENCL
+    return std::make_unique<OpenClEngine>(std::move(artifact), options.device);
+#else
+    user_error("'{}' is an OpenCL artifact; this yoloc was built without OpenCL support "
+               "(-DYOLOC_OPENCL=ON with the OpenCL headers)",
+               artifact->path());
+#endif
+  }
   const int threads = options.threads > 0
                           ? options.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  return std::make_unique<CpuEngine>(std::move(artifact), threads);
+  return std::make_unique<CpuEngine>(std::move(artifact), threads, options.max_memory);
 }
 
 }  // namespace yoloc::runtime

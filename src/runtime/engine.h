@@ -24,6 +24,8 @@ struct EngineOptions {
   /// Images a CUDA engine works on at once through submit() (each on its own stream, arena and
   /// CUDA graph; kernels and weights shared).
   int in_flight = 2;
+  /// The most bytes of arena a CPU artifact may ask for (0: memory_limit.h's default).
+  uint64_t max_memory = 0;
 };
 
 class Engine {

@@ -7,6 +7,8 @@
 
 #include "core/error.h"
 #include "runtime/host_check.h"
+#include "runtime/kernel_binding.h"
+#include "runtime/memory_limit.h"
 
 namespace yoloc::runtime {
 namespace {
@@ -20,20 +22,24 @@ int checked_threads(int threads) {
 
 void Executor::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
 
-Executor::Executor(std::shared_ptr<const artifact::Artifact> artifact, int threads)
+Executor::Executor(std::shared_ptr<const artifact::Artifact> artifact, int threads,
+                   uint64_t max_memory)
     : artifact_(std::move(artifact)), pool_(checked_threads(threads)) {
   const std::string& where = artifact_->path();
   program_ = parse_program(artifact_->manifest(), where);
+  check_arena_size(program_.arena_bytes, max_memory, where);
   check_kernels_run_here(artifact_->manifest().target, artifact_->blob(program_.kernel_blob), where);
   library_ = std::make_unique<KernelLibrary>(artifact_->blob(program_.kernel_blob));
+  const std::vector<yoloc_kernel_fn> fns = bind_kernel_table(program_, library_->table(), where);
   // aligned_alloc wants a size that is a multiple of the alignment (and > 0).
   const uint64_t size = artifact::align_up(std::max<uint64_t>(program_.arena_bytes, 1));
   arena_.reset(static_cast<std::byte*>(std::aligned_alloc(artifact::kBlobAlignment, size)));
   if (!arena_) user_error("cannot allocate the {}-byte arena of '{}'", size, where);
   std::memset(arena_.get(), 0, size);
-  for (const KernelCall& c : program_.calls) {
+  for (size_t i = 0; i < program_.calls.size(); ++i) {
+    const KernelCall& c = program_.calls[i];
     Bound b;
-    b.fn = reinterpret_cast<yoloc_kernel_fn>(library_->symbol(c.symbol));
+    b.fn = fns[i];
     for (const Binding& a : c.args) {
       std::byte* base = a.buffer == kArena
                             ? arena_.get()

@@ -1,6 +1,6 @@
 #pragma once
 /// Runs a CPU artifact's program (runtime/program.h): loads the kernel library from its blob,
-/// resolves every symbol once, owns one 64-byte aligned arena, binds weights in place from the
+/// takes every call's kernel from the library's table (kernel_binding.h), owns one 64-byte aligned arena, binds weights in place from the
 /// artifact's mapping and calls the kernels in order over a thread pool.
 #include <memory>
 #include <string>
@@ -18,8 +18,11 @@ namespace yoloc::runtime {
 class Executor {
  public:
   /// Prepares `artifact` (kept alive by the executor) for runs on `threads` threads (>= 1).
-  /// Raises a UserError for an artifact without a valid program or whose kernels do not load.
-  Executor(std::shared_ptr<const artifact::Artifact> artifact, int threads);
+  /// Raises a UserError for an artifact without a valid program, whose kernels do not load or
+  /// do not match the program (kernel_binding.h), or whose arena exceeds `max_memory` bytes
+  /// (0: memory_limit.h's default).
+  Executor(std::shared_ptr<const artifact::Artifact> artifact, int threads,
+           uint64_t max_memory = 0);
 
   /// Runs the network. `inputs` must match the manifest's inputs in count, dtype and shape
   /// (a UserError says which does not). Not reentrant: one run at a time per executor.

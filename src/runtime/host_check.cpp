@@ -55,6 +55,35 @@ std::string missing_features(const std::string& target) {
 #endif
 }
 
+/// Raises a UserError unless the ELF64 shared object `so` (header `h`, already read) holds
+/// every byte its headers point at: a truncated library would fault inside dlopen.
+void check_elf_complete(const Elf64_Ehdr& h, std::span<const std::byte> so,
+                        const std::string& where) {
+  const uint64_t size = so.size();
+  const auto fits = [size](uint64_t offset, uint64_t bytes) {
+    return offset <= size && bytes <= size - offset;
+  };
+  const auto refuse = [&](const char* what) {
+    user_error(
+        "artifact '{}': its kernel library is truncated or malformed ({}, {} bytes); "
+        "recompile the model",
+        where, what, size);
+  };
+  if (h.e_type != ET_DYN) refuse("not a shared object");
+  if (h.e_phentsize != sizeof(Elf64_Phdr) || h.e_phnum == 0 ||
+      !fits(h.e_phoff, uint64_t{h.e_phnum} * sizeof(Elf64_Phdr)))
+    refuse("program headers outside the file");
+  if (h.e_shnum != 0 && (h.e_shentsize != sizeof(Elf64_Shdr) ||
+                         !fits(h.e_shoff, uint64_t{h.e_shnum} * sizeof(Elf64_Shdr))))
+    refuse("section headers outside the file");
+  for (uint16_t i = 0; i < h.e_phnum; ++i) {
+    Elf64_Phdr ph{};
+    std::memcpy(&ph, so.data() + h.e_phoff + i * sizeof ph, sizeof ph);
+    if (ph.p_filesz > ph.p_memsz && ph.p_type == PT_LOAD) refuse("a segment larger on file");
+    if (!fits(ph.p_offset, ph.p_filesz)) refuse("a segment outside the file");
+  }
+}
+
 }  // namespace
 
 void check_kernels_run_here(const std::string& target, std::span<const std::byte> kernel_so,
@@ -69,6 +98,7 @@ void check_kernels_run_here(const std::string& target, std::span<const std::byte
         "artifact '{}' holds kernels for {} (target {}), this machine is {}; compile the model "
         "on or for this machine (yoloc compile --target cpu)",
         where, machine_name(h.e_machine), target, machine_name(host_machine()));
+  check_elf_complete(h, kernel_so, where);
   const std::string missing = missing_features(target);
   if (!missing.empty())
     user_error(

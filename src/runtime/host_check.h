@@ -10,7 +10,8 @@
 namespace yoloc::runtime {
 
 /// Raises a UserError naming `where`, the artifact's target and this machine when the kernels
-/// in `kernel_so` cannot run here.
+/// in `kernel_so` cannot run here, or when the library is truncated or malformed (a header,
+/// segment or section table outside its bytes): checked before anything dlopens it.
 void check_kernels_run_here(const std::string& target, std::span<const std::byte> kernel_so,
                             const std::string& where);
 

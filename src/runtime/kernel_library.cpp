@@ -88,4 +88,15 @@ void* KernelLibrary::symbol(const std::string& name) const {
   return p;
 }
 
+const yoloc_kernel_table& KernelLibrary::table() const {
+  ::dlerror();
+  const void* p = ::dlsym(handle_, YOLOC_KERNEL_TABLE_SYMBOL);
+  if (!p)
+    user_error(
+        "the model's kernel library exports no kernel table ({}); it was built by an older "
+        "yoloc or is not yoloc's: recompile the model",
+        YOLOC_KERNEL_TABLE_SYMBOL);
+  return *static_cast<const yoloc_kernel_table*>(p);
+}
+
 }  // namespace yoloc::runtime

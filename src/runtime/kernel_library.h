@@ -3,6 +3,8 @@
 #include <span>
 #include <string>
 
+#include "yoloc/kernel_abi.h"
+
 namespace yoloc::runtime {
 
 /// A dlopen'ed shared object, closed on destruction. The bytes go into an anonymous memory file
@@ -18,8 +20,11 @@ class KernelLibrary {
   KernelLibrary(const KernelLibrary&) = delete;
   KernelLibrary& operator=(const KernelLibrary&) = delete;
 
-  /// The address of `name`; raises a UserError when the library lacks it.
+  /// The address of `name`; raises a UserError when the library lacks it. For libraries this
+  /// process built itself (tests, the tuner): an artifact's kernels are found through table().
   void* symbol(const std::string& name) const;
+  /// The kernel table the library exports (kernel_abi.h); raises a UserError when it has none.
+  const yoloc_kernel_table& table() const;
 
  private:
   void* handle_ = nullptr;

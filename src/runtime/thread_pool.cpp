@@ -37,18 +37,38 @@ constexpr std::chrono::microseconds kSpin{200};
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
-  YOLOC_CHECK(threads >= 1, "thread pool needs at least one thread, got {}", threads);
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
+ThreadPool::ThreadPool(int threads, const Spawner& spawn) : threads_(threads) {
+  if (threads < 1 || threads > kMaxPoolThreads)
+    user_error("a thread pool of {} threads: the count must be between 1 and {} (use --threads "
+               "N, or 0 for the machine's hardware threads)",
+               threads, kMaxPoolThreads);
+  workers_.reserve(static_cast<size_t>(threads - 1));
+  for (int i = 1; i < threads; ++i) {
+    std::function<void()> body = [this, i] { work(i); };
+    try {
+      workers_.push_back(spawn ? spawn(std::move(body)) : std::thread(std::move(body)));
+    } catch (const std::exception& e) {
+      // The destructor will not run: stop and join the workers already started, else they
+      // would wait on condition variables that are being destroyed.
+      stop_workers();
+      user_error("cannot start worker thread {} of a {}-thread pool ({}): the process is out of "
+                 "threads or memory; use fewer threads (--threads N)",
+                 i + 1, threads, e.what());
+    }
+  }
 }
 
-ThreadPool::~ThreadPool() {
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
   }
   start_.notify_all();
-  for (std::thread& t : workers_) t.join();
+  for (std::thread& t : workers_)
+    if (t.joinable()) t.join();
+  workers_.clear();
 }
 
 void ThreadPool::parallel_for(int64_t items, const std::function<void(int64_t, int64_t)>& fn) {

@@ -14,15 +14,25 @@
 
 namespace yoloc::runtime {
 
+/// The most threads a pool may have. Asking for more is a UserError (not a silent clamp: a
+/// count that large is a typo or a misunderstanding, and each thread costs a stack).
+inline constexpr int kMaxPoolThreads = 1024;
+
 class ThreadPool {
  public:
-  /// A pool of `threads` workers in all (the caller counts as one; threads >= 1).
-  explicit ThreadPool(int threads);
+  /// Starts one worker thread running `body` (std::thread by default; tests inject failures).
+  using Spawner = std::function<std::thread(std::function<void()> body)>;
+
+  /// A pool of `threads` workers in all (the caller counts as one; 1 <= threads <=
+  /// kMaxPoolThreads, else a UserError). When a worker cannot be started (the process or user
+  /// is out of threads), the workers already started are stopped and joined and a UserError
+  /// names the count that failed: the constructor never leaves a thread behind.
+  explicit ThreadPool(int threads, const Spawner& spawn = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  int threads() const { return threads_; }
 
   /// Splits [0, items) into threads() contiguous ranges and runs fn(begin, end) on each, the
   /// first on the calling thread; returns when all are done. One caller at a time.
@@ -30,7 +40,9 @@ class ThreadPool {
 
  private:
   void work(int index);
+  void stop_workers();
 
+  int threads_ = 1;
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable start_, done_;

@@ -21,6 +21,7 @@
 #ifdef YOLOC_HAVE_CUDA
 #include "runtime/cuda/cuda_executor.h"
 #endif
+#include "tools/artifact_options.h"
 #include "tools/commands.h"
 #include "tools/prepared_artifact.h"
 #include "tools/random_inputs.h"
@@ -42,6 +43,8 @@ struct BenchOptions {
   int streams = 2;    ///< CUDA: lanes (streams) of the concurrent and pipelined timings
   bool network_only = false;  ///< CUDA: no host-tensor or end-to-end timings
   std::string json;
+  ArtifactLoadOptions load;
+  ModelOptions compile;  ///< ONNX models: --family, --imgsz
 };
 
 struct Stats {
@@ -180,11 +183,19 @@ void bench_concurrent_network(runtime::cuda::CudaExecutor& base, int64_t batch,
 }
 #endif
 
+/// The compile of an ONNX model: --family, --imgsz and --batch.
+ModelOptions on_the_fly(const BenchOptions& o) {
+  ModelOptions m = o.compile;
+  m.batch = o.batch;
+  return m;
+}
+
 void run_bench(const BenchOptions& o) {
-  const PreparedArtifact prepared = prepare_artifact(o.model, o.batch);
+  keep_stdout_for_json(o.json);
+  const PreparedArtifact prepared = prepare_artifact(o.model, on_the_fly(o));
   const std::string& artifact_path = prepared.path;
   const double compile_s = prepared.compile_seconds;
-  auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(artifact_path));
+  auto art = open_trusted_artifact(artifact_path, o.load, prepared.temp_dir.empty());
   const artifact::Manifest& m = art->manifest();
   if (m.inputs.empty()) user_error("'{}' has no inputs to feed", o.model);
   const int64_t batch = m.inputs[0].shape.empty() ? 1 : m.inputs[0].shape[0];
@@ -192,7 +203,7 @@ void run_bench(const BenchOptions& o) {
     user_error("--batch {}: the artifact '{}' was compiled for batch {}; recompile it with "
                "--batch {}", o.batch, o.model, batch, o.batch);
   std::shared_ptr<runtime::Engine> engine =
-      runtime::Engine::open(art, {o.threads, o.device, o.streams});
+      runtime::Engine::open(art, engine_options(o.load, o.threads, o.device, o.streams));
 
   const std::vector<Tensor> inputs = random_inputs(m, "bench");
   nlohmann::json j = {{"model", o.model},       {"target", m.target},
@@ -294,7 +305,7 @@ void run_bench(const BenchOptions& o) {
   }
 #endif
   if (compile_s > 0) j["compile_s"] = compile_s;
-  if (!o.json.empty()) write_json_file(o.json, j, "--json");
+  if (!o.json.empty()) write_json(o.json, j, "--json");
 }
 
 }  // namespace
@@ -322,7 +333,9 @@ void add_bench(CLI::App& app) {
   c->add_flag("--network-only", o->network_only,
               "CUDA: time the network alone (and on several streams): no host-tensor or "
               "end-to-end timings, which take minutes at large batches");
-  c->add_option("--json", o->json, "also write the figures to FILE");
+  add_artifact_load_options(*c, o->load);
+  add_on_the_fly_options(*c, o->compile);
+  c->add_option("--json", o->json, "also write the figures to FILE, or to stdout with '-' (the text then goes to stderr)");
   c->callback([o] { run_bench(*o); });
 }
 

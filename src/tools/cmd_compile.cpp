@@ -3,6 +3,8 @@
 //               [--batch N] [--imgsz N] [--family F] [--cc CXX] [--isa ISA] [--sign KEY]
 //               [--records FILE | --no-records] [--no-cache] [--b2b measured|on|off] [--stem-pair]
 //               [--memory-reuse ordered|sequential] [--force] -o OUT.ycm
+//               [--precision int8 --calibration DIR | --calibration-file CALIB.json
+//                [--calibration-images N] [--calibration-method M] [--int8-skip PATTERN...]]
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <set>
 
 #include "tools/commands.h"
+#include "tools/int8_options.h"
 #include "tools/detector_model.h"
 #include "yoloc/compiler.h"
 
@@ -75,6 +78,10 @@ void print_report(const std::string& model, const CompileOptions& o, const Compi
         "  lanes: {} of batch {} at once, each with its own arena (device buffer {:.2f} "
         "MB)\n",
         r.lanes, o.model.batch / r.lanes, static_cast<double>(r.device_buffer_bytes) / mb);
+  if (r.int8_convs > 0)
+    fmt::print("  int8: {} convs quantized; the {} target has no int8 kernels yet: they run on its "
+               "fp32 kernels with int8-rounded weights and activations (fake-quant)\n",
+               r.int8_convs, o.target);
   fmt::print("  weights {:.2f} MB, kernels {:.2f} MB\n", static_cast<double>(r.weights_bytes) / mb,
              static_cast<double>(r.kernel_bytes) / mb);
 }
@@ -91,6 +98,11 @@ void add_compile(CLI::App& app) {
   auto* c = app.add_subcommand("compile", "Compile an ONNX detector into a .ycm artifact");
   add_detector_model_options(*c, cli->model);
   add_io_precision_option(*c, cli->model);
+  c->get_option("model")->description("ONNX model to compile (.onnx)");
+  c->get_option("--precision")
+      ->description(
+          "the numerics: auto (the target's default: cpu fp32, cuda fp16), fp32, or on cuda "
+          "fp16 or bf16");
   c->add_option("-o,--output", o->output, "the artifact to write (.ycm)")->required();
   c->add_option("--target", o->target, "what to compile for: cpu, or cuda (NVIDIA GPUs)")
       ->capture_default_str();
@@ -106,7 +118,9 @@ void add_compile(CLI::App& app) {
   c->add_option("--isa", o->isa,
                  "vector ISA of the kernels: avx512, avx2, neon, generic (default: the best the "
                  "compiler's target has: this CPU's, neon for aarch64)");
-  c->add_option("--sign", o->sign_key, "sign the artifact with this Ed25519 secret key file");
+  c->add_option("--sign", o->sign_key,
+                "sign the artifact with this Ed25519 secret key file (yoloc keygen NAME writes "
+                "NAME.key); kernels are then built afresh, never taken from the build cache");
   c->add_option("--emit-source", o->emit_source, "also write the generated kernel C++ to FILE");
   c->add_option("--outputs", o->outputs,
                  "compile these values as the outputs instead (debugging; no detector then)");
@@ -135,6 +149,7 @@ void add_compile(CLI::App& app) {
                 "of it; branches then wait for each other)")
       ->check(CLI::IsMember({"ordered", "sequential"}));
   add_lanes_option(*c, cli->model);
+  add_int8_options(*c, o->int8, /*compile=*/true);
   c->add_flag("--force", o->force, "overwrite the output file if it exists");
   c->callback([cli] {
     cli->compile.model = cli->model;

@@ -1,4 +1,4 @@
-// yoloc exec MODEL --input NAME=FILE.npy ... --output-dir DIR [-O0]
+// yoloc exec MODEL [--input NAME=FILE.npy ...] --output-dir DIR [-O0]
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -8,6 +8,7 @@
 #include "ops/reference_executor.h"
 #include "passes/pipeline.h"
 #include "runtime/engine.h"
+#include "tools/artifact_options.h"
 #include "tools/detector_model.h"
 #include "tools/commands.h"
 
@@ -25,13 +26,14 @@ struct ExecOptions {
   int device = 0;
   std::vector<std::string> outputs;
   std::string precision = "auto";
+  ArtifactLoadOptions load;
 };
 
 /// Runs a compiled artifact: feeds by the manifest's input names.
 std::vector<NamedTensor> run_artifact(const ExecOptions& o, std::map<std::string, Tensor> feeds) {
-  auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(o.model));
+  auto art = open_trusted_artifact(o.model, o.load);
   std::unique_ptr<runtime::Engine> engine =
-      runtime::Engine::open(art, {o.threads > 0 ? o.threads : 1, o.device});
+      runtime::Engine::open(art, engine_options(o.load, o.threads > 0 ? o.threads : 1, o.device));
   std::vector<Tensor> inputs;
   for (const artifact::TensorSpec& spec : art->manifest().inputs) {
     auto it = feeds.find(spec.name);
@@ -101,7 +103,8 @@ void add_exec(CLI::App& app) {
   auto o = std::make_shared<ExecOptions>();
   auto* c = app.add_subcommand("exec", "Run a model on .npy inputs (ONNX: the reference executor; .ycm: its kernels)");
   c->add_option("model", o->model, "ONNX model, or a compiled .ycm artifact")->required();
-  c->add_option("--input", o->inputs, "NAME=FILE.npy, once per model input")->required();
+  c->add_option("--input", o->inputs, "NAME=FILE.npy, once per model input (none for a model "
+                 "without inputs)");
   c->add_option("--output-dir", o->output_dir, "where to write <output>.npy and outputs.json")
       ->required();
   c->add_option("-O", o->opt_level, "optimization level: -O0 runs the graph as imported")
@@ -115,6 +118,7 @@ void add_exec(CLI::App& app) {
                  "auto: compute as the model says; fp32: dequantize quantized layers, as "
                  "`compile --target cpu` does")
       ->capture_default_str();
+  add_artifact_load_options(*c, o->load);
   c->add_option("--dump-ir", o->dump_ir, "write the IR after each graph pass to DIR/NN-<pass>.txt");
   c->callback([o] { run_exec(*o); });
 }

@@ -1,4 +1,4 @@
-// yoloc inspect MODEL [--json] [--dot FILE] [--dim NAME=VALUE ...]: what a model is made of.
+// yoloc inspect MODEL [--json FILE|-] [--dot FILE] [--dim NAME=VALUE ...]: what a model is made of.
 #include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -30,12 +30,13 @@ using nlohmann::json;
 
 struct InspectOptions {
   std::string model;
-  bool json = false;
+  std::string json;
   std::string dot;
   std::vector<std::string> dims;
   bool passes = false;
   int opt_level = 1;
   std::string target = "reference";
+  ArtifactLoadOptions load;  ///< --trust: artifacts
 };
 
 /// The optimizer's work on the model: the pass log and the fused kernels.
@@ -303,7 +304,11 @@ void export_dot(const Graph& g, const std::string& file) {
 
 void run_inspect(const InspectOptions& o) {
   if (is_artifact_path(o.model)) {
-    inspect_artifact(o.model, o.json);
+    if (!o.dot.empty())
+      user_error("--dot {}: a compiled artifact holds kernels, not a graph to draw; give the "
+                 "ONNX model to draw its graph (see 'yoloc inspect --help')",
+                 o.dot);
+    inspect_artifact(o.model, o.json, o.load);
     return;
   }
   onnx_frontend::ImportOptions io;
@@ -323,11 +328,12 @@ void run_inspect(const InspectOptions& o) {
   const Optimized opt = optimize_copy(*g, o.opt_level, o.target);
   // The drawing shows what runs: the optimized graph with its fused kernels as clusters.
   if (!o.dot.empty()) export_dot(o.opt_level > 0 ? *opt.graph : *g, o.dot);
-  if (o.json) {
+  if (!o.json.empty()) {
     json j = to_json(o, *g, s);
     j["optimized"] = optimized_json(opt);
-    fmt::print("{}\n", j.dump(2));
-  } else {
+    write_json(o.json, j, "--json");
+  }
+  if (o.json != "-") {
     print_text(o, *g, s);
     print_optimized(o, opt);
   }
@@ -339,7 +345,8 @@ void add_inspect(CLI::App& app) {
   auto o = std::make_shared<InspectOptions>();
   auto* c = app.add_subcommand("inspect", "Show a model's inputs, outputs, ops, size and FLOPs");
   c->add_option("model", o->model, "ONNX model, or a compiled .ycm artifact")->required();
-  c->add_flag("--json", o->json, "print JSON instead of text");
+  c->add_option("--json", o->json,
+                "write the summary as JSON to FILE, or to stdout with '-' (instead of the text)");
   c->add_option("--dot", o->dot,
                 "write the graph as Graphviz DOT to FILE (and FILE's .svg beside it when "
                 "graphviz is installed); a FILE ending in .svg gets the SVG");
@@ -350,6 +357,7 @@ void add_inspect(CLI::App& app) {
   c->add_option("--target", o->target,
                 "target whose layouts the optimized view chooses: reference, or a target of "
                 "this build (cpu, cuda, ...) or one of its variants (cpu-avx2, cpu-neon)");
+  add_artifact_load_options(*c, o->load, /*memory=*/false);
   c->callback([o] { run_inspect(*o); });
 }
 

@@ -13,6 +13,7 @@
 #ifdef YOLOC_HAVE_CUDA
 #include "runtime/cuda/cuda_executor.h"
 #endif
+#include "tools/artifact_options.h"
 #include "tools/commands.h"
 #include "tools/prepared_artifact.h"
 #include "tools/random_inputs.h"
@@ -30,6 +31,8 @@ struct ProfileOptions {
   int top = 25;
   bool in_graph = false;
   std::string json;
+  ArtifactLoadOptions load;
+  ModelOptions compile;  ///< ONNX models: --family, --imgsz
 };
 
 double median(std::vector<double> v) {
@@ -42,10 +45,19 @@ std::string task_str(const nlohmann::json& task, const char* key) {
   return it != task.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+/// The compile of an ONNX model: --family, --imgsz and --batch.
+ModelOptions on_the_fly(const ProfileOptions& o) {
+  ModelOptions m = o.compile;
+  m.batch = o.batch;
+  return m;
+}
+
 void run_profile(const ProfileOptions& o) {
-  const PreparedArtifact prepared = prepare_artifact(o.model, o.batch);
-  auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(prepared.path));
-  std::unique_ptr<runtime::Engine> engine = runtime::Engine::open(art, {o.threads, o.device});
+  keep_stdout_for_json(o.json);
+  const PreparedArtifact prepared = prepare_artifact(o.model, on_the_fly(o));
+  auto art = open_trusted_artifact(prepared.path, o.load, prepared.temp_dir.empty());
+  std::unique_ptr<runtime::Engine> engine =
+      runtime::Engine::open(art, engine_options(o.load, o.threads, o.device));
   if (o.in_graph && engine->cpu())
     user_error("--in-graph times kernels inside a CUDA graph; '{}' is a CPU artifact", o.model);
   const std::vector<Tensor> inputs = random_inputs(art->manifest(), "profile");
@@ -134,7 +146,7 @@ void run_profile(const ProfileOptions& o) {
                  task_str(task, "template"), task_str(task, "key"), task_str(task, "config"));
   }
   if (!o.json.empty())
-    write_json_file(o.json,
+    write_json(o.json,
                     {{"model", o.model},
                      {"device", engine->device()},
                      {"total_ms", total},
@@ -158,7 +170,9 @@ void add_profile(CLI::App& app) {
   c->add_flag("--in-graph", o->in_graph,
               "CUDA: also time the network's graph cut after each kernel, to show what each "
               "kernel adds to the latency (sorts by that)");
-  c->add_option("--json", o->json, "write every kernel's figures to FILE");
+  add_artifact_load_options(*c, o->load);
+  add_on_the_fly_options(*c, o->compile);
+  c->add_option("--json", o->json, "write every kernel's figures to FILE, or to stdout with '-' (the text then goes to stderr)");
   c->callback([o] { run_profile(*o); });
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <regex>
@@ -27,8 +28,15 @@ namespace yoloc::tools {
 
 namespace {
 
+/// Tuning times the network alone: the family (the post-processing) is not needed.
+DetectorModelOptions tune_model_options() {
+  DetectorModelOptions m;
+  m.family_needed = false;
+  return m;
+}
+
 struct TuneCliOptions {
-  DetectorModelOptions model;
+  DetectorModelOptions model = tune_model_options();
   std::string target = "cpu";
   std::string records;
   int64_t trials = 0;
@@ -134,6 +142,8 @@ void list_tasks(const TuneCliOptions& o, const std::vector<tuner::TuneTask>& tas
 }
 
 void run_tune(const TuneCliOptions& given) {
+  // --time-budget bounds the whole command: import, search, re-measurements.
+  const auto start = std::chrono::steady_clock::now();
   TuneCliOptions o = given;
   const targets::Target& tune_target = targets::find_target(o.target);
   // A compile at this batch runs lanes of a smaller one: those are the kernels to tune.
@@ -210,11 +220,22 @@ void run_tune(const TuneCliOptions& given) {
     t.records = o.records;
     t.batch = o.model.batch;
     t.trials = o.trials;
-    t.time_budget_s = o.time_budget.empty() ? 0 : parse_duration(o.time_budget);
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    if (!o.time_budget.empty()) {
+      const double budget_s = parse_duration(o.time_budget);
+      deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(budget_s));
+      // What the import took is spent; the search stops a little early, as the rounds under
+      // way when it ends are still measured.
+      const double left =
+          std::chrono::duration<double>(*deadline - std::chrono::steady_clock::now()).count();
+      t.time_budget_s = std::max(0.5, 0.95 * left - 1.0);
+    }
     // The in-model re-measurement compiles the model a few times: its share of the budget.
     // (The CPU target's only: CUDA kernels are timed alone.)
     const bool in_model = !cuda && o.in_model.rounds > 0 && o.in_model.top > 0;
     t.time_budget_s -= in_model ? std::min(0.15 * t.time_budget_s, 120.0) : 0.0;
+    o.in_model.deadline = deadline;
     t.strategy = o.strategy;
     t.round_size = o.round_size;
     t.early_stopping = o.early_stopping;

@@ -18,7 +18,7 @@ DetectorModel load_detector_model(const DetectorModelOptions& o) {
   if (is_artifact_path(o.path)) {
     // The command's thresholds (run's defaults equal what compile stores; eval's are fixed).
     const runtime::DetectorOverrides overrides{o.conf, o.iou, o.max_det};
-    auto art = std::make_shared<const artifact::Artifact>(artifact::Artifact::open(o.path, {}));
+    auto art = open_trusted_artifact(o.path, o.load);
     std::string why_not;
     auto cfg = runtime::manifest_detector_config(art->manifest(), overrides, o.path, &why_not);
     if (!cfg) user_error("'{}' is not a detector artifact: {}", o.path, why_not);
@@ -28,7 +28,8 @@ DetectorModel load_detector_model(const DetectorModelOptions& o) {
     if (o.imgsz != 0 && (o.imgsz != cfg->input_h || o.imgsz != cfg->input_w))
       user_error("--imgsz {}: the artifact '{}' was compiled for {}x{}; recompile it", o.imgsz,
                  o.path, cfg->input_h, cfg->input_w);
-    std::shared_ptr<runtime::Engine> engine = runtime::Engine::open(art, {o.threads, o.device});
+    std::shared_ptr<runtime::Engine> engine =
+        runtime::Engine::open(art, engine_options(o.load, o.threads, o.device));
     m.names = art->manifest().class_names;
     m.engine = engine;
     auto network = [engine](const Tensor& x) { return engine->run({x}); };
@@ -80,6 +81,14 @@ void add_detector_model_options(CLI::App& c, DetectorModelOptions& options) {
       ->capture_default_str();
   c.add_option("--family", options.family,
                "model family when the model does not say: yolov5, yolov8, yolo11, yolov10, yolox");
+}
+
+void add_runtime_options(CLI::App& c, DetectorModelOptions& options) {
+  c.add_option("--threads", options.threads,
+               "worker threads running an artifact (default: the machine's hardware threads)")
+      ->check(CLI::NonNegativeNumber);
+  c.add_option("--device", options.device, "GPU running a CUDA artifact")
+      ->check(CLI::NonNegativeNumber);
 }
 
 void add_io_precision_option(CLI::App& c, DetectorModelOptions& options) {

@@ -14,6 +14,7 @@
 #include "ir/graph.h"
 #include "runtime/engine.h"
 #include "yoloc/compiler.h"
+#include "tools/artifact_options.h"
 
 namespace yoloc::tools {
 
@@ -23,6 +24,7 @@ struct DetectorModelOptions : ModelOptions {
   std::string path;
   int threads = 0;  ///< --threads for artifacts; 0: the machine's hardware threads
   int device = 0;   ///< --device: the GPU of a CUDA artifact
+  ArtifactLoadOptions load;  ///< --trust, --max-memory: how a .ycm is loaded
 };
 
 using compiler::ImportedDetector;
@@ -42,7 +44,10 @@ struct DetectorModel {
 DetectorModel load_detector_model(const DetectorModelOptions& options);
 
 /// Adds the arguments every detector command takes to `c`: the model, --imgsz and --family.
+/// Commands that run the model add add_artifact_load_options(c, options.load) too.
 void add_detector_model_options(CLI::App& c, DetectorModelOptions& options);
+/// Adds --threads and --device (how an artifact runs) to a command that runs a detector.
+void add_runtime_options(CLI::App& c, DetectorModelOptions& options);
 /// Adds --io-precision (options.io_precision) to compile and tune (the tasks of narrow I/O
 /// differ).
 void add_io_precision_option(CLI::App& c, DetectorModelOptions& options);

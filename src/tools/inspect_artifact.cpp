@@ -6,6 +6,7 @@
 
 #include "artifact/artifact_reader.h"
 #include "core/dtype.h"
+#include "tools/commands.h"
 
 namespace yoloc::tools {
 namespace {
@@ -24,12 +25,13 @@ double mb(double bytes) { return bytes / 1e6; }
 
 }  // namespace
 
-void inspect_artifact(const std::string& path, bool json) {
-  const artifact::Artifact a = artifact::Artifact::open(path);
+void inspect_artifact(const std::string& path, const std::string& json, const ArtifactLoadOptions& load) {
+  const std::shared_ptr<const artifact::Artifact> art = open_trusted_artifact(path, load);
+  const artifact::Artifact& a = *art;
   const artifact::Manifest& m = a.manifest();
-  if (json) {
-    fmt::print("{}\n", artifact::manifest_to_json(m).dump(2));
-    return;
+  if (!json.empty()) {
+    write_json(json, artifact::manifest_to_json(m), "--json");
+    if (json == "-") return;
   }
   fmt::print("artifact  {} (format {}, written by yoloc {})\n", path, a.header().format_version,
              m.tool_version);
@@ -65,8 +67,9 @@ void inspect_artifact(const std::string& path, bool json) {
                lanes > 1 ? fmt::format(" ({} lanes of {} at once)", lanes, launches / lanes) : "",
                mb(m.program.value("arena_bytes", 0.0)));
   }
-  fmt::print("signature {}\n", a.header().is_signed() ? "Ed25519 (verify with the public key)"
-                                                     : "none");
+  const bool unverified = a.signature() == artifact::SignatureState::kSignedNotVerified;
+  fmt::print("signature {}{}\n", a.signature_text(),
+             unverified ? " (Ed25519; pass --trust KEY.pub to verify it)" : "");
 }
 
 }  // namespace yoloc::tools

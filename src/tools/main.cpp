@@ -17,7 +17,11 @@ int main(int argc, char** argv) {
     // --help and --version exit 0 through CLI11; a bad command line is a user error like any
     // other: one line, exit code 1.
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "error: %s (see 'yoloc --help')\n", e.what());
+    // The help of the command being parsed (the last one named), else the overview's.
+    std::string help = "yoloc --help";
+    for (const CLI::App* sub : app.get_subcommands())
+      help = "yoloc " + sub->get_name() + " --help";
+    std::fprintf(stderr, "error: %s (see '%s')\n", e.what(), help.c_str());
     return 1;
   } catch (const yoloc::UserError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -4,6 +4,10 @@
 #include <string>
 #include <utility>
 
+#include <CLI/CLI.hpp>
+
+#include "yoloc/compiler.h"
+
 namespace yoloc::tools {
 
 /// An artifact to run: the given .ycm, or an ONNX model compiled for this machine into a
@@ -19,7 +23,13 @@ struct PreparedArtifact {
   ~PreparedArtifact();
 };
 
-/// `model` itself when it is a .ycm, else its compile for target cpu at `batch` (0: 1).
-PreparedArtifact prepare_artifact(const std::string& model, int batch);
+/// `model` itself when it is a .ycm, else its compile for target cpu as `options` say (family,
+/// imgsz, batch; batch 0: 1). A UserError for --family or --imgsz with an artifact (it was
+/// compiled with its own).
+PreparedArtifact prepare_artifact(const std::string& model, ModelOptions options);
+
+/// Adds --family and --imgsz (options.family, options.imgsz), as compile takes them, to a
+/// command that compiles an ONNX model on the fly.
+void add_on_the_fly_options(CLI::App& c, ModelOptions& options);
 
 }  // namespace yoloc::tools

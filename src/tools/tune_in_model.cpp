@@ -125,7 +125,21 @@ InModelSummary measure_in_model(const DetectorModelOptions& model,
   TempDir dir;
   std::vector<std::string> paths;
   std::vector<std::map<std::string, ScheduleConfig>> configs(ranks);
+  const auto seconds_left = [&] {
+    return o.deadline ? std::chrono::duration<double>(*o.deadline -
+                                                      std::chrono::steady_clock::now())
+                            .count()
+                      : 1e30;
+  };
+  double compile_s = 0;  // the longest compile so far
   for (size_t j = 0; j < ranks; ++j) {
+    // Another compile, and the runs after it, must end within the budget.
+    if (seconds_left() < 1.5 * compile_s + 2.0) {
+      progress.note(fmt::format("in the model: the time budget ends: {} of {} artifacts",
+                                paths.size(), ranks));
+      break;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
     for (const auto& [key, list] : ranked) configs[j][key] = list[std::min(j, list.size() - 1)];
     CompileOptions c;
     c.model = model;  // the compile options of the model (its path aside)
@@ -133,14 +147,32 @@ InModelSummary measure_in_model(const DetectorModelOptions& model,
     c.isa = o.isa;
     c.no_cache = true;  // candidates' builds, seldom built again: they would crowd the cache out
     progress.note(fmt::format("in the model: compiling rank {} of {}", j + 1, ranks));
-    compiler::compile(model.path, c, configs[j]);
+    // In a child process, so that a compile that would outlast the budget (the first one, whose
+    // time is not known yet) is stopped at it.
+    std::string error;
+    const std::optional<std::string> built = tuner::run_isolated(
+        [&] {
+          compiler::compile(model.path, c, configs[j]);
+          return std::string("built");
+        },
+        std::max(0.5, seconds_left() - 1.0), error);
+    if (!built) {
+      progress.note(fmt::format("in the model: rank {} not compiled ({}): {} of {} artifacts",
+                                j + 1, error, paths.size(), ranks));
+      break;
+    }
     paths.push_back(c.output);
+    compile_s = std::max(
+        compile_s,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  progress.note(fmt::format("in the model: {} artifacts, {} rounds of {} runs each", ranks,
+  if (paths.size() < 2) return sum;  // nothing to compare
+  progress.note(fmt::format("in the model: {} artifacts, {} rounds of {} runs each", paths.size(),
                             o.rounds, o.iters));
   std::string error;
   const std::optional<std::string> out =
-      tuner::run_isolated([&] { return profile_artifacts(paths, o); }, o.timeout_s, error);
+      tuner::run_isolated([&] { return profile_artifacts(paths, o); },
+                          std::max(1.0, std::min(o.timeout_s, seconds_left())), error);
   if (!out) {
     progress.note("in the model: the runs failed (" + error + "); no records added");
     return sum;

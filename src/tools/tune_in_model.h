@@ -8,6 +8,8 @@
 /// forked process, and each task's per-occurrence time for each config is appended to the
 /// records as a "model" record, which `compile --records` prefers to the records of kernels
 /// timed alone.
+#include <chrono>
+#include <optional>
 #include <string>
 
 #include "tools/detector_model.h"
@@ -24,6 +26,9 @@ struct InModelOptions {
   int threads = 1;  ///< the executor's threads
   std::string isa;  ///< the kernels' ISA (compile --isa)
   double timeout_s = 600;
+  /// The end of the run's time budget (none: nullopt): no artifact is compiled once the time
+  /// left would not cover another compile, and the runs stop there.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
 
 struct InModelSummary {

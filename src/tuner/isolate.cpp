@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +26,10 @@ std::optional<std::string> run_isolated(const std::function<std::string()>& fn, 
   const pid_t pid = fork_locked(
       [&] { return piped = pipe2(fds, O_CLOEXEC) == 0; },
       [&] {
+        // Its own process group, so that a timeout also stops what it started (a compile's
+        // host compiler holds the caller's stdout open); gone with the caller.
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         close(fds[0]);
         int code = 0;
         std::string out;
@@ -50,6 +55,7 @@ std::optional<std::string> run_isolated(const std::function<std::string()>& fn, 
     if (piped) close(fds[0]);
     return std::nullopt;
   }
+  setpgid(pid, pid);  // as the child does: whichever runs first
   std::string out;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   bool timed_out = false;
@@ -60,7 +66,7 @@ std::optional<std::string> run_isolated(const std::function<std::string()>& fn, 
     const int rc = left <= 0 ? 0 : poll(&p, 1, static_cast<int>(std::ceil(left * 1000)));
     if (rc < 0 && errno == EINTR) continue;
     if (rc == 0) {
-      kill(pid, SIGKILL);
+      kill(-pid, SIGKILL);
       timed_out = true;
       break;
     }

@@ -45,8 +45,12 @@ ProgressDisplay::ProgressDisplay(std::FILE* out, bool enabled)
 ProgressDisplay::~ProgressDisplay() { finish(); }
 
 void ProgressDisplay::update(const Progress& p) {
+  if (enabled_) show(progress_line(p));
+}
+
+void ProgressDisplay::show(const std::string& line) {
   if (!enabled_) return;
-  last_ = progress_line(p);
+  last_ = line;
   if (tty_) {
     // Clear the line and rewrite it, cut to a usual terminal width.
     std::string s = last_.size() > 160 ? last_.substr(0, 157) + "..." : last_;

@@ -36,6 +36,8 @@ class ProgressDisplay {
   ProgressDisplay& operator=(const ProgressDisplay&) = delete;
 
   void update(const Progress& p);
+  /// Shows `line` as the status line (what update() does with a tuning run's line).
+  void show(const std::string& line);
   /// A line that stays (above the status line on a terminal).
   void note(const std::string& line);
   /// Ends the status line.

@@ -23,7 +23,7 @@ def main():
     os.makedirs(a.work, exist_ok=True)
     art = os.path.join(a.work, "v5n-fp16.ycm")
     run([a.yoloc, "compile", a.model, "--family", "yolov5", "-o", art, "--force"])
-    dtype = json.loads(run([a.yoloc, "inspect", art, "--json"]))["inputs"][0]["dtype"]
+    dtype = json.loads(run([a.yoloc, "inspect", art, "--json", "-"]))["inputs"][0]["dtype"]
     if dtype != "float16":
         print(f"FAIL: the artifact's input is {dtype}, the test needs a float16 one")
         return 1

@@ -68,7 +68,7 @@ def main():
     expect("Add 1" in text and "Mul 1" in text and "Sub 1" in text, "text has the op histogram")
     expect("symbolic" in text, "text says FLOPs need static shapes")
 
-    j = json.loads(run([a.yoloc, "inspect", model, "--json"]))
+    j = json.loads(run([a.yoloc, "inspect", model, "--json", "-"]))
     expect(j["opset"] == 13, "json opset 13")
     expect(j["producer"].startswith("inspect-test"), "json producer")
     expect(j["inputs"][0]["shape"] == ["batch", 3, 8, 8], "json input shape keeps the symbol")
@@ -80,7 +80,7 @@ def main():
            "json FLOPs unknown with a symbolic batch")
     expect(j["metadata"] == {"author": "yoloc tests"}, "json metadata")
 
-    fixed = json.loads(run([a.yoloc, "inspect", model, "--json", "--dim", "batch=2"]))
+    fixed = json.loads(run([a.yoloc, "inspect", model, "--json", "-", "--dim", "batch=2"]))
     expect(fixed["outputs"][0]["shape"] == [2, 3, 8, 8], "--dim batch=2 gives static shapes")
     expect(fixed["flops"]["total"] is not None, "FLOPs are counted with static shapes")
 

@@ -21,7 +21,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-from common import relative_error, run, skip, yoloc_exec  # noqa: E402
+import compare  # noqa: E402
+from common import run, skip, yoloc_exec  # noqa: E402
 
 TRIALS = 16
 
@@ -127,10 +128,10 @@ def main():
     a = yoloc_exec(args.yoloc, work("default.ycm"), {"images": x}, work("exec-default"))
     b = yoloc_exec(args.yoloc, work("tuned.ycm"), {"images": x}, work("exec-tuned"))
     for name in a:
-        err, _ = relative_error(b[name], a[name])
-        print(f"{name}: tuned vs default relative error {err:.2e}")
-        if not err <= 1e-4:
-            fail(f"output {name} of the tuned artifact differs: relative error {err:.2e}")
+        passed, text = compare.judge(compare.part_errors(b[name], a[name], args.model, 1e-5), 1e-4)
+        print(f"{name}: tuned vs default relative error {text}")
+        if not passed:
+            fail(f"output {name} of the tuned artifact differs: relative error {text}")
 
     report = work("report.json")
     text = run([args.yoloc, "tune", args.model, "--records", records, "--threads", "1",

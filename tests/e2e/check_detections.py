@@ -3,16 +3,27 @@
 and an independent numpy pre/post-processing (letterbox or YOLOX resize, head decoding, NMS), as
 /work/shared/models/README.md specifies them.
 
-Every reference detection must have a yoloc detection of the same class with IoU >= 0.9 and a
-score within 0.01, and vice versa; detections whose score is within SCORE_TOL of the confidence
-threshold may be missing on either side.
+Every reference detection must have a yoloc detection of the same class with IoU >= 0.99, a score
+within 0.002 and no box edge moved by more than 0.25 input pixels (FP32), and vice versa;
+detections whose score is within the score tolerance of the confidence threshold may be missing on
+either side. Correct fp32 runs show IoU 1.0000, score 0.0000 and edges within 0.01 px (bus.jpg and
+zidane.jpg, every shared float model); the edge bound is what sees a one-pixel shift of a large box
+(the bus: IoU 0.996).
 
 Dynamically quantized models quantize every activation at run time: a last-bit difference in a
 float op (ONNX Runtime's Sigmoid is a polynomial approximation) moves a value across a rounding
 boundary of the next quantization, and scores drift by one or two quanta (up to ~0.02) between
 any two correct implementations. For them the ONNX reference evaluator (onnx.reference) is a
-second, independent reference: the score tolerance on an image becomes 1.5x the largest score
-difference between the two references there (at least SCORE_TOL).
+second, independent reference: the tolerances on an image become 1.5x the largest differences
+between the two references there (score, 1 - IoU, edge shift; at least INT8_FLOOR's, as single
+detections move by whole quanta). A one-pixel shift is within that drift: the compiled check
+(against the float rewrite, FP32) is the one that sees it for these models.
+
+A dynamically quantized model compiled for the CPU computes in float (weights dequantized): its
+detections must match the reference executor running that rewrite (`yoloc run --precision fp32`)
+within FP32, and ONNX Runtime's int8 detections within 1.5x the differences between ONNX
+Runtime's int8 detections and its detections on the float rewrite made independently
+(float_rewrite.py): two references independent of yoloc for the cost of float activations.
 
 usage: check_detections.py --yoloc BIN --decoder DECODE_BIN --model M.onnx --images A.jpg ...
                            --work DIR [--conf 0.25] [--iou 0.45]
@@ -28,28 +39,66 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+import compare  # noqa: E402
 
-MIN_IOU = 0.9
-SCORE_TOL = 0.01
+
+class Tolerance:
+    """How far a matched detection may be: IoU at least min_iou, score within score, every box
+    edge within shift input pixels."""
+
+    def __init__(self, min_iou, score, shift):
+        self.min_iou, self.score, self.shift = min_iou, score, shift
+
+    def __str__(self):
+        return f"IoU >= {self.min_iou:.4f}, score within {self.score:.4f}, edges within " \
+               f"{self.shift:.2f} px"
+
+
+# fp32 runs against fp32 references (measured: IoU 1.0000, score 0.0000, edges < 0.01 px).
+FP32 = Tolerance(0.99, 0.002, 0.25)
+# The fp16 model (yolov5n-fp16) run in fp16 by both sides: its outputs round box coordinates near
+# 640 to 0.25-0.5 px (measured: IoU 0.9983, score 0.0005, edges 0.12 px).
+FP16_MODEL = Tolerance(0.99, 0.002, 0.5)
+# Activations stored in 16 bits (CUDA --precision fp16 / bf16) move scores by up to about 1e-2 and
+# round box coordinates at every store (recorded GPU runs: IoU >= 0.9993, score 0.0011; edges
+# not recorded, bounded loosely).
+NARROW = Tolerance(0.99, 0.02, 2.0)
+# Matches two references to measure how far apart they are.
+LOOSE = Tolerance(0.5, 1.0, float("inf"))
+SLACK = 1.5
+
+
+def tolerance(precision, fp16_model):
+    """The tolerance against an fp32 or fp16 reference of the same precision."""
+    return NARROW if precision != "fp32" else FP16_MODEL if fp16_model else FP32
+
+
+# Two int8 implementations' detections move by whole quanta, one detection at a time: ONNX Runtime
+# and the ONNX reference evaluator differ by up to IoU 0.946, score 0.034 and edges 5.4 px on
+# bus.jpg / zidane.jpg, yoloc and ONNX Runtime by up to IoU 0.910 and edges 5.5 px, 1.5x to 3x the
+# references' figures on the same image. So the int8 tolerance derived on an image is at least
+# this (IoU 0.9 as the whole-model check always allowed; edges 1.5x the largest references' 5.4).
+INT8_FLOOR = Tolerance(0.9, 0.01, 8.0)
+
+
+def derived(pairs, floor=FP32):
+    """The tolerance SLACK times the differences of matched pairs of two references (at least
+    floor's)."""
+    return Tolerance(min(floor.min_iou, 1 - SLACK * (1 - min((p[0] for p in pairs), default=1))),
+                     max(floor.score, SLACK * max((p[1] for p in pairs), default=0)),
+                     max(floor.shift, SLACK * max((p[2] for p in pairs), default=0)))
+
 MAX_DET = 300
 PAD = 114
 
 
 def family(model, session):
     """The head of a model: 'v8' (1,4+C,N), 'v5' (B,N,5+C), 'yolox' (raw head), 'v10' (1,300,6)."""
-    base = os.path.basename(model).lower()
-    if "yolox" in base:
-        return "yolox"
     shape = session.get_outputs()[0].shape
-    if isinstance(shape[-1], int) and shape[-1] == 6:
-        return "v10"
-    if isinstance(shape[1], int) and shape[1] == 84:
-        return "v8"
-    if "yolov5" in base or (isinstance(shape[-1], int) and shape[-1] == 85):
-        return "v5"
-    if "yolov8" in base or "yolo11" in base:
-        return "v8"
-    raise SystemExit(f"error: cannot tell the head of {model} (output {shape})")
+    fam = compare.head_family(model, shape)
+    if fam is None:
+        raise SystemExit(f"error: cannot tell the head of {model} (output {shape})")
+    return fam
 
 
 def input_size(session):
@@ -182,8 +231,9 @@ def reference(session, model, rgb, conf, iou_thr):
             for b, s, c in zip(boxes, scores, classes)]
 
 
-def match(ref, got, conf, score_tol=SCORE_TOL):
-    """Returns (problems, matched pairs) between reference and yoloc detections."""
+def match(ref, got, conf, tol, r):
+    """Returns (problems, matched pairs (IoU, score difference, largest edge shift in input
+    pixels)) between reference and yoloc detections; r is input pixels per image pixel."""
     problems, pairs = [], []
     used = set()
     for d in sorted(ref, key=lambda d: -d["score"]):
@@ -194,20 +244,29 @@ def match(ref, got, conf, score_tol=SCORE_TOL):
             v = float(iou(np.array(d["box"]), np.array([g["box"]]))[0])
             if v > best_iou:
                 best, best_iou = j, v
-        if best is not None and best_iou >= MIN_IOU and \
-                abs(got[best]["score"] - d["score"]) <= score_tol:
+        ds = shift = None
+        if best is not None:
+            ds = abs(got[best]["score"] - d["score"])
+            shift = r * float(np.max(np.abs(np.array(got[best]["box"]) - np.array(d["box"]))))
+        if best is not None and best_iou >= tol.min_iou and ds <= tol.score and shift <= tol.shift:
             used.add(best)
-            pairs.append((best_iou, abs(got[best]["score"] - d["score"])))
-        elif d["score"] >= conf + score_tol:
-            near = f"; nearest same-class yoloc box IoU {best_iou:.3f}" + (
-                f" score {got[best]['score']:.4f}" if best is not None else "")
+            pairs.append((best_iou, ds, shift))
+        elif d["score"] >= conf + tol.score:
+            near = f"; nearest same-class yoloc box IoU {best_iou:.4f}" + (
+                f" score {got[best]['score']:.4f} edges {shift:.2f} px" if best is not None else "")
             problems.append(f"reference detection class {d['class_id']} score {d['score']:.4f} "
                             f"box {[round(v, 1) for v in d['box']]} has no match{near}")
     for j, g in enumerate(got):
-        if j not in used and g["score"] >= conf + score_tol:
+        if j not in used and g["score"] >= conf + tol.score:
             problems.append(f"extra yoloc detection class {g['class_id']} score {g['score']:.4f} "
                             f"box {[round(v, 1) for v in g['box']]}")
     return problems, pairs
+
+
+def figures(pairs):
+    return (f"{len(pairs)} matched, min IoU {min(p[0] for p in pairs):.4f}, max score diff "
+            f"{max(p[1] for p in pairs):.4f}, max edge shift {max(p[2] for p in pairs):.2f} px"
+            if pairs else "0 matched")
 
 
 class ReferenceEvaluatorSession:
@@ -274,10 +333,14 @@ def main():
     second = ReferenceEvaluatorSession(session, args.model) if quantized else None
     target = args.model
     # A quantized model compiled for the CPU computes in fp32 (weights dequantized, activations
-    # in float): its reference is the reference executor on that same rewrite, and how far it
-    # lands from the int8 references is reported, not judged.
+    # in float): its references are the reference executor on that same rewrite, and ONNX
+    # Runtime's int8 run within the cost of float activations (measured on ONNX Runtime's run of
+    # the float rewrite).
     fp32_reference = None
     if args.compile and quantized:
+        from float_rewrite import float_rewrite_session
+
+        second = float_rewrite_session(args.model)
         p = common.run([args.yoloc, "run", args.model, *args.images, "--json", "-", *extra,
                         *family_opts, "--precision", "fp32"], "yoloc run --precision fp32")
         fp32_reference = json.loads(p.stdout)
@@ -296,38 +359,43 @@ def main():
         return 1
     ok = True
     name = os.path.basename(args.model)
+    size = input_size(session)
+    fp16_model = session.get_inputs()[0].type == "tensor(float16)"
     for image, res in zip(args.images, results):
         pixels = os.path.join(args.work, os.path.basename(image) + ".npy")
         common.run([args.decoder, image, pixels], "image decoder")
         rgb = np.load(pixels)
         h, w = rgb.shape[:2]
+        r = min(size / h, size / w)
         problems = []
         if (res.get("width"), res.get("height")) != (w, h):
             problems.append(f"image size {res.get('width')}x{res.get('height')}, expected {w}x{h}")
+            print(f"FAIL {name} {os.path.basename(image)}: {problems[-1]}")
         ref = reference(session, args.model, rgb, args.conf, args.iou)
-        # Activations stored in 16 bits move scores by up to about 1e-2.
-        score_tol = SCORE_TOL if args.precision == "fp32" else 0.02
-        if fp32_reference is not None:
-            _, int8_pairs = match(ref, res.get("detections", []), args.conf, score_tol=1.0)
-            print(f"     {os.path.basename(image)}: compiled fp32 vs ONNX Runtime's int8 run: "
-                  f"max score diff {max((p[1] for p in int8_pairs), default=0.0):.4f} (reported)")
-            ref = fp32_reference[args.images.index(image)]["detections"]
-        elif second is not None:
+        got = res.get("detections", [])
+        tol = tolerance(args.precision, fp16_model)
+        checks = [("ONNX Runtime", ref, tol)]
+        if second is not None:
             ref2 = reference(second, args.model, rgb, args.conf, args.iou)
-            _, ref_pairs = match(ref, ref2, args.conf, score_tol=1.0)
-            spread = max((p[1] for p in ref_pairs), default=0.0)
-            score_tol = max(SCORE_TOL, 1.5 * spread)
-            print(f"     {os.path.basename(image)}: ONNX Runtime and the ONNX reference evaluator "
-                  f"differ by up to {spread:.4f} in score: tolerance {score_tol:.4f}")
-        probs, pairs = match(ref, res.get("detections", []), args.conf, score_tol)
-        problems += probs
+            _, ref_pairs = match(ref, ref2, args.conf, LOOSE, r)
+            other = "its float rewrite" if fp32_reference is not None else \
+                "the ONNX reference evaluator"
+            checks = [("ONNX Runtime (int8)", ref,
+                       derived(ref_pairs, FP32 if fp32_reference is not None else INT8_FLOOR))]
+            print(f"     {os.path.basename(image)}: ONNX Runtime's int8 run and {other}: "
+                  f"{figures(ref_pairs)}")
+        if fp32_reference is not None:
+            checks.append(("the reference executor's fp32 rewrite",
+                           fp32_reference[args.images.index(image)]["detections"], tol))
+        for what, want, t in checks:
+            probs, pairs = match(want, got, args.conf, t, r)
+            problems += probs
+            print(f"{'ok  ' if not probs else 'FAIL'} {name} {os.path.basename(image)} vs {what}: "
+                  f"{len(want)} reference, {len(got)} yoloc detections; {figures(pairs)} "
+                  f"(allowed {t})")
+            for pr in probs:
+                print(f"     {pr}")
         ok &= not problems
-        figure = (f"{len(pairs)} matched, min IoU {min(p[0] for p in pairs):.4f}, max score diff "
-                  f"{max(p[1] for p in pairs):.4f}" if pairs else "0 matched")
-        print(f"{'ok  ' if not problems else 'FAIL'} {name} {os.path.basename(image)}: "
-              f"{len(ref)} reference, {len(res.get('detections', []))} yoloc detections; {figure}")
-        for pr in problems:
-            print(f"     {pr}")
     if len(results) != len(args.images):
         print(f"FAIL: yoloc gave {len(results)} results for {len(args.images)} images")
         ok = False

@@ -12,8 +12,13 @@ image files' own headers, so nothing but the boxes and scores comes from yoloc. 
 yoloc's: IoU thresholds 0.50:0.05:0.95, all areas, at most 300 detections per image, AP averaged
 over the classes present in the ground truth.
 
-Prints {"map50": f, "map50_95": f, "images": n}; with --compare, exits 1 when yoloc's figures
-differ by more than --tol (default 0.005).
+Precision and recall are Ultralytics val's (ap_per_class, re-implemented here in numpy): per
+class, the detections matched by pycocotools at IoU 0.5 give precision and recall curves over
+1000 confidences; P and R are read where the smoothed mean F1 over the classes is highest.
+
+Prints {"map50": f, "map50_95": f, "precision": f, "recall": f, "images": n, "classes":
+{class_id: {"map50", "map50_95", "precision", "recall"}}}; with --compare, exits 1 when yoloc's
+figures differ by more than --tol (default 0.005).
 """
 import argparse
 import contextlib
@@ -103,6 +108,39 @@ def load_detections(path, images):
     return dets
 
 
+def ultralytics_precision_recall(tp, conf, pred_cls, target_counts):
+    """Ultralytics' ap_per_class (ultralytics/utils/metrics.py) for P and R: tp (N,) bools at
+    IoU 0.5, conf (N,), pred_cls (N,), target_counts {class: ground-truth count}. Returns
+    ({class: (p, r)}, mean p, mean r)."""
+    eps = 1e-16
+    i = np.argsort(-conf, kind="stable")
+    tp, conf, pred_cls = tp[i], conf[i], pred_cls[i]
+    classes = sorted(target_counts)
+    x = np.linspace(0, 1, 1000)
+    p_curve, r_curve = np.zeros((len(classes), 1000)), np.zeros((len(classes), 1000))
+    for ci, c in enumerate(classes):
+        k = pred_cls == c
+        n_l, n_p = target_counts[c], k.sum()
+        if n_p == 0 or n_l == 0:
+            continue
+        fpc = (1 - tp[k]).cumsum(0)
+        tpc = tp[k].cumsum(0)
+        recall = tpc / (n_l + eps)
+        r_curve[ci] = np.interp(-x, -conf[k], recall, left=0)
+        precision = tpc / (tpc + fpc)
+        p_curve[ci] = np.interp(-x, -conf[k], precision, left=1)
+    f1 = 2 * p_curve * r_curve / (p_curve + r_curve + eps)
+    y = f1.mean(0)
+    nf = round(len(y) * 0.1 * 2) // 2 + 1  # Ultralytics' smooth(y, f=0.1)
+    pad = np.ones(nf // 2)
+    smoothed = np.convolve(np.concatenate((pad * y[0], y, pad * y[-1])), np.ones(nf) / nf,
+                           mode="valid")
+    best = smoothed.argmax()
+    p, r = p_curve[:, best], r_curve[:, best]
+    return ({c: (float(p[ci]), float(r[ci])) for ci, c in enumerate(classes)},
+            float(p.mean()), float(r.mean()))
+
+
 def evaluate(data_dir, detections_path):
     images, annotations, classes = load_ground_truth(data_dir)
     dets = load_detections(detections_path, images)
@@ -128,6 +166,27 @@ def evaluate(data_dir, detections_path):
     summary["map50_95"] = float(np.mean(p[p > -1]))
     p50 = p[0]
     summary["map50"] = float(np.mean(p50[p50 > -1]))
+    # Per class: AP, and the detections pycocotools matched at IoU 0.5 (area "all").
+    tp, conf, pred_cls, counts = [], [], [], {}
+    for ev in e.evalImgs:
+        if ev is None or ev["aRng"] != e.params.areaRng[0]:
+            continue
+        c = ev["category_id"] - 1
+        counts[c] = counts.get(c, 0) + int(np.sum(np.logical_not(ev["gtIgnore"])))
+        tp += [bool(m > 0) for m in ev["dtMatches"][0]]
+        conf += list(ev["dtScores"])
+        pred_cls += [c] * len(ev["dtScores"])
+    pr, summary["precision"], summary["recall"] = ultralytics_precision_recall(
+        np.array(tp, dtype=np.float64), np.array(conf, dtype=np.float64), np.array(pred_cls),
+        {c: n for c, n in counts.items() if n > 0})
+    summary["classes"] = {}
+    for k, cat in enumerate(e.params.catIds):
+        pk = p[:, :, k]
+        summary["classes"][int(cat) - 1] = {
+            "map50": float(np.mean(pk[0][pk[0] > -1])) if np.any(pk[0] > -1) else 0.0,
+            "map50_95": float(np.mean(pk[pk > -1])) if np.any(pk > -1) else 0.0,
+            "precision": pr.get(cat - 1, (0.0, 0.0))[0],
+            "recall": pr.get(cat - 1, (0.0, 0.0))[1]}
     return summary
 
 

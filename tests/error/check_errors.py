@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Bad inputs must give a user error: exit code 1 and exactly one stderr line `error: ...` that
 names the problem. A signal (crash, abort), exit code 3 (internal error) or a multi-line message
-fails the case.
+fails the case (`yoloc run`'s "warning: skipping ..." lines about unreadable inputs aside: it
+goes on with the others and fails at the end).
 
 usage: check_errors.py --yoloc BIN --shared DIR --work DIR --case NAME
 """
@@ -172,7 +173,44 @@ class Case:
         image = self.write("not-an-image.jpg", b"this is not a JPEG\n")
         out = os.path.join(self.work, "out")
         return [[self.yoloc, "run", self.shared_model(), image, "--json", out + ".json"]], [
-            "not-an-image.jpg"]
+            "not-an-image.jpg", "cannot decode"]
+
+    # --- command lines: each command's own help, flags that cannot apply ---
+
+    def run_unknown_flag(self):
+        return [[self.yoloc, "run", "--no-such-flag", "x.ycm", "x.jpg"]], [
+            "--no-such-flag", "'yoloc run --help'"]
+
+    def eval_without_data(self):
+        return [[self.yoloc, "eval", "x.ycm"]], ["--data", "'yoloc eval --help'"]
+
+    def inspect_dot_artifact(self):
+        path = self.write("compiled.ycm", self._artifact())
+        svg = os.path.join(self.work, "graph.svg")
+        self._checks_after = lambda: not os.path.exists(svg) or "a file was written at " + svg
+        return [[self.yoloc, "inspect", path, "--dot", svg]], ["--dot", "ONNX model"]
+
+    def bench_family_for_artifact(self):
+        path = self.write("compiled.ycm", self._artifact())
+        return [[self.yoloc, "bench", path, "--family", "yolov8", "--iters", "1"],
+                [self.yoloc, "profile", path, "--imgsz", "320", "--iters", "1"]], [
+            "--family", "compiled.ycm"]
+
+    def run_save_conf_without_save_txt(self):
+        return [[self.yoloc, "run", self.shared_model(),
+                 os.path.join(self.shared, "data", "images", "bus.jpg"), "--save-conf"]], [
+            "--save-conf", "--save-txt"]
+
+    def run_class_out_of_range(self):
+        path = self.write("compiled.ycm", self._artifact())
+        return [[self.yoloc, "run", path, os.path.join(self.shared, "data", "images", "bus.jpg"),
+                 "--classes", "0", "80"]], ["--classes 80", "0 to 79"]
+
+    def run_folder_without_images(self):
+        empty = os.path.join(self.work, "empty")
+        os.makedirs(empty, exist_ok=True)
+        self.write(os.path.join("empty", "readme.txt"), b"no images here\n")
+        return [[self.yoloc, "run", self.shared_model(), empty]], ["empty", "no image"]
 
     # --- compiled artifacts: made once (yoloc compile of yolov8n), then damaged copies ---
 
@@ -228,6 +266,47 @@ class Case:
         data = np.random.default_rng(7).integers(0, 256, 4096, dtype=np.uint8).tobytes()
         return self._artifact_commands(self.write("random.ycm", data)), ["random.ycm"]
 
+    # --- images that are not regular files, or too large, refused at once ---
+
+    def _run_artifact_on(self, image):
+        path = self.write("model.ycm", self._artifact())
+        return [[self.yoloc, "run", path, image, "--json", os.path.join(self.work, "d.json")]]
+
+    def image_fifo(self):
+        fifo = os.path.join(self.work, "pipe.jpg")
+        if os.path.exists(fifo):
+            os.remove(fifo)
+        os.mkfifo(fifo)
+        return self._run_artifact_on(fifo), ["pipe.jpg", "FIFO"]
+
+    def image_device(self):
+        return self._run_artifact_on("/dev/zero"), ["/dev/zero", "character device"]
+
+    def image_directory(self):
+        return self._run_artifact_on(self.work), ["directory"]
+
+    def image_too_many_pixels(self):
+        """An 18000x18000 grey-zero PNG of about 1 MB: 324 megapixels, refused by its header."""
+        import struct
+        import zlib
+        path = os.path.join(self.work, "huge.png")
+        if not os.path.isfile(path):
+            def chunk(kind, body):
+                return (struct.pack(">I", len(body)) + kind + body +
+                        struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF))
+            z = zlib.compressobj(9)
+            row = bytes(1 + 18000 * 3)
+            idat = b"".join(z.compress(row) for _ in range(18000)) + z.flush()
+            with open(path, "wb") as f:
+                f.write(b"\x89PNG\r\n\x1a\n" +
+                        chunk(b"IHDR", struct.pack(">IIBBBBB", 18000, 18000, 8, 2, 0, 0, 0)) +
+                        chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+        return self._run_artifact_on(path), ["huge.png", "18000x18000", "YOLOC_MAX_IMAGE_PIXELS"]
+
+    def bench_too_many_threads(self):
+        path = self.write("model.ycm", self._artifact())
+        return [[self.yoloc, "bench", path, "--threads", "3000", "--iters", "1"]], ["3000", "1024"]
+
     def compile_output_exists(self):
         existing = self.write("precious.ycm", b"user data")
         self._checks_after = lambda: open(existing, "rb").read() == b"user data" or \
@@ -273,8 +352,12 @@ class Case:
 
 def check(cmd, needles):
     """Returns a list of problems with the command's behaviour (empty when it is right)."""
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    err = p.stderr.strip()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return ["did not finish in 300 s (a hang)"]
+    err = "\n".join(line for line in p.stderr.strip().splitlines()
+                    if not line.startswith("warning: skipping "))
     shown = " ".join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))
     print(f"$ {shown}\n  exit {p.returncode}: {err}")
     problems = []

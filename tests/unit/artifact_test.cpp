@@ -219,21 +219,64 @@ TEST_F(ArtifactTest, Signatures) {
   const std::string signed_path = write("s.ycm", path("k.sec"));
   const std::string plain = write("p.ycm");
 
-  const Artifact good = Artifact::open(signed_path, {path("k.pub")});
+  const Artifact good = Artifact::open(signed_path, {{path("k.pub")}});
   EXPECT_TRUE(good.signature_verified());
-  EXPECT_NO_THROW(Artifact::open(signed_path));  // no key required: the digest still holds
+  EXPECT_EQ(good.signature_text(), "verified with " + path("k.pub"));
+  // Any one of several trusted keys will do; the one that verified is named.
+  const Artifact either = Artifact::open(signed_path, {{path("other.pub"), path("k.pub")}});
+  EXPECT_EQ(either.verified_key(), path("k.pub"));
+  // No key trusted: the digest still holds, and the signature is reported unverified.
+  const Artifact unchecked = Artifact::open(signed_path);
+  EXPECT_FALSE(unchecked.signature_verified());
+  EXPECT_EQ(unchecked.signature_text(), "signed, not verified");
+  EXPECT_EQ(Artifact::open(plain).signature_text(), "unsigned");
 
-  EXPECT_HAS(open_error(signed_path, {path("other.pub")}), "bad signature");
-  EXPECT_HAS(open_error(plain, {path("k.pub")}), "is not signed");
+  EXPECT_HAS(open_error(signed_path, {{path("other.pub")}}), "bad signature");
+  EXPECT_HAS(open_error(plain, {{path("k.pub")}}), "is not signed");
+  EXPECT_HAS(open_error(signed_path, {{std::string()}}), "empty path");
 
   std::string bytes = read_all(signed_path);
   bytes.back() ^= 0x40;  // inside the signature: the digest still holds
   write_all(path("bad.ycm"), bytes);
-  EXPECT_HAS(open_error(path("bad.ycm"), {path("k.pub")}), "bad signature");
+  EXPECT_HAS(open_error(path("bad.ycm"), {{path("k.pub")}}), "bad signature");
+  EXPECT_EQ(Artifact::open(path("bad.ycm")).signature_text(), "signed, not verified");
 
   write_all(path("junk.pub"), "not hex\n");
-  EXPECT_HAS(open_error(signed_path, {path("junk.pub")}), "public key file");
-  EXPECT_HAS(open_error(signed_path, {path("absent.pub")}), "cannot read");
+  EXPECT_HAS(open_error(signed_path, {{path("junk.pub")}}), "public key file");
+  EXPECT_HAS(open_error(signed_path, {{path("absent.pub")}}), "cannot read");
+}
+
+// A signed artifact whose manifest is edited and whose digest is recomputed (what anyone can
+// do) keeps a signature over the old digest: refused.
+TEST_F(ArtifactTest, ReDigestedEditsFailTheSignature) {
+  generate_key_pair(path("k.sec"), path("k.pub"));
+  const std::string original = read_all(write("s.ycm", path("k.sec")));
+  const Header h = decode_header(reinterpret_cast<const std::byte*>(original.data()));
+  std::string bytes = original;
+  const size_t at = bytes.find("yolov8");
+  ASSERT_LT(at, h.manifest_offset + h.manifest_size);
+  bytes.replace(at, 6, "yolov5");
+  const Digest d = sha256(std::as_bytes(std::span(bytes.data(), h.digest_offset)));
+  bytes.replace(h.digest_offset, d.size(), reinterpret_cast<const char*>(d.data()), d.size());
+  write_all(path("edited.ycm"), bytes);
+  EXPECT_EQ(Artifact::open(path("edited.ycm")).manifest().family, "yolov5");  // digest holds
+  EXPECT_HAS(open_error(path("edited.ycm"), {{path("k.pub")}}), "bad signature");
+}
+
+// The bytes used are the bytes verified: rewriting the file after it was opened changes
+// nothing the Artifact hands out.
+TEST_F(ArtifactTest, BlobsAreAPrivateCopy) {
+  const std::string p = write("m.ycm");
+  const Artifact a = Artifact::open(p);
+  const std::span<const std::byte> weights = a.blob("weights");
+  const std::vector<std::byte> before(weights.begin(), weights.end());
+  {
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);  // in place, no rename
+    const std::string zeros(read_all(p).size(), '\0');
+    f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  }
+  ASSERT_EQ(read_all(p)[0], '\0');
+  EXPECT_EQ(std::vector<std::byte>(weights.begin(), weights.end()), before);
 }
 
 TEST_F(ArtifactTest, MalformedManifestsAreRefused) {
@@ -249,6 +292,22 @@ TEST_F(ArtifactTest, MalformedManifestsAreRefused) {
   j["inputs"][0]["shape"] = "1x3";
   write_all(path("t.ycm"), pack_artifact(j.dump(), "", std::nullopt));
   EXPECT_HAS(open_error(path("t.ycm")), "'inputs[0].shape' is not an array");
+
+  // Nested a million deep: refused while parsing, in one line, without exhausting the stack.
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  write_all(path("deep.ycm"), pack_artifact(deep, "", std::nullopt));
+  const std::string msg = open_error(path("deep.ycm"));
+  EXPECT_HAS(msg, "nests deeper than");
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+  // What yoloc itself writes stays well inside the depth cap.
+  j = manifest_to_json(manifest());
+  j["program"] = {{"calls", {{{"task", {{"config", {{"a", {1, 2}}}}}}}}}};
+  write_all(path("ok.ycm"), pack_artifact(j.dump(), "", std::nullopt));
+  EXPECT_NO_THROW(Artifact::open(path("ok.ycm")));
+  // Larger than a manifest may be.
+  write_all(path("big.ycm"),
+            pack_artifact(std::string(kMaxManifestBytes + 1, ' '), "", std::nullopt));
+  EXPECT_HAS(open_error(path("big.ycm")), "more than the");
 }
 
 TEST_F(ArtifactTest, BlobsOutsideTheSectionAreRefused) {

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "artifact/signing.h"
 #include "codegen/cpu/host_compiler.h"
 
 namespace yoloc::codegen {
@@ -105,6 +106,33 @@ TEST(BuildCache, DamagedEntriesAreRebuiltAndReplaced) {
     cache.get_or_build("k", [&] { ++builds; return payload; }, &hit);
     EXPECT_TRUE(hit);
   }
+}
+
+// An entry carries its payload's SHA-256 (not a 64-bit checksum one can forge by hand).
+TEST(BuildCache, EntriesCarryThePayloadsSha256) {
+  TempDir t;
+  BuildCache cache(t.path.string());
+  const std::string payload = "kernel bytes";
+  cache.get_or_build("k", [&] { return payload; });
+  std::ifstream in(entries(t.path).at(0), std::ios::binary);
+  const std::string entry((std::istreambuf_iterator<char>(in)), {});
+  const artifact::Digest d = artifact::sha256(std::as_bytes(std::span(payload.data(), payload.size())));
+  EXPECT_NE(entry.find(std::string(reinterpret_cast<const char*>(d.data()), d.size())),
+            std::string::npos);
+}
+
+// A build whose result gets signed never takes the cache's word: whoever can write the folder
+// can also write a matching digest. A fill-only cache builds every time, and stores the build.
+TEST(BuildCache, AFillOnlyCacheNeverReadsAndStillStores) {
+  TempDir t;
+  BuildCache cache(t.path.string());
+  cache.get_or_build("k", [] { return std::string("poisoned"); });
+  BuildCache fill_only(t.path.string(), BuildCache::kDefaultMaxBytes, /*reads=*/false);
+  bool hit = true;
+  EXPECT_EQ(fill_only.get_or_build("k", [] { return std::string("fresh"); }, &hit), "fresh");
+  EXPECT_FALSE(hit);
+  EXPECT_EQ(cache.get_or_build("k", [] { return std::string("other"); }, &hit), "fresh");
+  EXPECT_TRUE(hit);
 }
 
 TEST(BuildCache, AFailedBuildStoresNothing) {

@@ -1,4 +1,7 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
 
 #include <filesystem>
 #include <fstream>
@@ -76,4 +79,67 @@ TEST(Image, UnsupportedOutputExtension) {
   const std::string msg =
       error_of([] { write_image((fs::temp_directory_path() / "x.gif").string(), Image(2, 2)); });
   EXPECT_NE(msg.find(".gif"), std::string::npos) << msg;
+}
+
+namespace {
+
+/// A PNG signature and an IHDR chunk declaring width x height RGB pixels, and no pixel data
+/// (stb_image does not check chunk CRCs).
+std::string png_header(uint32_t width, uint32_t height) {
+  std::string s("\x89PNG\r\n\x1a\n", 8);
+  const auto be32 = [&](uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) s.push_back(static_cast<char>(v >> shift));
+  };
+  be32(13);
+  s += "IHDR";
+  be32(width);
+  be32(height);
+  s += std::string("\x08\x02\x00\x00\x00", 5);  // 8-bit, RGB, deflate, no filter, no interlace
+  be32(0);                                       // CRC
+  return s;
+}
+
+}  // namespace
+
+TEST(Image, FifoIsRefusedWithoutBlocking) {
+  const fs::path p = temp_dir() / "pipe.jpg";
+  fs::remove(p);
+  ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
+  const std::string msg = error_of([&] { read_image(p.string()); });
+  EXPECT_NE(msg.find("FIFO"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(p.string()), std::string::npos) << msg;
+}
+
+TEST(Image, DeviceIsRefusedWithoutReading) {
+  const std::string msg = error_of([] { read_image("/dev/zero"); });
+  EXPECT_NE(msg.find("character device"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("/dev/zero"), std::string::npos) << msg;
+}
+
+TEST(Image, HugeHeaderIsRefusedBeforeDecoding) {
+  const std::string msg = error_of([] { decode_image(png_header(18000, 18000), "huge.png"); });
+  EXPECT_NE(msg.find("18000x18000"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("YOLOC_MAX_IMAGE_PIXELS"), std::string::npos) << msg;
+  // Within the limit, the same header goes on to the decoder, which finds no pixel data.
+  const std::string small = error_of([] { decode_image(png_header(64, 64), "small.png"); });
+  EXPECT_EQ(small.find("YOLOC_MAX_IMAGE_PIXELS"), std::string::npos) << small;
+}
+
+TEST(Image, LimitsAreConfigurable) {
+  const fs::path p = temp_dir() / "ten.png";
+  write_image(p.string(), Image(10, 10, 7));
+  const std::string pixels = error_of([&] { read_image(p.string(), {1 << 20, 99}); });
+  EXPECT_NE(pixels.find("limit of 99 pixels"), std::string::npos) << pixels;
+  const std::string bytes = error_of([&] { read_image(p.string(), {20, 1 << 20}); });
+  EXPECT_NE(bytes.find("limit of 20 bytes"), std::string::npos) << bytes;
+  EXPECT_EQ(read_image(p.string(), {1 << 20, 100}).width, 10);
+
+  ::setenv("YOLOC_MAX_IMAGE_PIXELS", "99", 1);
+  const std::string env = error_of([&] { read_image(p.string()); });
+  ::setenv("YOLOC_MAX_IMAGE_PIXELS", "lots", 1);
+  const std::string bad = error_of([] { image_limits_from_env(); });
+  ::unsetenv("YOLOC_MAX_IMAGE_PIXELS");
+  EXPECT_NE(env.find("limit of 99 pixels"), std::string::npos) << env;
+  EXPECT_NE(bad.find("YOLOC_MAX_IMAGE_PIXELS='lots'"), std::string::npos) << bad;
+  EXPECT_EQ(read_image(p.string()).height, 10);
 }

@@ -47,6 +47,49 @@ TEST(Detector, LetterboxNetworkNmsAndMapBack) {
   EXPECT_FLOAT_EQ(dets[1].box.y1, 500);  // (390 - 140) / 0.5
 }
 
+TEST(Detector, BatchesImagesAndPadsTheLastBatch) {
+  // A batch-3 network whose head item i holds one box at cx = 100 + 10 * (first pixel of item
+  // i's input, 0..1): each image's detections must come from its own item.
+  DetectorConfig c;
+  c.batch = 3;
+  std::vector<Shape> shapes;
+  std::vector<float> padding;  // the first value of every input item past the images
+  int runs = 0;
+  Detector d(
+      [&](const Tensor& x) {
+        shapes.push_back(x.shape());
+        const int64_t item = x.numel() / x.dim(0);
+        Tensor head(DType::kFloat32, {x.dim(0), 6, 1});
+        for (int64_t b = 0; b < x.dim(0); ++b) {
+          const float v = x.data<float>()[b * item];
+          float* h = head.data<float>() + b * 6;
+          h[0] = 100 + 10 * v * 255;  // cx encodes the image's grey level
+          h[1] = 320, h[2] = 20, h[3] = 20, h[4] = 0.9f, h[5] = 0.1f;
+          if (runs == 1 && b >= 1) padding.push_back(v);
+        }
+        ++runs;
+        return std::vector<Tensor>{head};
+      },
+      c);
+  std::vector<Image> images;
+  for (int i = 0; i < 4; ++i) images.emplace_back(640, 640, static_cast<uint8_t>(i + 1));
+  StageTimes t;
+  const auto dets = d.detect(images, &t);
+  ASSERT_EQ(dets.size(), 4u);
+  EXPECT_EQ(shapes, (std::vector<Shape>{{3, 3, 640, 640}, {3, 3, 640, 640}}));
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(dets[i].size(), 1u) << "image " << i;
+    EXPECT_NEAR((dets[i][0].box.x1 + dets[i][0].box.x2) / 2, 100 + 10 * (i + 1), 1e-3)
+        << "image " << i << " got another item's detections";
+  }
+  EXPECT_EQ(padding, (std::vector<float>{0.0f, 0.0f}));  // the last batch's two blank items
+  EXPECT_GT(t.inference_ms, 0.0);
+  // One image on a batch-3 network: padded too, the same detections as in the batch.
+  const auto one = d.detect(images[2]);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_FLOAT_EQ(one[0].box.x1, dets[2][0].box.x1);
+}
+
 TEST(Detector, RejectsBadConfigAndEmptyOutputs) {
   auto none = [](const Tensor&) { return std::vector<Tensor>{}; };
   DetectorConfig c;

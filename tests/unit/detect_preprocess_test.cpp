@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "detect/preprocess.h"
 
 using namespace yoloc;
@@ -52,6 +54,40 @@ TEST(Letterbox, RoundsHalfToEvenLikePython) {
   EXPECT_EQ(g.new_w, 5);
   EXPECT_EQ(g.new_h, 2);
   EXPECT_EQ(g.top, 1);
+}
+
+TEST(Letterbox, FractionalSizesMatchUltralytics) {
+  // Ultralytics' LetterBox, computed by hand (Python): r = min(S/h, S/w),
+  // new = (int(round(w*r)), int(round(h*r))), dw = (S - new_w)/2, left = int(round(dw - 0.1)),
+  // top = int(round(dh - 0.1)). Scaled sizes with fractions above and below .5.
+  struct Case {
+    int w, h, s, new_w, new_h, left, top;
+  };
+  const Case cases[] = {
+      {1000, 337, 640, 640, 216, 0, 212},  // h*r = 215.68 -> 216 (floor would give 215)
+      {337, 1000, 640, 216, 640, 212, 0},  // w*r = 215.68 -> 216
+      {333, 1000, 640, 213, 640, 213, 0},  // w*r = 213.12 -> 213; dw = 213.5 -> left 213
+      {700, 1080, 416, 270, 416, 73, 0},   // w*r = 269.63 -> 270 (r = 416/1080)
+      {701, 1000, 320, 224, 320, 48, 0},   // w*r = 224.32 -> 224
+      {853, 1280, 320, 213, 320, 53, 0},   // w*r = 213.25 -> 213; dw = 53.5 -> left 53
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::to_string(c.w) + "x" + std::to_string(c.h) + " into " + std::to_string(c.s));
+    const LetterboxGeometry g = letterbox_geometry(c.w, c.h, c.s, c.s);
+    EXPECT_EQ(g.new_w, c.new_w);
+    EXPECT_EQ(g.new_h, c.new_h);
+    EXPECT_EQ(g.left, c.left);
+    EXPECT_EQ(g.top, c.top);
+  }
+}
+
+TEST(Letterbox, FractionalSizePlacesEveryImageRow) {
+  // 1000x337 into 640: 216 image rows (215.68 rounded) from row 212 to 427, grey above and below.
+  const Image out = letterbox(Image(1000, 337, 7), 640, 640);
+  for (int y : {211, 212, 427, 428}) {
+    SCOPED_TRACE(y);
+    EXPECT_EQ(out.pixel(320, y)[1], (y >= 212 && y <= 427) ? 7 : 114);
+  }
 }
 
 TEST(ResizeBilinear, UpscaleUsesHalfPixelCentres) {

@@ -103,6 +103,9 @@ TEST(Resize, InferenceAndErrors) {
   EXPECT_FALSE(u[0].dims[2].known());
   EXPECT_THROW(run_op("Resize", {kRow, Tensor(), scales({2, 2})}), UserError);
   EXPECT_THROW(run_op("Resize", {kRow}), UserError);
+  // A scale whose output size does not fit an int64 (found by fuzzing the importer: undefined
+  // behaviour in the float-to-integer conversion).
+  EXPECT_THROW(run_op("Resize", {kRow, Tensor(), scales({1, 1, 1, 3e38f})}), UserError);
   EXPECT_THROW(
       run_op("Resize", {kRow, Tensor(), scales({1, 1, 1, 2})}, resize_attrs("area", "half_pixel")),
       UserError);

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "artifact/artifact_writer.h"
 #include "codegen/cpu/host_compiler.h"
+#include "codegen/cpu/kernel_table.h"
 #include "core/error.h"
 #include "detect/image.h"
 #include "runtime/executor.h"
@@ -55,9 +57,20 @@ extern "C" void fixed_head(void* const* a, const int64_t* p, int64_t b, int64_t 
 }
 )";
 
-const std::string& kernel_library() {
-  static const std::string bytes = codegen::cpu::compile_shared_object(kKernels).bytes;
-  return bytes;
+/// kKernels plus `extra`, with the kernel table of `p` (each call writing through its last
+/// binding, as every kernel here does); built once per source.
+std::string kernel_library(const Program& p, const std::string& extra = "") {
+  static std::map<std::string, std::string> built;
+  std::vector<std::vector<bool>> writes;
+  for (const KernelCall& c : p.calls) {
+    writes.emplace_back(c.args.size(), false);
+    if (!c.args.empty()) writes.back().back() = true;
+  }
+  const std::string source = kKernels + extra + codegen::cpu::kernel_table_source(p, writes);
+  auto it = built.find(source);
+  if (it == built.end())
+    it = built.emplace(source, codegen::cpu::compile_shared_object(source).bytes).first;
+  return it->second;
 }
 
 constexpr int64_t kC = 5, kK = 7, kH = 3, kW = 4, kHW = kH * kW;
@@ -116,10 +129,14 @@ class RuntimeTest : public ::testing::Test {
 
   /// Writes an artifact of `m` with program `p`, a kernel library (default: kKernels built) and
   /// the conv net's weights.
+  std::string write(const std::string& name, artifact::Manifest m, const Program& p) const {
+    return write(name, m, p, kernel_library(p));
+  }
   std::string write(const std::string& name, artifact::Manifest m, const Program& p,
-                    const std::string& library = kernel_library()) const {
+                    const std::string& library, const std::string& secret_key = "") const {
     m.program = program_to_json(p);
     artifact::ArtifactWriter w(std::move(m));
+    if (!secret_key.empty()) w.sign_with_key_file(secret_key);
     const Weights ws;
     std::string weights(256 + kK * kHW * sizeof(float), '\0');
     weights.replace(0, ws.w.size() * 4, as_bytes(ws.w));
@@ -218,12 +235,9 @@ TEST_F(RuntimeTest, LibrariesLoadedTogetherStayApart) {
   Program pb = p;
   pb.output_offsets = {256};
   pb.calls = {{"negate", kC * kHW, {{kArena, 0, kC * kHW * 4}, {kArena, 256, kC * kHW * 4}}, {}}};
-  const std::string lib_b =
-      codegen::cpu::compile_shared_object(
-          std::string(kKernels) +
-          "extern \"C\" void negate(void* const* a, const int64_t* p, int64_t b, int64_t e) {\n"
-          "  for (int64_t i = b; i < e; ++i) ((float*)a[1])[i] = -((const float*)a[0])[i];\n}\n")
-          .bytes;
+  const std::string lib_b = kernel_library(
+      pb, "extern \"C\" void negate(void* const* a, const int64_t* p, int64_t b, int64_t e) {\n"
+          "  for (int64_t i = b; i < e; ++i) ((float*)a[1])[i] = -((const float*)a[0])[i];\n}\n");
   const Detector b = Detector::load(write("neg.ycm", mb, pb, lib_b), threads(1));
   const std::vector<float> x = random_floats(kC * kHW, 5);
   const Tensor in = Tensor::from_vector({1, kC, kH, kW}, x);
@@ -281,7 +295,8 @@ TEST_F(RuntimeTest, BadProgramsAreUserErrors) {
   EXPECT_HAS(error_of([&] { Detector::load(write("b.ycm", m, arena)); }), "program.outputs[0]");
   Program symbol = p;
   symbol.calls[0].symbol = "no_such_kernel";
-  EXPECT_HAS(error_of([&] { Detector::load(write("c.ycm", m, symbol)); }), "no_such_kernel");
+  EXPECT_HAS(error_of([&] { Detector::load(write("c.ycm", m, symbol, kernel_library(p))); }),
+             "no_such_kernel");
   Program blob = p;
   blob.kernel_blob = "nope";
   EXPECT_HAS(error_of([&] { Detector::load(write("d.ycm", m, blob)); }), "'nope'");
@@ -294,7 +309,7 @@ TEST_F(RuntimeTest, BadProgramsAreUserErrors) {
   abi.program = program_to_json(p);
   abi.program["abi"] = 99;
   artifact::ArtifactWriter w(abi);
-  w.add_blob("kernels.so", "kernel_so", kernel_library());
+  w.add_blob("kernels.so", "kernel_so", kernel_library(p));
   w.write(path("f.ycm"));
   EXPECT_HAS(error_of([&] { Detector::load(path("f.ycm")); }), "kernel ABI 99");
   artifact::ArtifactWriter none(m);
@@ -443,4 +458,132 @@ TEST_F(RuntimeTest, CApiLoadErrors) {
   opts.public_key_file = "/nonexistent.pub";  // unsigned artifact, key demanded
   EXPECT_EQ(yoloc_detector_load(file.c_str(), &opts, &d), YOLOC_ERROR_BAD_ARTIFACT);
   EXPECT_EQ(yoloc_detector_load(nullptr, nullptr, &d), YOLOC_ERROR_INVALID_ARGUMENT);
+}
+
+// A thread count above the pool's cap is an error status, never a hang or a crash.
+TEST_F(RuntimeTest, CApiTooManyThreads) {
+  const std::string file = write_detector("det.ycm");
+  yoloc_options opts;
+  yoloc_options_init(&opts);
+  opts.threads = 3000;
+  yoloc_detector* d = reinterpret_cast<yoloc_detector*>(1);
+  EXPECT_NE(yoloc_detector_load(file.c_str(), &opts, &d), YOLOC_OK);
+  EXPECT_EQ(d, nullptr);
+  EXPECT_HAS(std::string(yoloc_last_error()), "3000");
+  EXPECT_HAS(std::string(yoloc_last_error()), "1024");
+}
+
+// A manifest edited behind a valid digest cannot make the executor call what the kernel
+// library does not declare for that place, bind fewer bytes than a kernel touches, or write
+// into the weights.
+TEST_F(RuntimeTest, ProgramsMustMatchTheKernelTable) {
+  auto [m, p] = conv_net();
+  const std::string lib = kernel_library(p);
+  const auto load_error = [&](const std::string& name, const Program& edited) {
+    return error_of([&] { Detector::load(write(name, m, edited, lib)); });
+  };
+  Program system = p;
+  system.calls[0].symbol = "system";
+  EXPECT_HAS(load_error("sys.ycm", system), "call 0 ('system') is where the kernel library has");
+  Program shorter = p;
+  shorter.calls[1].args[2].bytes = 4;
+  EXPECT_HAS(load_error("short.ycm", shorter), "binds 4 bytes of 'arena' as argument 2");
+  Program to_weights = p;
+  to_weights.calls[1].args[2] = {"weights", 0, kK * kHW * 4};
+  EXPECT_HAS(load_error("w.ycm", to_weights), "binds its output (argument 2) to the read-only");
+  Program fewer = p;
+  fewer.calls[1].args.pop_back();
+  EXPECT_HAS(load_error("fewer.ycm", fewer), "binds 2 arguments, its kernel takes 3");
+  Program params = p;
+  params.calls[1].params = {7};
+  EXPECT_HAS(load_error("params.ycm", params), "passes 1 parameters, its kernel reads 0");
+  Program items = p;
+  items.calls[0].work_items = kK + 1;
+  EXPECT_HAS(load_error("items.ycm", items), "work items");
+  Program emptied = p;
+  emptied.calls.clear();
+  EXPECT_HAS(load_error("empty.ycm", emptied), "makes 0 calls, the kernel library declares 2");
+  Program reversed = p;
+  std::swap(reversed.calls[0], reversed.calls[1]);
+  EXPECT_HAS(load_error("rev.ycm", reversed), "call 0 ('add_relu')");
+  // The unedited program loads and runs (the checks refuse only what differs).
+  EXPECT_NO_THROW(Detector::load(write("ok.ycm", m, p, lib)).infer(
+      {Tensor::from_vector({1, kC, kH, kW}, random_floats(kC * kHW, 6))}));
+}
+
+TEST_F(RuntimeTest, TruncatedKernelLibrariesAreRefusedBeforeLoading) {
+  auto [m, p] = conv_net();
+  const std::string lib = kernel_library(p);
+  for (const size_t keep : {lib.size() - 1, lib.size() / 2, size_t{200}}) {
+    const std::string msg =
+        error_of([&] { Detector::load(write("t.ycm", m, p, lib.substr(0, keep))); });
+    EXPECT_HAS(msg, "truncated or malformed");
+  }
+}
+
+TEST_F(RuntimeTest, TheArenaIsCapped) {
+  auto [m, p] = conv_net();
+  const std::string file = write("conv.ycm", m, p);
+  DetectorOptions small;
+  small.max_memory = 512;  // the arena has 1024 bytes
+  EXPECT_HAS(error_of([&] { Detector::load(file, small); }), "more than the 0.0 MB memory cap");
+  small.max_memory = 1024;
+  EXPECT_NO_THROW(Detector::load(file, small));
+  // A manifest asking for a petabyte is refused under the default cap (half the RAM).
+  Program huge = p;
+  huge.arena_bytes = uint64_t{1} << 50;
+  EXPECT_HAS(error_of([&] { Detector::load(write("huge.ycm", m, huge, kernel_library(p))); }),
+             "memory cap");
+}
+
+// The trust policy of the C++ and C APIs: keys given, keys from YOLOC_TRUSTED_KEYS, a
+// signature required; an empty key is an error, not "no key".
+TEST_F(RuntimeTest, TrustedKeysDecideWhatLoads) {
+  artifact::generate_key_pair(path("k.key"), path("k.pub"));
+  artifact::generate_key_pair(path("o.key"), path("o.pub"));
+  auto [m, p] = conv_net();
+  const std::string lib = kernel_library(p);
+  const std::string signed_file = write("s.ycm", m, p, lib, path("k.key"));
+  const std::string plain = write("p.ycm", m, p, lib);
+  DetectorOptions trust;
+  trust.trusted_keys = {path("o.pub"), path("k.pub")};
+  EXPECT_NO_THROW(Detector::load(signed_file, trust));
+  EXPECT_HAS(error_of([&] { Detector::load(plain, trust); }), "is not signed");
+  DetectorOptions wrong;
+  wrong.public_key_file = path("o.pub");
+  EXPECT_HAS(error_of([&] { Detector::load(signed_file, wrong); }), "bad signature");
+  DetectorOptions empty;
+  empty.trusted_keys = {""};
+  EXPECT_HAS(error_of([&] { Detector::load(signed_file, empty); }), "empty path");
+  DetectorOptions required;
+  required.require_signature = true;
+  EXPECT_HAS(error_of([&] { Detector::load(signed_file, required); }), "no trusted public key");
+
+  ::setenv("YOLOC_TRUSTED_KEYS", path("k.pub").c_str(), 1);
+  EXPECT_HAS(error_of([&] { Detector::load(plain); }), "is not signed");
+  EXPECT_NO_THROW(Detector::load(signed_file, required));
+  ::setenv("YOLOC_TRUSTED_KEYS", "", 1);
+  EXPECT_HAS(error_of([&] { Detector::load(plain); }), "YOLOC_TRUSTED_KEYS is set");
+  ::unsetenv("YOLOC_TRUSTED_KEYS");
+
+  yoloc_options opts;
+  yoloc_options_init(&opts);
+  yoloc_detector* d = nullptr;
+  opts.public_key_file = "";
+  EXPECT_EQ(yoloc_detector_load(signed_file.c_str(), &opts, &d), YOLOC_ERROR_INVALID_ARGUMENT);
+  EXPECT_HAS(std::string(yoloc_last_error()), "empty string");
+  opts.public_key_file = nullptr;
+  const std::string both = path("o.pub") + ":" + path("k.pub");
+  opts.trusted_keys = both.c_str();
+  ASSERT_EQ(yoloc_detector_load(signed_file.c_str(), &opts, &d), YOLOC_OK) << yoloc_last_error();
+  yoloc_detector_free(d);
+  EXPECT_EQ(yoloc_detector_load(plain.c_str(), &opts, &d), YOLOC_ERROR_BAD_ARTIFACT);
+  EXPECT_HAS(std::string(yoloc_last_error()), "is not signed");
+  const std::string gap = path("k.pub") + "::" + path("o.pub");
+  opts.trusted_keys = gap.c_str();
+  EXPECT_EQ(yoloc_detector_load(signed_file.c_str(), &opts, &d), YOLOC_ERROR_INVALID_ARGUMENT);
+  opts.trusted_keys = nullptr;
+  opts.require_signature = 1;
+  EXPECT_EQ(yoloc_detector_load(signed_file.c_str(), &opts, &d), YOLOC_ERROR_BAD_ARTIFACT);
+  EXPECT_EQ(d, nullptr);
 }

@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "core/half.h"
 #include "core/npy.h"
 #include "core/tensor.h"
+#include "test_util.h"
 
 using namespace yoloc;
 
@@ -38,4 +40,25 @@ TEST(Npy, RoundTrip) {
   ASSERT_EQ(r.shape(), (Shape{2, 3}));
   for (int i = 0; i < 6; ++i) EXPECT_EQ(r.data<float>()[i], t.data<float>()[i]);
   EXPECT_THROW(read_npy("/nonexistent.npy"), UserError);
+}
+
+// A header declaring more data than the file holds is refused before anything is allocated
+// (found by fuzzing: a 176-byte file asked for 51 GB), as is a dim past 64 bits.
+TEST(Npy, ShapeLargerThanTheFileIsRefusedBeforeAllocating) {
+  const auto write = [](const std::string& name, const std::string& shape) {
+    const auto p = std::filesystem::temp_directory_path() / name;
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }";
+    header.append(64 - (10 + header.size() + 1) % 64, ' ');
+    header += '\n';
+    std::ofstream f(p, std::ios::binary);
+    f << std::string("\x93NUMPY\x01\x00", 8) << static_cast<char>(header.size() & 0xFF)
+      << static_cast<char>(header.size() >> 8) << header << std::string(16, '\0');
+    return p.string();
+  };
+  EXPECT_EQ(read_npy(write("yoloc_npy_ok.npy", "2, 2")).numel(), 4);
+  const std::string huge = yoloc::testing::error_of([&] { read_npy(write("yoloc_npy_huge.npy", "100000, 100000")); });
+  EXPECT_NE(huge.find("truncated"), std::string::npos) << huge;
+  const std::string digits = yoloc::testing::error_of(
+      [&] { read_npy(write("yoloc_npy_digits.npy", "99999999999999999999999, 1")); });
+  EXPECT_NE(digits.find("truncated"), std::string::npos) << digits;
 }

@@ -284,6 +284,7 @@ std::optional<std::string> elementwise_expr(const Node& n, const std::vector<std
     if (op == "Log") return fmt::format("std::log({})", a[0]);
     if (op == "Sqrt") return fmt::format("std::sqrt({})", a[0]);
     if (op == "Abs") return fmt::format("std::fabs({})", a[0]);
+    if (op == "Round") return fmt::format("std::nearbyint({})", a[0]);
     if (op == "Neg") return fmt::format("(-{})", a[0]);
     if (op == "Reciprocal") return fmt::format("(1.f / {})", a[0]);
     if (op == "Identity") return a[0];

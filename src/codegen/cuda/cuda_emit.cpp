@@ -281,7 +281,7 @@ YC_DEVICE float yc_act_silu(float x) { return x / (1.f + yc_exp(-x)); }
 // special-function instruction (yc_tanh_fast) where x / (1 + exp(-x)) takes two (ex2, rcp), at a
 // quarter of the FMA rate. yolov8n at batch 128 computes 1.9 G SiLUs, about 0.9 ms of an H200's
 // special-function units at two instructions each; with one its fp16 batch-128 network took
-// 4.752 ms against 4.926 (bench/results/2026-12-03-h200-s33-silu.json). Error on an H200 over x
+// 4.752 ms against 4.926 (bench/results/2026-12-03-h200-silu.json). Error on an H200 over x
 // in [-40, 20): at most 9.8e-6 of max(|silu(x)|, 1), well below fp16's rounding (2^-11 = 4.9e-4;
 // CudaGpuActivation.FastSiluAndSigmoidAccuracy holds it to that).
 YC_DEVICE float yc_act_silu_fast(float x) {

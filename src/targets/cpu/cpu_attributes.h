@@ -17,6 +17,7 @@ inline TargetAttributes cpu_attributes(const std::string& isa = "") {
   if (isa == "neon") width = 4;
   if (width == 0) user_error("target cpu-{}: choose cpu, cpu-avx512, cpu-avx2 or cpu-neon", isa);
   TargetAttributes a;
+  a.quantize_ops = false;  // no int8 kernels: quantize / dequantize run as float fake-quant
   a.name = isa.empty() ? "cpu" : "cpu-" + isa;
   a.layout = {Layout::kNCHWc, width};
   a.vector_width = width;

@@ -4,9 +4,12 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <utility>
 
 #include "codegen/cpu/cpu_compiler.h"
+#include "compiler/int8_accuracy.h"
+#include "compiler/int8_calibration.h"
 #include "passes/pipeline.h"
 #include "targets/cpu/cpu_attributes.h"
 #include "targets/target.h"
@@ -50,23 +53,32 @@ codegen::cpu::CpuIsa isa_option(const std::string& isa) {
   return *parsed;
 }
 
-void check_precision(const ModelOptions& model) {
-  if (model.precision != "fp32" && model.precision != "auto")
+void check_precision(const ModelOptions& model, bool int8_allowed) {
+  const bool int8 = int8_allowed && model.precision == "int8";
+  if (model.precision != "fp32" && model.precision != "auto" && !int8)
     user_error("--precision {}: the cpu target computes in fp32 (quantized and fp16 models are "
-               "compiled to fp32); pass --precision fp32",
+               "compiled to fp32) or int8 (with --calibration); pass --precision fp32 or int8",
                model.precision);
+}
+
+/// The detector imported and optimized for the cpu in fp32, its convs of `int8` quantized.
+ImportedDetector import_cpu(const TargetAttributes& target, const std::string& path,
+                            const ModelOptions& model, const std::vector<std::string>& outputs,
+                            const Int8Plan* int8) {
+  ImportedDetector d = compiler::import_detector(path, model);
+  if (!outputs.empty()) compiler::select_outputs(*d.graph, outputs, path);
+  PassContext passes;
+  passes.target = target;
+  passes.precision = Precision::kFp32;
+  passes.int8 = int8;
+  optimize(*d.graph, passes);
+  return d;
 }
 
 ImportedDetector CpuTarget::import_model(const std::string& path, const ModelOptions& model,
                                          const std::vector<std::string>& outputs) const {
-  check_precision(model);
-  ImportedDetector d = compiler::import_detector(path, model);
-  if (!outputs.empty()) compiler::select_outputs(*d.graph, outputs, path);
-  PassContext passes;
-  passes.target = attributes("");
-  passes.precision = Precision::kFp32;
-  optimize(*d.graph, passes);
-  return d;
+  check_precision(model, /*int8_allowed=*/false);
+  return import_cpu(attributes(""), path, model, outputs, nullptr);
 }
 
 TuneSetup CpuTarget::tuning(const Graph& g, const TuneRequest& request) const {
@@ -80,7 +92,11 @@ TuneSetup CpuTarget::tuning(const Graph& g, const TuneRequest& request) const {
 CompileReport CpuTarget::compile(const CompileJob& job) const {
   namespace fs = std::filesystem;
   const CompileOptions& o = job.options;
-  check_precision(o.model);
+  check_precision(o.model, /*int8_allowed=*/true);
+  const bool int8 = o.model.precision == "int8";
+  if (!int8 && (o.int8.any() || o.int8.no_bias_correction))
+    user_error("--calibration, --calibration-file, --calibration-method and --int8-skip are for "
+               "--precision int8; add it or leave them out");
   if (!o.arch.empty()) user_error("--arch {}: --arch is for --target cuda", o.arch);
   for (const auto& [given, option] :
        {std::pair{!o.b2b.empty(), "--b2b"},
@@ -94,7 +110,15 @@ CompileReport CpuTarget::compile(const CompileJob& job) const {
           "cpu target",
           option);
   }
-  ImportedDetector d = import_model(job.model, o.model, o.outputs);
+  if (int8 && o.int8.max_map_drop > 0) {
+    const compiler::AccuracyAwareInt8 search(job.model, o);
+    return compile({job.model, search.options(), job.configs, job.start});
+  }
+  const std::optional<Int8Plan> plan =
+      int8 ? std::optional<Int8Plan>(compiler::int8_plan(job.model, o.model, o.int8))
+           : std::nullopt;
+  ImportedDetector d = import_cpu(attributes(""), job.model, o.model, o.outputs,
+                                  plan ? &*plan : nullptr);
   const Graph& g = *d.graph;
   codegen::cpu::CpuCompileOptions cpu;
   const std::string cxx = o.cc.empty() ? "c++" : o.cc;
@@ -107,7 +131,7 @@ CompileReport CpuTarget::compile(const CompileJob& job) const {
   }
   cpu.cc = codegen::cpu::host_compiler_options_for(cxx, cpu.isa);
   cpu.configs = job.configs;
-  cpu.cache = o.no_cache ? nullptr : &codegen::BuildCache::user();
+  cpu.cache = compiler::kernel_cache(o);
   CompileReport report;
   if (!o.records.empty()) {
     if (!fs::exists(o.records)) user_error("--records {}: no such file", o.records);
@@ -128,13 +152,15 @@ CompileReport CpuTarget::compile(const CompileJob& job) const {
   job.write_source(b.source);
   artifact::Manifest m = job.detector_manifest(d);
   m.target = fmt::format("cpu-{}", codegen::cpu::isa_name(cpu.isa));
-  m.precision = "fp32";
+  // No int8 CPU kernels yet: the quantized convs run as fake-quant on the fp32 kernels.
+  m.precision = int8 ? "int8-fakequant" : "fp32";
   m.memory_plan = memory_plan_to_json(b.plan);
   m.program = artifact::program_to_json(b.program);
   artifact::ArtifactWriter w(m);
   w.add_blob(codegen::cpu::kWeightsBlob, "weights", b.weights);
   w.add_blob(codegen::cpu::kKernelBlob, "kernel_so", b.kernels_so);
   report.target = m.target;
+  report.int8_convs = plan ? static_cast<int>(plan->convs.size()) : 0;
   compiler::report_build(report, b.tasks, b.plan);
   report.tuned = b.tuned;
   report.weights_bytes = b.weights.size();

@@ -8,6 +8,7 @@ namespace yoloc::targets {
 
 inline TargetAttributes cuda_attributes() {
   TargetAttributes a;
+  a.quantize_ops = false;  // no int8 kernels: quantize / dequantize run as float fake-quant
   a.name = "cuda";
   a.layout = {Layout::kNHWC, 0};
   a.channel_major_nchw = true;

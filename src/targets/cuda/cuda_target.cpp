@@ -82,7 +82,7 @@ CompileReport CudaTarget::compile(const CompileJob& job) const {
   codegen::cuda::CudaCompileOptions cuda;
   cuda.arch = o.arch.empty() ? "sm_90" : o.arch;
   cuda.configs = job.configs;
-  cuda.cache = o.no_cache ? nullptr : &codegen::BuildCache::user();
+  cuda.cache = compiler::kernel_cache(o);
   using B2bMode = codegen::cuda::B2bPolicy::Mode;
   cuda.b2b.mode = o.b2b == "on"    ? B2bMode::kAll
                   : o.b2b == "off" ? B2bMode::kOff

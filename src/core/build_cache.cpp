@@ -1,4 +1,4 @@
-#include "codegen/build_cache.h"
+#include "core/build_cache.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -10,16 +10,20 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <functional>
+#include <span>
 #include <sstream>
 #include <thread>
 #include <vector>
 
-namespace yoloc::codegen {
+#include <sodium.h>
+
+namespace yoloc {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr std::string_view kMagic = "YOLOC-KC1\n";
+constexpr std::string_view kMagic = "YOLOC-KC2\n";
 constexpr const char* kSuffix = ".ykc";
 
 uint64_t fnv1a(std::string_view s) {
@@ -41,14 +45,25 @@ uint64_t get_u64(std::string_view s, size_t at) {
   return v;
 }
 
-constexpr size_t kHeader = kMagic.size() + 3 * 8;
+constexpr size_t kDigestSize = crypto_hash_sha256_BYTES;
 
-/// What an entry file holds: kMagic, key size, payload size, payload checksum, key, payload.
+std::string sha256_of(std::string_view s) {
+  static const bool sodium_ready = sodium_init() >= 0;
+  if (!sodium_ready) throw std::runtime_error("libsodium cannot be initialised");
+  std::string d(kDigestSize, '\0');
+  crypto_hash_sha256(reinterpret_cast<unsigned char*>(d.data()),
+                     reinterpret_cast<const unsigned char*>(s.data()), s.size());
+  return d;
+}
+
+constexpr size_t kHeader = kMagic.size() + 2 * 8 + kDigestSize;
+
+/// What an entry file holds: kMagic, key size, payload size, the payload's SHA-256, key, payload.
 std::string encode(std::string_view key, std::string_view payload) {
   std::string e(kMagic);
   put_u64(e, key.size());
   put_u64(e, payload.size());
-  put_u64(e, fnv1a(payload));
+  e.append(sha256_of(payload));
   e.append(key);
   e.append(payload);
   return e;
@@ -60,10 +75,11 @@ Decoded decode(std::string_view e, std::string_view key, std::string* payload) {
   if (e.size() < kHeader || e.substr(0, kMagic.size()) != kMagic) return Decoded::kDamaged;
   const uint64_t key_size = get_u64(e, kMagic.size());
   const uint64_t payload_size = get_u64(e, kMagic.size() + 8);
-  if (key_size > e.size() || payload_size != e.size() - kHeader - key_size)
+  if (key_size > e.size() - kHeader || payload_size != e.size() - kHeader - key_size)
     return Decoded::kDamaged;
   const std::string_view body = e.substr(kHeader + key_size);
-  if (fnv1a(body) != get_u64(e, kMagic.size() + 16)) return Decoded::kDamaged;
+  if (sha256_of(body) != e.substr(kMagic.size() + 16, kDigestSize))
+    return Decoded::kDamaged;
   if (e.substr(kHeader, key_size) != key) return Decoded::kOtherKey;
   payload->assign(body);
   return Decoded::kHit;
@@ -86,8 +102,8 @@ std::string build_key(std::initializer_list<std::string_view> parts) {
   return k;
 }
 
-BuildCache::BuildCache(std::string dir, uint64_t max_bytes)
-    : dir_(std::move(dir)), max_bytes_(max_bytes) {}
+BuildCache::BuildCache(std::string dir, uint64_t max_bytes, bool reads)
+    : dir_(std::move(dir)), max_bytes_(max_bytes), reads_(reads) {}
 
 std::string BuildCache::default_dir() {
   if (const char* d = std::getenv("YOLOC_CACHE_DIR")) {
@@ -103,6 +119,11 @@ std::string BuildCache::default_dir() {
 
 BuildCache& BuildCache::user() {
   static BuildCache cache(default_dir());
+  return cache;
+}
+
+BuildCache& BuildCache::user_fill_only() {
+  static BuildCache cache(default_dir(), kDefaultMaxBytes, /*reads=*/false);
   return cache;
 }
 
@@ -126,7 +147,7 @@ std::string BuildCache::get_or_build(std::string_view key,
   const fs::path path = path_for(key);
   std::error_code ec;
   std::string entry;
-  if (fs::exists(path, ec) && read_file(path, &entry)) {
+  if (reads_ && fs::exists(path, ec) && read_file(path, &entry)) {
     std::string payload;
     switch (decode(entry, key, &payload)) {
       case Decoded::kHit:
@@ -196,4 +217,4 @@ void BuildCache::trim() {
   }
 }
 
-}  // namespace yoloc::codegen
+}  // namespace yoloc
