@@ -173,7 +173,7 @@ class Case:
         image = self.write("not-an-image.jpg", b"this is not a JPEG\n")
         out = os.path.join(self.work, "out")
         return [[self.yoloc, "run", self.shared_model(), image, "--json", out + ".json"]], [
-            "not-an-image.jpg", "1 of 1"]
+            "not-an-image.jpg", "cannot decode"]
 
     # --- command lines: each command's own help, flags that cannot apply ---
 
