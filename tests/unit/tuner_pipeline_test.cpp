@@ -501,8 +501,10 @@ TEST(TunerPipeline, TrialsInATimeBudgetRiseWithTheBuildJobs) {
   EXPECT_LE(static_cast<double>(trials[0]), old_expected + 2 * 4);
   EXPECT_GE(static_cast<double>(trials[0]), 0.7 * old_expected);
   EXPECT_LE(static_cast<double>(trials[1]), new_expected + 3 * 4);
-  EXPECT_GE(static_cast<double>(trials[1]), 0.8 * new_expected);
-  EXPECT_GE(static_cast<double>(trials[1]), 1.7 * static_cast<double>(trials[0]));
+  // Eight sleeping build threads on two busy cores wake late: on a loaded machine 8 jobs gave
+  // 76 to 104 trials. One build job at a time would give at most 56 + 8 and a ratio of 1.0.
+  EXPECT_GE(static_cast<double>(trials[1]), 0.6 * new_expected);
+  EXPECT_GE(static_cast<double>(trials[1]), 1.25 * static_cast<double>(trials[0]));
 }
 
 TEST(TunerPipeline, EveryBuiltCandidateIsMeasuredOnceOverSeveralTasks) {
