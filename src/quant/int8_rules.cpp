@@ -51,6 +51,9 @@ std::vector<ConvChoice> choose_int8_convs(const Graph& g, const std::vector<std:
       c.float_reason = "decode (after the DFL softmax)";
     else if (!feeds_conv.contains(n->outputs[0]))
       c.float_reason = "detect head output";
+    else if (n->attrs.get_int("group", 1) > 1 && w->data.shape().size() > 1 &&
+             w->data.shape()[1] == 1)
+      c.float_reason = "depthwise (one per-tensor int8 scale over channels of unequal range)";
     else if (matches_any(c.conv, skip) || matches_any(n->name, skip))
       c.float_reason = "--int8-skip";
     out.push_back(std::move(c));

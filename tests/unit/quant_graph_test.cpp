@@ -16,6 +16,7 @@ namespace {
 using testing::conv;
 using testing::count_op;
 using testing::input;
+using testing::node;
 using testing::random_tensor;
 
 float fake_quant(float x, float s, int zp) {
@@ -151,6 +152,31 @@ TEST(Int8Rules, StemAndHeadOutputStayFloat) {
   EXPECT_NE(choices[2].float_reason.find("head"), std::string::npos);
   choices = quant::choose_int8_convs(g, {"*" + b->name.substr(1) + "*"});
   EXPECT_EQ(choices[1].float_reason, "--int8-skip");
+}
+
+TEST(Int8Rules, DepthwiseConvStaysFloat) {
+  // stem -> depthwise 3x3 (group 4 of one channel) -> dense 1x1 -> grouped 3x3 (group 2 of two
+  // channels) -> head conv: only the depthwise conv is kept in float among the middle ones.
+  Graph g;
+  Value* x = input(g, "images", {1, 3, 8, 8});
+  Value* a = conv(g, x, 3, 4, 3, 1);
+  Value* dw = node(g, "Conv",
+                   {a, g.add_constant("w", random_tensor({4, 1, 3, 3}, 5)),
+                    g.add_constant("b", random_tensor({4}, 6))},
+                   testing::conv_attrs(3, 1, 4));
+  Value* pw = conv(g, dw, 4, 4, 1, 7);
+  Value* grouped = node(g, "Conv",
+                        {pw, g.add_constant("w", random_tensor({4, 2, 3, 3}, 8)),
+                         g.add_constant("b", random_tensor({4}, 9))},
+                        testing::conv_attrs(3, 1, 2));
+  Value* out = conv(g, grouped, 4, 2, 1, 10);
+  g.outputs.push_back(out);
+  const auto choices = quant::choose_int8_convs(g, {});
+  ASSERT_EQ(choices.size(), 5u);
+  EXPECT_EQ(choices[1].conv, dw->name);
+  EXPECT_NE(choices[1].float_reason.find("depthwise"), std::string::npos);
+  EXPECT_EQ(choices[2].float_reason, "");
+  EXPECT_EQ(choices[3].float_reason, "");  // grouped, not depthwise: int8
 }
 
 }  // namespace
