@@ -77,8 +77,9 @@ const char* file_kind(mode_t mode) {
   return "not a regular file";
 }
 
-void check_pixels(const std::string& what, int64_t w, int64_t h, const ImageLimits& limits) {
-  if (w * h > limits.max_pixels)
+// uint64_t: a PNG header declares up to 2^32-1 by 2^32-1, whose product still fits.
+void check_pixels(const std::string& what, uint64_t w, uint64_t h, const ImageLimits& limits) {
+  if (w * h > static_cast<uint64_t>(limits.max_pixels))
     user_error("cannot decode image '{}': it is {}x{} ({} pixels), above the image limit of {} "
                "pixels (set YOLOC_MAX_IMAGE_PIXELS to raise it)",
                what, w, h, w * h, limits.max_pixels);
