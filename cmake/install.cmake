@@ -1,5 +1,5 @@
 # Installation (cmake --install BUILD --prefix PREFIX): the yoloc command, the runtime library
-# with the C header, a CMake package (find_package(yoloc) gives the target yoloc::runtime),
+# with the C and C++ headers, a CMake package (find_package(yoloc) gives the target yoloc::runtime),
 # a pkg-config file (pkg-config --cflags --libs yoloc) and the shipped tuning records, where
 # `yoloc compile --target cuda` finds them (PREFIX/share/yoloc/records).
 include(GNUInstallDirs)
@@ -11,8 +11,12 @@ target_include_directories(yoloc_runtime_shared INTERFACE
 install(TARGETS yoloc RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS yoloc_runtime_shared EXPORT yolocTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-# The C API's header: self-contained (the C++ headers still include the source tree's).
-install(FILES include/yoloc/yoloc.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/yoloc)
+# The C API's header and the C++ API's (yoloc/runtime.h and what it includes): each
+# self-contained (tests: header_alone_*).
+install(FILES include/yoloc/yoloc.h include/yoloc/runtime.h include/yoloc/detection.h
+              include/yoloc/dtype.h include/yoloc/error.h include/yoloc/evaluation.h
+              include/yoloc/half.h include/yoloc/image.h include/yoloc/tensor.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/yoloc)
 install(DIRECTORY records/ DESTINATION ${CMAKE_INSTALL_DATADIR}/yoloc/records)
 
 set(YOLOC_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/yoloc)

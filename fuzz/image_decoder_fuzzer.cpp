@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "detect/image.h"
+#include "yoloc/image.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const yoloc::detect::ImageLimits limits{int64_t{1} << 20, int64_t{1} << 20};

@@ -9,13 +9,24 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "core/tensor.h"
-#include "detect/decode.h"
-#include "detect/eval.h"
-#include "detect/image.h"
+#include "yoloc/detection.h"
+#include "yoloc/error.h"
+#include "yoloc/evaluation.h"
+#include "yoloc/image.h"
+#include "yoloc/tensor.h"
 
 namespace yoloc {
+
+namespace detect {
+class Detector;  // the pipeline inside (pre-processing, network, decoding, NMS)
+}  // namespace detect
+
+using detect::Box;
+using detect::Detection;
+using detect::EvalReport;
+using detect::Image;
+using detect::ImageResult;
+using detect::MapResult;
 
 struct DetectorOptions {
   int threads = 0;              ///< worker threads; 0: the machine's hardware threads
@@ -92,6 +103,9 @@ class Detector {
                                                      DetectTimings* timings = nullptr) const;
   /// Images per network run: the artifact's batch (1 for an artifact that is not a detector).
   int batch() const;
+  /// Why the artifact cannot detect (its network's inputs or outputs are not a detector's, or
+  /// its manifest names no family); empty for a detector.
+  const std::string& not_detector_reason() const;
 
   /// Pipelined detection: starts detecting `image` and returns a ticket at once (the image may
   /// be reused as soon as submit returns); wait(ticket) returns its detections, as detect()

@@ -17,7 +17,7 @@
 #include "core/error.h"
 #include "detect/draw.h"
 #include "detect/eval.h"
-#include "detect/image.h"
+#include "yoloc/image.h"
 #include "yoloc/runtime.h"
 
 namespace nb = nanobind;
@@ -164,6 +164,24 @@ NB_MODULE(_yoloc, m) {
                                                   t.postprocess_ms));
            },
            "bgr"_a, "conf"_a, "iou"_a, "max_det"_a)
+      .def("detect_batch",
+           [](const yoloc::Detector& d, const std::vector<ImageIn>& bgrs, float conf, float iou,
+              int max_det) {
+             std::vector<yoloc::detect::Image> imgs;
+             for (const ImageIn& b : bgrs) imgs.push_back(to_image(b));
+             yoloc::DetectTimings t;
+             std::vector<std::vector<yoloc::detect::Detection>> dets;
+             {
+               nb::gil_scoped_release release;
+               dets = d.detect(imgs, yoloc::DetectParams{conf, iou, max_det}, &t);
+             }
+             std::vector<nb::ndarray<nb::numpy, float>> out;
+             for (const auto& x : dets) out.push_back(detections_array(x));
+             return nb::make_tuple(out, nb::make_tuple(t.preprocess_ms, t.inference_ms,
+                                                       t.postprocess_ms));
+           },
+           "bgrs"_a, "conf"_a, "iou"_a, "max_det"_a,
+           "Detections of each image, batch() images a network run; stage times summed.")
       .def("infer",
            [](const yoloc::Detector& d, const std::vector<HostArray>& arrays) {
              std::vector<yoloc::Tensor> inputs;

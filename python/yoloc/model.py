@@ -85,23 +85,34 @@ class Model:
         return gen if stream else list(gen)
 
     def _predict(self, source, conf, iou, classes, max_det, bgr) -> Iterator[Results]:
+        # Up to `batch` images a network run (a batch-N artifact takes N at once); each result's
+        # speed is its share of its batch's.
         wanted = None if classes is None else np.asarray(list(classes), dtype=np.float32)
         images = iterate(source, bgr)
-        while True:
+        done = False
+        while not done:
             t0 = time.perf_counter()
-            try:
-                name, image = next(images)
-            except StopIteration:
+            batch = []
+            while len(batch) < self.batch:
+                try:
+                    batch.append(next(images))
+                except StopIteration:
+                    done = True
+                    break
+            if not batch:
                 return
             t1 = time.perf_counter()
-            boxes, timings = self._detector.detect(image, conf, iou, max_det)
-            if wanted is not None:
-                boxes = boxes[np.isin(boxes[:, 5], wanted)]
+            boxes, timings = self._detector.detect_batch([im for _, im in batch], conf, iou,
+                                                         max_det)
             t2 = time.perf_counter()
-            speed = {"read": (t1 - t0) * 1e3, "preprocess": timings[0],
-                     "inference": timings[1], "postprocess": timings[2],
-                     "total": (t2 - t0) * 1e3}
-            yield Results(image, name, self.names, boxes, speed)
+            n = len(batch)
+            speed = {"read": (t1 - t0) * 1e3 / n, "preprocess": timings[0] / n,
+                     "inference": timings[1] / n, "postprocess": timings[2] / n,
+                     "total": (t2 - t0) * 1e3 / n}
+            for (name, image), b in zip(batch, boxes):
+                if wanted is not None:
+                    b = b[np.isin(b[:, 5], wanted)]
+                yield Results(image, name, self.names, b, dict(speed))
 
     def eval(self, data: str, progress: bool = False) -> dict:
         """COCO mAP50 and mAP50-95 on a folder of ``images/`` and YOLO ``labels/`` (conf 0.001,

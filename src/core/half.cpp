@@ -1,4 +1,4 @@
-#include "core/half.h"
+#include "yoloc/half.h"
 
 #include <cstring>
 

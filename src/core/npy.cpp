@@ -1,4 +1,5 @@
 #include "core/npy.h"
+#include "core/error.h"
 
 #include <fmt/format.h>
 

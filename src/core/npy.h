@@ -2,7 +2,7 @@
 /// Reading and writing NumPy .npy files (format versions 1.0-3.0, little-endian, C order).
 #include <string>
 
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 
 namespace yoloc {
 

@@ -1,4 +1,4 @@
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 
 #include <fmt/format.h>
 
@@ -6,6 +6,8 @@
 #include <limits>
 #include <type_traits>
 #include <new>
+
+#include "core/dtype.h"
 
 namespace yoloc {
 
@@ -52,6 +54,11 @@ Tensor Tensor::reshaped(Shape shape) const {
     user_error("cannot reshape {} to {}: element counts differ", describe(*this), shape_str(shape));
   t.shape_ = std::move(shape);
   return t;
+}
+
+void Tensor::check_count(size_t n) const {
+  YOLOC_CHECK(static_cast<int64_t>(n) == numel_, "from_vector: {} values for {}", n,
+              shape_str(shape_));
 }
 
 void Tensor::check_type(DType t) const {

@@ -3,22 +3,12 @@
 /// pixels, and the mapping of those boxes back onto the original image.
 #include <vector>
 
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 #include "detect/family.h"
 #include "detect/preprocess.h"
+#include "yoloc/detection.h"
 
 namespace yoloc::detect {
-
-/// An axis-aligned box, corners in pixels (x2 >= x1 and y2 >= y1 for a valid box).
-struct Box {
-  float x1 = 0, y1 = 0, x2 = 0, y2 = 0;
-};
-
-struct Detection {
-  Box box;
-  float score = 0;
-  int class_id = 0;
-};
 
 /// Intersection over union; 0 when the union is empty.
 float iou(const Box& a, const Box& b);

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "detect/decode.h"
-#include "detect/image.h"
+#include "yoloc/image.h"
 
 namespace yoloc::detect {
 

@@ -7,6 +7,7 @@
 #include "detect/decode.h"
 #include "detect/pipeline.h"
 #include "detect/result.h"
+#include "yoloc/evaluation.h"
 
 namespace yoloc::detect {
 
@@ -24,28 +25,6 @@ struct GroundTruth {
 struct ImageEval {
   std::vector<Detection> detections;
   std::vector<GroundTruth> ground_truth;
-};
-
-/// The figures of one class with ground truth.
-struct ClassMetrics {
-  int class_id = 0;
-  int images = 0;         ///< images holding at least one of its ground-truth boxes
-  int64_t instances = 0;  ///< its ground-truth boxes
-  double precision = 0;   ///< at the confidence of the best mean F1 (see best_f1.h)
-  double recall = 0;
-  double map50 = 0;  ///< AP at IoU 0.50
-  double map50_95 = 0;
-};
-
-struct MapResult {
-  double map50 = 0;     ///< AP at IoU 0.50, averaged over classes
-  double map50_95 = 0;  ///< AP averaged over IoU 0.50:0.05:0.95 and classes
-  int classes = 0;      ///< classes present in the ground truth (those averaged over)
-  double precision = 0;  ///< per-class precision at the best mean F1, averaged over classes
-  double recall = 0;     ///< the same for recall
-  int images = 0;         ///< images evaluated
-  int64_t instances = 0;  ///< ground-truth boxes
-  std::vector<ClassMetrics> per_class;  ///< by class id
 };
 
 /// COCO box AP (pycocotools' evaluateImg + accumulate with area "all" and maxDets 300): per
@@ -74,10 +53,6 @@ struct Sample {
 /// DIR/labels/<stem>.txt. Raises a UserError when DIR/images is missing or has no image.
 std::vector<Sample> list_dataset(const std::string& dir);
 
-struct EvalReport {
-  MapResult map;
-  std::vector<ImageResult> results;  ///< per image: the detections that were evaluated
-};
 
 /// Runs `detector` over the dataset in `dir` (config().batch images a run) and computes the
 /// mAP. With `progress`, an updating counter is drawn on stderr when stderr is a terminal.

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 
 namespace yoloc::detect {
 

@@ -1,4 +1,4 @@
-#include "detect/image.h"
+#include "yoloc/image.h"
 
 #include <algorithm>
 #include <cctype>

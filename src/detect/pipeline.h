@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 #include "detect/decode.h"
 #include "detect/family.h"
-#include "detect/image.h"
+#include "yoloc/image.h"
 #include "detect/preprocess.h"
 
 namespace yoloc::detect {

@@ -1,8 +1,8 @@
 #pragma once
 /// Pre-processing of images into network inputs: the Ultralytics letterbox and the YOLOX
 /// (Megvii demo) top-left paste, plus the transform that maps boxes back to the image.
-#include "core/tensor.h"
-#include "detect/image.h"
+#include "yoloc/tensor.h"
+#include "yoloc/image.h"
 
 namespace yoloc::detect {
 

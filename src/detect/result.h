@@ -1,19 +1,13 @@
 #pragma once
-/// The detections of one image, and their JSON form shared by `yoloc run` and `yoloc eval`.
+/// The JSON form of an image's detections (yoloc/detection.h), shared by `yoloc run` and
+/// `yoloc eval`.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "detect/decode.h"
+#include "yoloc/detection.h"
 
 namespace yoloc::detect {
-
-struct ImageResult {
-  std::string image;  ///< the image's path
-  int width = 0;
-  int height = 0;
-  std::vector<Detection> detections;
-};
 
 /// {"image": path, "width": W, "height": H, "detections": [{"class_id": i, "class_name": s,
 /// "score": f, "box": [x1, y1, x2, y2]}]}, boxes in image pixels.

@@ -1,4 +1,5 @@
 #include "ir/attribute.h"
+#include "core/error.h"
 
 #include <fmt/format.h>
 

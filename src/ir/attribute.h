@@ -6,7 +6,7 @@
 #include <variant>
 #include <vector>
 
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 
 namespace yoloc {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 
 namespace yoloc {
 

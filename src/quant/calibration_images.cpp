@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "detect/eval.h"
-#include "detect/image.h"
+#include "yoloc/image.h"
 #include "detect/preprocess.h"
 
 namespace yoloc::quant {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 #include "detect/pipeline.h"
 
 namespace yoloc::quant {

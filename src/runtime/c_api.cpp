@@ -7,6 +7,7 @@
 
 #include "yoloc/runtime.h"
 #include "yoloc/yoloc.h"
+#include "core/error.h"
 
 struct yoloc_detector {
   yoloc::Detector detector;

@@ -5,11 +5,13 @@
 #include <thread>
 
 #include "artifact/trust.h"
+#include "detect/eval.h"
 #include "detect/pipeline.h"
 #include "runtime/detector_config.h"
 #include "runtime/engine.h"
 #include "runtime/executor.h"
 #include "yoloc/runtime.h"
+#include "core/error.h"
 
 namespace yoloc {
 
@@ -138,6 +140,10 @@ std::vector<std::vector<detect::Detection>> Detector::detect(
 
 int Detector::batch() const {
   return impl_->detector ? impl_->detector->config().batch : 1;
+}
+
+const std::string& Detector::not_detector_reason() const {
+  return impl_->no_detector_reason;
 }
 
 detect::EvalReport Detector::evaluate(const std::string& dir, bool progress) const {

@@ -1,6 +1,7 @@
 #include "runtime/detector_config.h"
 
 #include "detect/family.h"
+#include "core/error.h"
 
 namespace yoloc::runtime {
 namespace {

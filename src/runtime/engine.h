@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "artifact/artifact_reader.h"
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 #include "detect/decode.h"
-#include "detect/image.h"
+#include "yoloc/image.h"
 
 namespace yoloc::runtime {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "artifact/artifact_reader.h"
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 #include "runtime/kernel_library.h"
 #include "runtime/program.h"
 #include "runtime/thread_pool.h"

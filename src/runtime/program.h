@@ -5,7 +5,7 @@
 
 #include "artifact/manifest.h"
 #include "artifact/program.h"
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 
 namespace yoloc::runtime {
 

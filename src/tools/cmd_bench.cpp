@@ -15,7 +15,8 @@
 #include <thread>
 
 #include "artifact/artifact_reader.h"
-#include "detect/image.h"
+#include "core/error.h"
+#include "yoloc/image.h"
 #include "runtime/engine.h"
 #include "runtime/executor.h"
 #ifdef YOLOC_HAVE_CUDA

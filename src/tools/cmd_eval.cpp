@@ -62,8 +62,7 @@ nlohmann::json baseline_map(const EvalOptions& o) {
   const PreparedArtifact a = prepare_artifact(o.baseline, fp32);
   DetectorModelOptions m = o.model;
   m.path = a.path;
-  const DetectorModel d = load_detector_model(m);
-  const detect::EvalReport r = detect::evaluate_dataset(*d.detector, o.data, /*progress=*/true);
+  const detect::EvalReport r = load_detector_model(m).evaluate(o.data);
   return {{"model", o.baseline}, {"map50", r.map.map50}, {"map50_95", r.map.map50_95}};
 }
 
@@ -72,22 +71,22 @@ void run_eval(EvalOptions o) {
   o.model.iou = detect::kEvalIou;
   o.model.max_det = detect::kEvalMaxDet;
   const DetectorModel m = load_detector_model(o.model);
-  const detect::EvalReport r = detect::evaluate_dataset(*m.detector, o.data, /*progress=*/true);
-  nlohmann::json summary = eval_json(r.map, m.names);
+  const detect::EvalReport r = m.evaluate(o.data);
+  nlohmann::json summary = eval_json(r.map, m.names());
   if (!o.baseline.empty()) {
     summary["baseline"] = baseline_map(o);
     summary["map50_95_drop"] = summary["baseline"]["map50_95"].get<double>() - r.map.map50_95;
   }
   if (!o.dump.empty())
-    write_json_file(o.dump, detect::to_json(r.results, m.names), "--dump-detections");
+    write_json_file(o.dump, detect::to_json(r.results, m.names()), "--dump-detections");
   if (o.json == "-") {
     // The JSON alone on stdout; the table on stderr.
-    std::fputs(eval_table(r.map, m.names).c_str(), stderr);
+    std::fputs(eval_table(r.map, m.names()).c_str(), stderr);
     fmt::print("{}\n", summary.dump(2));
     return;
   }
   if (!o.json.empty()) write_json_file(o.json, summary, "--json");
-  fmt::print("{}", eval_table(r.map, m.names));
+  fmt::print("{}", eval_table(r.map, m.names()));
   if (!o.baseline.empty())
     fmt::print("baseline {}: mAP50-95 {:.4f} (this model {:.4f}, drop {:.4f})\n", o.baseline,
                summary["baseline"]["map50_95"].get<double>(), r.map.map50_95,

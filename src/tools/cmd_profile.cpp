@@ -17,6 +17,7 @@
 #include "tools/commands.h"
 #include "tools/prepared_artifact.h"
 #include "tools/random_inputs.h"
+#include "core/error.h"
 
 namespace yoloc::tools {
 

@@ -109,7 +109,7 @@ class Runner {
            VideoWriter* video_out, fs::path drawn) {
     pending_.push_back({std::move(img), std::move(name), std::move(source), frame, video_out,
                         std::move(drawn)});
-    if (pending_.size() >= static_cast<size_t>(m_.detector->config().batch)) flush();
+    if (pending_.size() >= static_cast<size_t>(m_.batch())) flush();
   }
 
   /// Detects the queued images and writes their outputs.
@@ -118,7 +118,7 @@ class Runner {
     std::vector<detect::Image> imgs;
     for (Pending& p : pending_) imgs.push_back(std::move(p.img));
     detect::StageTimes t;
-    std::vector<std::vector<detect::Detection>> dets = m_.detector->detect(imgs, &t);
+    std::vector<std::vector<detect::Detection>> dets = m_.detect(imgs, &t);
     times_.preprocess_ms += t.preprocess_ms;
     times_.inference_ms += t.inference_ms;
     times_.postprocess_ms += t.postprocess_ms;
@@ -140,13 +140,13 @@ class Runner {
           user_error("--save-txt: cannot write '{}'", txt.string());
       }
       if (!o_.draw_dir.empty()) {
-        detect::draw_detections(imgs[i], r.detections, m_.names);
+        detect::draw_detections(imgs[i], r.detections, m_.names());
         if (p.video_out)
           p.video_out->write(imgs[i]);
         else
           detect::write_image(p.drawn.string(), imgs[i]);
       }
-      if (o_.json != "-") print_result(r, m_.names);
+      if (o_.json != "-") print_result(r, m_.names());
       results_.push_back(std::move(r));
     }
     pending_.clear();
@@ -222,8 +222,8 @@ void run_run(const RunOptions& o) {
   if (o.save_conf && !o.save_txt) user_error("--save-conf: add --save-txt (it adds the score)");
   const DetectorModel m = load_detector_model(o.model);
   for (int c : o.classes)
-    if (c < 0 || (!m.names.empty() && static_cast<size_t>(c) >= m.names.size()))
-      user_error("--classes {}: the model has classes 0 to {}", c, m.names.size() - 1);
+    if (c < 0 || (!m.names().empty() && static_cast<size_t>(c) >= m.names().size()))
+      user_error("--classes {}: the model has classes 0 to {}", c, m.names().size() - 1);
   if (!o.draw_dir.empty()) make_folder(o.draw_dir, "--draw");
   if (o.save_txt) make_folder(fs::path(o.save_dir) / "labels", "--save-dir");
 
@@ -246,21 +246,20 @@ void run_run(const RunOptions& o) {
   }
   runner.flush();
 
-  const nlohmann::json json = results_json(runner.results(), m.names, o.format);
+  const nlohmann::json json = results_json(runner.results(), m.names(), o.format);
   if (o.json == "-") {
     fmt::print("{}\n", json.dump(2));
   } else if (!o.json.empty()) {
     write_json_file(o.json, json, "--json");
   }
   // Ultralytics' speed line, on stderr when stdout carries the JSON.
-  const detect::DetectorConfig& c = m.detector->config();
   const double n = std::max<size_t>(1, runner.results().size());
   const detect::StageTimes& t = runner.times();
   const std::string speed = fmt::format(
       "Speed: {:.1f}ms preprocess, {:.1f}ms inference, {:.1f}ms postprocess per image at shape "
       "({}, 3, {}, {})\n",
-      t.preprocess_ms / n, t.inference_ms / n, t.postprocess_ms / n, c.batch, c.input_h,
-      c.input_w);
+      t.preprocess_ms / n, t.inference_ms / n, t.postprocess_ms / n, m.batch(), m.input_h(),
+      m.input_w());
   std::fputs(speed.c_str(), o.json == "-" ? stderr : stdout);
   if (o.json != "-") {
     if (!o.draw_dir.empty()) fmt::print("annotated images written to {}\n", o.draw_dir);

@@ -4,47 +4,68 @@
 
 #include <thread>
 
-#include "artifact/artifact_reader.h"
+#include "detect/eval.h"
 #include "detect/family.h"
-#include "runtime/detector_config.h"
-#include "runtime/engine.h"
 #include "ops/reference_executor.h"
 #include "passes/pipeline.h"
+#include "runtime/memory_limit.h"
 
 namespace yoloc::tools {
 
+DetectorModel::DetectorModel(std::optional<yoloc::Detector> artifact,
+                             std::unique_ptr<detect::Detector> reference,
+                             std::vector<std::string> names)
+    : artifact_(std::move(artifact)), reference_(std::move(reference)), names_(std::move(names)) {
+  if (artifact_) {
+    batch_ = artifact_->batch();
+    const std::vector<int64_t> shape = artifact_->inputs().at(0).shape;  // N x 3 x H x W
+    input_h_ = static_cast<int>(shape.at(2));
+    input_w_ = static_cast<int>(shape.at(3));
+  } else {
+    batch_ = reference_->config().batch;
+    input_h_ = reference_->config().input_h;
+    input_w_ = reference_->config().input_w;
+  }
+}
+
+std::vector<std::vector<detect::Detection>> DetectorModel::detect(
+    const std::vector<detect::Image>& images, detect::StageTimes* times) const {
+  if (!artifact_) return reference_->detect(images, times);
+  DetectTimings t;
+  std::vector<std::vector<detect::Detection>> out = artifact_->detect(images, {}, &t);
+  if (times) *times = {t.preprocess_ms, t.inference_ms, t.postprocess_ms};
+  return out;
+}
+
+detect::EvalReport DetectorModel::evaluate(const std::string& dir) const {
+  if (artifact_) return artifact_->evaluate(dir, /*progress=*/true);
+  return detect::evaluate_dataset(*reference_, dir, /*progress=*/true);
+}
+
 DetectorModel load_detector_model(const DetectorModelOptions& o) {
-  DetectorModel m;
   if (is_artifact_path(o.path)) {
+    DetectorOptions d;
+    d.threads = o.threads;
+    d.device = o.device;
     // The command's thresholds (run's defaults equal what compile stores; eval's are fixed).
-    const runtime::DetectorOverrides overrides{o.conf, o.iou, o.max_det};
-    auto art = open_trusted_artifact(o.path, o.load);
-    std::string why_not;
-    auto cfg = runtime::manifest_detector_config(art->manifest(), overrides, o.path, &why_not);
-    if (!cfg) user_error("'{}' is not a detector artifact: {}", o.path, why_not);
-    if (!o.family.empty() && detect::parse_family(o.family) != cfg->family)
+    d.conf = o.conf;
+    d.iou = o.iou;
+    d.max_det = o.max_det;
+    d.trusted_keys = o.load.trust;
+    if (!o.load.max_memory.empty())
+      d.max_memory = runtime::parse_memory_size(o.load.max_memory, "--max-memory");
+    yoloc::Detector det = yoloc::Detector::load(o.path, d);
+    if (!det.not_detector_reason().empty())
+      user_error("'{}' is not a detector artifact: {}", o.path, det.not_detector_reason());
+    if (!o.family.empty() && detect::parse_family(o.family) != detect::parse_family(det.family()))
       user_error("--family {}: the artifact '{}' was compiled as {}; omit --family", o.family,
-                 o.path, art->manifest().family);
-    if (o.imgsz != 0 && (o.imgsz != cfg->input_h || o.imgsz != cfg->input_w))
+                 o.path, det.family());
+    const std::vector<int64_t> shape = det.inputs().at(0).shape;
+    if (o.imgsz != 0 && (o.imgsz != shape.at(2) || o.imgsz != shape.at(3)))
       user_error("--imgsz {}: the artifact '{}' was compiled for {}x{}; recompile it", o.imgsz,
-                 o.path, cfg->input_h, cfg->input_w);
-    std::shared_ptr<runtime::Engine> engine =
-        runtime::Engine::open(art, engine_options(o.load, o.threads, o.device));
-    m.names = art->manifest().class_names;
-    m.engine = engine;
-    auto network = [engine](const Tensor& x) { return engine->run({x}); };
-    if (engine->detects()) {
-      const detect::DetectorConfig c = *cfg;
-      m.detector = std::make_unique<detect::Detector>(
-          network,
-          [engine, c](const detect::Image& img) {
-            return engine->detect(img, c.conf, c.iou, c.max_det);
-          },
-          c);
-    } else {
-      m.detector = std::make_unique<detect::Detector>(network, *cfg);
-    }
-    return m;
+                 o.path, shape.at(2), shape.at(3));
+    std::vector<std::string> names = det.class_names();
+    return DetectorModel(std::move(det), nullptr, std::move(names));
   }
   ImportedDetector d = compiler::import_detector(o.path, o);
   // The graph optimizer at its default level: bit-identical outputs (tests/e2e/check_optimized.py)
@@ -56,9 +77,7 @@ DetectorModel load_detector_model(const DetectorModelOptions& o) {
     user_error("--precision {}: choose auto (as the model says) or fp32", o.precision);
   }
   optimize(*d.graph, passes);
-  m.names = std::move(d.names);
   std::shared_ptr<const Graph> graph(std::move(d.graph));
-  m.graph = graph;
   const std::string input_name = graph->inputs[0]->name;
   auto network = [graph, input_name](const Tensor& x) {
     std::vector<Tensor> outputs;
@@ -66,8 +85,8 @@ DetectorModel load_detector_model(const DetectorModelOptions& o) {
       outputs.push_back(std::move(nt.tensor));
     return outputs;
   };
-  m.detector = std::make_unique<detect::Detector>(network, d.config);
-  return m;
+  return DetectorModel(std::nullopt, std::make_unique<detect::Detector>(network, d.config),
+                       std::move(d.names));
 }
 
 void add_detector_model_options(CLI::App& c, DetectorModelOptions& options) {

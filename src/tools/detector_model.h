@@ -1,8 +1,8 @@
 #pragma once
-/// Loads a detector for `yoloc run` / `yoloc eval` / `yoloc bench`: a compiled `.ycm` artifact
-/// (run by the runtime's executor, everything from its manifest), or an ONNX model: import
-/// (fixing dynamic input sizes), family and class names from the metadata, and a Detector
-/// running the optimized graph on the reference executor.
+/// Loads a detector for `yoloc run` / `yoloc eval`: a compiled `.ycm` artifact (the runtime's
+/// yoloc::Detector, everything from its manifest), or an ONNX model: import (fixing dynamic
+/// input sizes), family and class names from the metadata, and a pipeline running the
+/// optimized graph on the reference executor.
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <optional>
@@ -11,10 +11,9 @@
 
 #include "compiler/detector_import.h"
 #include "detect/pipeline.h"
-#include "ir/graph.h"
-#include "runtime/engine.h"
-#include "yoloc/compiler.h"
 #include "tools/artifact_options.h"
+#include "yoloc/compiler.h"
+#include "yoloc/runtime.h"
 
 namespace yoloc::tools {
 
@@ -31,14 +30,34 @@ using compiler::ImportedDetector;
 using compiler::is_artifact_path;
 using compiler::select_outputs;
 
-struct DetectorModel {
-  std::shared_ptr<const Graph> graph;                ///< ONNX models: the optimized graph
-  std::shared_ptr<runtime::Engine> engine;           ///< artifacts: what runs the network
-  std::unique_ptr<detect::Detector> detector;
-  std::vector<std::string> names;
+/// A detector for `yoloc run` and `yoloc eval`: a `.ycm` artifact runs through the runtime's
+/// public yoloc::Detector (as an application would run it), an ONNX model on the reference
+/// executor.
+class DetectorModel {
+ public:
+  DetectorModel(std::optional<yoloc::Detector> artifact, std::unique_ptr<detect::Detector> reference,
+                std::vector<std::string> names);
+
+  /// Detections of each image (batch() images a network run) and the time of each stage.
+  std::vector<std::vector<detect::Detection>> detect(const std::vector<detect::Image>& images,
+                                                     detect::StageTimes* times) const;
+  /// COCO mAP on the dataset in `dir` at the evaluation thresholds, with a progress counter.
+  detect::EvalReport evaluate(const std::string& dir) const;
+
+  const std::vector<std::string>& names() const { return names_; }
+  int batch() const { return batch_; }
+  int input_h() const { return input_h_; }
+  int input_w() const { return input_w_; }
+
+ private:
+  std::optional<yoloc::Detector> artifact_;
+  std::unique_ptr<detect::Detector> reference_;
+  std::vector<std::string> names_;
+  int batch_ = 1, input_h_ = 0, input_w_ = 0;
 };
 
-/// Loads the artifact or imports the model and builds its detector. Raises a UserError for a model that is not a
+/// Loads the artifact or imports the model and builds its detector (for eval: the thresholds
+/// of options are the evaluation's). Raises a UserError for a model that is not a
 /// one-image-input detector, an --imgsz that a static model cannot take (or that is not a
 /// positive multiple of the stride), or a family that cannot be told (see detect_family).
 DetectorModel load_detector_model(const DetectorModelOptions& options);

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "artifact/manifest.h"
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 
 namespace yoloc::tools {
 

@@ -26,7 +26,7 @@
 #include "core/error.h"
 #include "core/npy.h"
 #include "detect/decode.h"
-#include "detect/image.h"
+#include "yoloc/image.h"
 #include "detect/nms.h"
 #include "detect/preprocess.h"
 #include "runtime/cuda/cuda_driver.h"

@@ -14,7 +14,7 @@
 #include "codegen/cuda/tasks.h"
 #include "codegen/cuda/upsample_template.h"
 #include "conv_test_util.h"
-#include "core/half.h"
+#include "yoloc/half.h"
 #include "cuda_emulator.h"
 #include "ops/reference_executor.h"
 #include "passes/pipeline.h"

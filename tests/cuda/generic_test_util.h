@@ -21,7 +21,8 @@
 #include "codegen/cuda/generic_template.h"
 #include "codegen/cuda/simt_conv_template.h"
 #include "codegen/cuda/tc_conv_template.h"
-#include "core/half.h"
+#include "core/error.h"
+#include "yoloc/half.h"
 #include "passes/pipeline.h"
 #include "targets/cuda/cuda_attributes.h"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the build into a fresh prefix, builds the C example against it (the CMake package and
-# the pkg-config file) and runs them: each must print the detections `yoloc run` gives.
+# Installs the build into a fresh prefix, builds the C and C++ examples against it (the CMake
+# package, and pkg-config) and runs them: each must print the detections `yoloc run` gives.
 #   check_install.sh BUILD_DIR SOURCE_DIR WORK_DIR MODEL.onnx IMAGE
 set -euo pipefail
 build=$1 src=$2 work=$3 model=$4 image=$5
@@ -15,9 +15,10 @@ cmake --install "$build" --prefix "$prefix" >/dev/null
 cmake -S "$src/examples" -B "$work/examples" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$work/examples" >/dev/null
-# pkg-config, the C example alone.
+# pkg-config.
 export PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name yoloc.pc)")
 cc -o "$work/detect_c_pc" "$src/examples/detect.c" $(pkg-config --cflags --libs yoloc)
+c++ -std=c++17 -o "$work/detect_cpp_pc" "$src/examples/detect.cpp" $(pkg-config --cflags --libs yoloc)
 
 compare() {
   python3 - "$work/expected.json" "$1" <<'PY'
@@ -31,7 +32,8 @@ for e, g in zip(expected, got):
 print(f"{sys.argv[2]}: {len(got)} detections as yoloc run")
 PY
 }
-for exe in "$work/examples/detect_c" "$work/detect_c_pc"; do
+for exe in "$work/examples/detect_c" "$work/detect_c_pc" "$work/examples/detect_cpp" \
+  "$work/detect_cpp_pc"; do
   "$exe" "$work/model.ycm" "$image" > "$work/$(basename "$exe").json"
   compare "$work/$(basename "$exe").json"
 done

@@ -2,7 +2,7 @@
 /// Output comparison for the ONNX node tests, with the per-dtype tolerances in one place.
 #include <string>
 
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 
 namespace yoloc::conformance {
 

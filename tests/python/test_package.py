@@ -54,6 +54,26 @@ def test_predictions_match_the_cli(model):
             assert [int(k) for k in r.boxes.cls] == [d["class_id"] for d in c["detections"]]
 
 
+def test_batch_artifact_matches_batch_one(tmp_path):
+    # A batch-2 artifact takes the images two at a time (the last run padded): three images
+    # give the detections of the batch-1 artifact, image by image.
+    dynbatch = os.path.join(SHARED, "models", "yolov5n-fp16-dynbatch.onnx")
+    if not os.path.isfile(dynbatch):
+        pytest.skip(f"no model {dynbatch}")
+    b1 = yoloc.compile(dynbatch, family="yolov5", output=str(tmp_path / "b1.ycm"))
+    b2 = yoloc.compile(dynbatch, family="yolov5", batch=2, output=str(tmp_path / "b2.ycm"))
+    assert b1.batch == 1 and b2.batch == 2
+    sources = [BUS, ZIDANE, BUS]
+    one = b1.predict(sources)
+    two = b2.predict(sources)
+    assert [r.path for r in two] == sources
+    for a, b in zip(one, two):
+        assert a.boxes.data.shape == b.boxes.data.shape and len(a.boxes) > 0
+        np.testing.assert_allclose(b.boxes.xyxy, a.boxes.xyxy, atol=1e-2)
+        np.testing.assert_allclose(b.boxes.conf, a.boxes.conf, atol=1e-4)
+        np.testing.assert_array_equal(b.boxes.cls, a.boxes.cls)
+
+
 def test_array_sources_bgr_and_rgb(model):
     from_path = model.predict(BUS)[0].boxes.data
     bgr = yoloc.read_image(BUS)

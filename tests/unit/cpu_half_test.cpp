@@ -1,6 +1,6 @@
 // float16 activations in the CPU kernels: the generated half <-> float conversions of an
 // elementwise Cast kernel (a float16 model's edges at fp32 precision), checked on every half
-// bit pattern and on rounding cases against core/half.h and hand-computed bits.
+// bit pattern and on rounding cases against yoloc/half.h and hand-computed bits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +9,8 @@
 
 #include "codegen/cpu/elementwise_template.h"
 #include "codegen/cpu/host_compiler.h"
-#include "core/half.h"
+#include "core/error.h"
+#include "yoloc/half.h"
 #include "runtime/kernel_library.h"
 
 namespace yoloc::codegen::cpu {
@@ -99,7 +100,7 @@ TEST(CpuHalf, FloatToHalfRoundsToNearestEven) {
   };
   std::vector<float> f;
   for (const auto& c : cases) f.push_back(c.first);
-  // Then random bit patterns over the whole float range, checked against core/half.h.
+  // Then random bit patterns over the whole float range, checked against yoloc/half.h.
   std::mt19937 rng(3);
   const size_t hand = f.size();
   for (int i = 0; i < 100000; ++i) {

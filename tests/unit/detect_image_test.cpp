@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "detect/image.h"
+#include "yoloc/image.h"
 #include "test_util.h"
 
 using namespace yoloc;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/half.h"
+#include "yoloc/half.h"
 #include "frontend/onnx/importer.h"
 #include "ops/reference_executor.h"
 

@@ -15,7 +15,7 @@
 #include "codegen/cpu/host_compiler.h"
 #include "codegen/cpu/kernel_table.h"
 #include "core/error.h"
-#include "detect/image.h"
+#include "yoloc/image.h"
 #include "runtime/executor.h"
 #include "runtime/kernel_library.h"
 #include "runtime/program.h"

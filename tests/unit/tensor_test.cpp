@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/half.h"
+#include "yoloc/half.h"
 #include "core/npy.h"
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 #include "test_util.h"
 
 using namespace yoloc;

@@ -14,7 +14,7 @@
 #include "tuner_test_util.h"
 #ifdef YOLOC_HAVE_CUDA
 #include "codegen/cuda/cuda_compiler.h"
-#include "core/half.h"
+#include "yoloc/half.h"
 #include "tuner/cuda/cuda_tuning.h"
 #include "tuner/cuda/output_check.h"
 #include "targets/cuda/cuda_attributes.h"

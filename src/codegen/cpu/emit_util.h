@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 #include "ir/graph.h"
 
 namespace yoloc::codegen::cpu {

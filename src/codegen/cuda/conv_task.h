@@ -24,7 +24,7 @@
 
 #include "codegen/cpu/conv_template.h"
 #include "core/dtype.h"
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 #include "ir/graph.h"
 
 namespace yoloc::codegen::cuda {

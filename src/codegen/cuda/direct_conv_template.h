@@ -34,7 +34,7 @@
 /// up to 64 with zeros), so a block's KB channels of one tap are contiguous.
 #include "codegen/cpu/schedule.h"
 #include "codegen/cuda/conv_task.h"
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 
 namespace yoloc::codegen::cuda {
 

@@ -20,7 +20,7 @@
 /// zeros), so that a thread's VEC channels of one tap are contiguous.
 #include "codegen/cpu/schedule.h"
 #include "codegen/cuda/conv_task.h"
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 
 namespace yoloc::codegen::cuda {
 

@@ -13,7 +13,7 @@
 /// BN output channels of one depth row are contiguous.
 #include "codegen/cpu/schedule.h"
 #include "codegen/cuda/conv_task.h"
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 
 namespace yoloc::codegen::cuda {
 

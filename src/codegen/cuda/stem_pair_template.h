@@ -45,7 +45,7 @@
 
 #include "codegen/cpu/schedule.h"
 #include "codegen/cuda/conv_task.h"
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 
 namespace yoloc::codegen::cuda {
 

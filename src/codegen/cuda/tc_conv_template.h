@@ -104,7 +104,7 @@
 /// (zeros past KG): row n holds output channel n's kernel in (kh, kw, c) order.
 #include "codegen/cpu/schedule.h"
 #include "codegen/cuda/conv_task.h"
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 
 namespace yoloc::codegen::cuda {
 

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "artifact/artifact_reader.h"
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 #include "detect/decode.h"
-#include "detect/image.h"
+#include "yoloc/image.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/cuda_program.h"
 #include "runtime/cuda/stream_plan.h"

@@ -20,7 +20,7 @@
 #include "artifact/cuda_program.h"
 #include "detect/decode.h"
 #include "detect/family.h"
-#include "detect/image.h"
+#include "yoloc/image.h"
 #include "detect/preprocess.h"
 #include "runtime/cuda/cuda_driver.h"
 

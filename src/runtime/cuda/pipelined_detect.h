@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "detect/decode.h"
-#include "detect/image.h"
+#include "yoloc/image.h"
 #include "runtime/cuda/cuda_executor.h"
 
 namespace yoloc::runtime::cuda {

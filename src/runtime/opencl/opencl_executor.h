@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "artifact/artifact_reader.h"
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 #include "runtime/opencl/cl_device.h"
 #include "runtime/program.h"
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "detect/image.h"
+#include "yoloc/image.h"
 
 namespace yoloc::tools {
 

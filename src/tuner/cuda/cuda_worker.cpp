@@ -13,7 +13,7 @@
 
 #include "codegen/cuda/conv_task.h"
 #include "core/error.h"
-#include "core/half.h"
+#include "yoloc/half.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "tuner/cuda/output_check.h"
 

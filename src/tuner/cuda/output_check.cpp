@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "codegen/cuda/conv_task.h"
-#include "core/half.h"
+#include "yoloc/half.h"
 
 namespace yoloc::tuner {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/tensor.h"
+#include "yoloc/tensor.h"
 
 namespace yoloc::tuner {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
+#include "yoloc/dtype.h"
 
 namespace yoloc {
 
@@ -63,8 +63,7 @@ class Tensor {
   template <typename T>
   static Tensor from_vector(Shape shape, const std::vector<T>& values) {
     Tensor t(dtype_of<T>(), std::move(shape));
-    YOLOC_CHECK(static_cast<int64_t>(values.size()) == t.numel(), "from_vector: {} values for {}",
-                values.size(), shape_str(t.shape()));
+    t.check_count(values.size());
     T* d = t.data<T>();
     for (size_t i = 0; i < values.size(); ++i) d[i] = values[i];
     return t;
@@ -76,6 +75,8 @@ class Tensor {
 
  private:
   void check_type(DType t) const;
+  /// Raises an InternalError unless the tensor has `n` elements.
+  void check_count(size_t n) const;
 
   DType dtype_ = DType::kUndefined;
   Shape shape_;
