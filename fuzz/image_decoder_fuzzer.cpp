@@ -1,5 +1,6 @@
-// libFuzzer target: the image decoder (stb_image behind the header and size checks), with
-// limits small enough that a fuzzed header cannot ask for gigabytes.
+// libFuzzer target: the image decoder (libjpeg-turbo, libpng and stb_image's BMP reader behind
+// the header and size checks), with limits small enough that a fuzzed header cannot ask for
+// gigabytes.
 #include <cstddef>
 #include <cstdint>
 #include <string>

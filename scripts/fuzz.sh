@@ -6,23 +6,45 @@
 # land in build/fuzz/crashes/<target>/ (reproduce one: build/fuzz/fuzz/<target> FILE).
 # Prints one line per target (execs, coverage, crashes) and writes build/fuzz/summary.json.
 #
+# Each run also starts from fuzz/regressions/<target>: the inputs of crashes found and fixed.
+#
 # usage: scripts/fuzz.sh [SECONDS] [TARGET ...]
+#        scripts/fuzz.sh --build [TARGET ...]   builds the targets and the seeds only (the `fuzz`
+#                                               tests' fixture; exit 77 without clang/libFuzzer)
 #   env: PARALLEL, JOBS (build), YOLOC_SHARED_DIR, PYTHON (with onnx and numpy), YOLOC (a release
 #        yoloc for the artifact seed), FUZZ_FLAGS (more libFuzzer flags, e.g. "-fork=1
-#        -ignore_crashes=1" to go on after a crash)
+#        -ignore_crashes=1" to go on after a crash), YOLOC_FUZZ_BUILD_DIR (default build/fuzz)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-seconds=${1:-60}
+build_only=0
+if [ "${1:-}" = "--build" ]; then
+  build_only=1
+  seconds=0
+else
+  seconds=${1:-60}
+fi
 shift || true
 all=(onnx_import_fuzzer artifact_reader_fuzzer image_decoder_fuzzer npy_reader_fuzzer
      records_parser_fuzzer)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
-build=$root/build/fuzz
+build=${YOLOC_FUZZ_BUILD_DIR:-$root/build/fuzz}
 shared=${YOLOC_SHARED_DIR:-$root/../shared}
 python=${PYTHON:-$root/build/venv/bin/python}
 yoloc=${YOLOC:-$root/build/release/yoloc}
 
+# libFuzzer ships with clang (Debian: clang-14); without it there is nothing to build.
+probe=$(mktemp -d)
+if ! command -v clang++-14 >/dev/null ||
+   ! echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long) { return 0; }' |
+     clang++-14 -x c++ -fsanitize=fuzzer,address - -o "$probe/probe" 2>/dev/null; then
+  rm -rf "$probe"
+  echo "skipped: no clang++-14 with libFuzzer (Debian: apt-get install clang-14)"
+  exit 77
+fi
+rm -rf "$probe"
+
+mkdir -p "$build"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_CXX_FLAGS_RELEASE="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_RELEASE="-O1" \
@@ -43,13 +65,16 @@ if [ ! -d "$seeds" ]; then
     --records "$root/records/cuda-sm_90.jsonl" "${artifact_args[@]}"
   mv "$seeds.tmp" "$seeds"
 fi
+[ "$build_only" = 1 ] && exit 0
 
 run_one() {
   local t=$1
   mkdir -p "$build/corpus/$t" "$build/crashes/$t"
+  local dirs=("$build/corpus/$t" "$seeds/$t")
+  [ -d "$root/fuzz/regressions/$t" ] && dirs+=("$root/fuzz/regressions/$t")
   # shellcheck disable=SC2086
   "$build/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$build/crashes/$t/" ${FUZZ_FLAGS:-} "$build/corpus/$t" "$seeds/$t" \
+    -artifact_prefix="$build/crashes/$t/" ${FUZZ_FLAGS:-} "${dirs[@]}" \
     >"$build/$t.log" 2>&1 || true
 }
 pids=()

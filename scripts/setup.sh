@@ -16,7 +16,7 @@ sudo=()
 
 packages=(build-essential cmake ninja-build pkg-config
   libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
-  nlohmann-json3-dev libcli11-dev libfmt-dev libstb-dev libgtest-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libstb-dev libjpeg62-turbo-dev libpng-dev libgtest-dev
   libsodium-dev libxgboost-dev graphviz python3 python3-venv
   libopencv-videoio-dev g++-aarch64-linux-gnu qemu-user
   opencl-headers ocl-icd-opencl-dev ocl-icd-libopencl1 pocl-opencl-icd clinfo)

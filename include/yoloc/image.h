@@ -1,5 +1,5 @@
 #pragma once
-/// 8-bit colour images: decoding (JPEG, PNG, BMP, ...) and encoding (PNG, JPEG).
+/// 8-bit colour images: decoding (JPEG, PNG, BMP) and encoding (PNG, JPEG).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,10 +36,12 @@ struct ImageLimits {
 /// YOLOC_MAX_IMAGE_PIXELS (positive integers; anything else is a UserError).
 ImageLimits image_limits_from_env();
 
-/// Decodes an image file (JPEG, PNG, BMP, GIF, TGA, PNM: whatever stb_image reads); grey and
-/// alpha images become 3-channel. Only a regular file is read (a FIFO, a device or a directory
-/// is refused at once, without blocking or reading). Raises a UserError naming the file and the
-/// reason for a missing, unreadable, oversized or non-image file.
+/// Decodes an image file: JPEG (libjpeg-turbo; a CMYK JPEG is refused), PNG (libpng; 16 bits cut
+/// to 8, alpha dropped, no gamma correction) or BMP (stb_image); grey, palette and alpha images
+/// become 3-channel. Corrupt or truncated data is an error, never a partly grey image. Only a
+/// regular file is read (a FIFO, a device or a directory is refused at once, without blocking or
+/// reading). Raises a UserError naming the file and the reason for a missing, unreadable,
+/// oversized or non-image file.
 Image read_image(const std::string& path, const ImageLimits& limits = image_limits_from_env());
 
 /// Decodes an image held in memory; `what` names it in error messages.

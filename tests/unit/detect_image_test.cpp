@@ -83,8 +83,17 @@ TEST(Image, UnsupportedOutputExtension) {
 
 namespace {
 
-/// A PNG signature and an IHDR chunk declaring width x height RGB pixels, and no pixel data
-/// (stb_image does not check chunk CRCs).
+uint32_t crc32(const std::string& bytes) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (unsigned char b : bytes) {
+    c ^= b;
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+/// A PNG signature and an IHDR chunk (its CRC right) declaring width x height RGB pixels, and no
+/// pixel data.
 std::string png_header(uint32_t width, uint32_t height) {
   std::string s("\x89PNG\r\n\x1a\n", 8);
   const auto be32 = [&](uint32_t v) {
@@ -95,7 +104,7 @@ std::string png_header(uint32_t width, uint32_t height) {
   be32(width);
   be32(height);
   s += std::string("\x08\x02\x00\x00\x00", 5);  // 8-bit, RGB, deflate, no filter, no interlace
-  be32(0);                                       // CRC
+  be32(crc32(s.substr(12)));                     // over the chunk type and data
   return s;
 }
 
@@ -142,4 +151,33 @@ TEST(Image, LimitsAreConfigurable) {
   EXPECT_NE(env.find("limit of 99 pixels"), std::string::npos) << env;
   EXPECT_NE(bad.find("YOLOC_MAX_IMAGE_PIXELS='lots'"), std::string::npos) << bad;
   EXPECT_EQ(read_image(p.string()).height, 10);
+}
+
+TEST(Image, TruncatedJpeg) {
+  const fs::path p = temp_dir() / "full.jpg";
+  write_image(p.string(), Image(64, 48, 100));
+  std::ifstream in(p, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string cut = bytes.substr(0, bytes.size() - 40);
+  const std::string msg = error_of([&] { decode_image(cut, "cut.jpg"); });
+  EXPECT_NE(msg.find("cannot decode image 'cut.jpg'"), std::string::npos) << msg;
+}
+
+/// A JPEG whose Huffman table declares 300 codes (at most 256 exist): stb_image 2.27 (Debian's
+/// libstb) wrote and read past its 257-entry size table on it (found by image_decoder_fuzzer;
+/// scripts/sanitize.sh reports the out-of-bounds index there). Refused with a one-line error.
+TEST(Image, JpegHuffmanTableWithTooManyCodesIsRefused) {
+  std::string dht("\xff\xd8\xff\xc4", 4);
+  const int codes = 300;
+  const int length = 2 + 1 + 16 + codes;
+  dht.push_back(static_cast<char>(length >> 8));
+  dht.push_back(static_cast<char>(length & 0xFF));
+  dht.push_back('\x00');  // a DC table, number 0
+  std::string counts(16, '\0');
+  counts[15] = static_cast<char>(255);  // 255 codes of 16 bits ...
+  counts[14] = static_cast<char>(codes - 255);  // ... and 45 of 15
+  dht += counts + std::string(codes, '\x01') + "\xff\xd9";
+  const std::string msg = error_of([&] { decode_image(dht, "dht.jpg"); });
+  EXPECT_NE(msg.find("cannot decode image 'dht.jpg'"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
 }
