@@ -19,7 +19,7 @@ struct ConvChoice {
 /// outputs are the boxes and scores), the DFL and any conv after a Softmax (decode
 /// arithmetic), a depthwise conv (group > 1, one input channel per group: each output channel
 /// reads one input channel, so a channel whose range is far below the tensor's keeps only a few
-/// of the per-tensor scale's 256 levels; YOLOX-nano lost 0.048 mAP50-95 to its 30 depthwise
+/// of the per-tensor scale's 256 levels; YOLOX-nano lost 0.045 mAP50-95 to its 30 depthwise
 /// convs) and a conv whose weights are not a float32 constant; float by the user: a conv
 /// whose output or node name matches one of `skip` (shell wildcards: "*cv3*").
 std::vector<ConvChoice> choose_int8_convs(const Graph& g, const std::vector<std::string>& skip);
