@@ -13,6 +13,7 @@
 #include "codegen/cpu/emit_util.h"
 #include "codegen/cpu/resize_template.h"
 #include "codegen/cuda/cuda_emit.h"
+#include "codegen/cuda/kernels/embedded.h"
 #include "ir/op_registry.h"
 
 namespace yoloc::codegen::cuda {
@@ -22,32 +23,7 @@ using cpu::dense_strides;
 
 // The scalar helpers the CPU's elementwise expressions call (cpu::elementwise_expr), on the
 // device; their std:: math functions are renamed yc_m:: (NVRTC has no <cmath>).
-const char* const kGenericPrelude = R"(#ifndef YOLOC_CUDA_GENERIC_PRELUDE
-#define YOLOC_CUDA_GENERIC_PRELUDE
-YC_DEVICE float yc_sigmoid(float x) { return 1.f / (1.f + yc_exp(-x)); }
-YC_DEVICE float yc_silu(float x) { return x / (1.f + yc_exp(-x)); }
-YC_DEVICE float yc_relu1(float x) { return x > 0.f ? x : 0.f; }
-YC_DEVICE float yc_h2f(yc_u16 h) { return yc_half_to_float(h); }
-YC_DEVICE yc_u16 yc_f2h(float f) { return yc_float_to_half(f); }
-namespace yc_m {
-YC_DEVICE float fmax(float a, float b) { return fmaxf(a, b); }
-YC_DEVICE float fmin(float a, float b) { return fminf(a, b); }
-YC_DEVICE float tanh(float x) { return tanhf(x); }
-YC_DEVICE float log(float x) { return logf(x); }
-YC_DEVICE float sqrt(float x) { return sqrtf(x); }
-YC_DEVICE float fabs(float x) { return fabsf(x); }
-YC_DEVICE float pow(float a, float b) { return powf(a, b); }
-}  // namespace yc_m
-YC_DEVICE float yc_inf() {
-  union {
-    yc_u32 i;
-    float f;
-  } u;
-  u.i = 0x7f800000u;
-  return u.f;
-}
-#define YC_IFN YC_DEVICE
-)";
+const char* const kGenericPrelude = cuh::generic_prelude;
 
 // The generic kernels' prelude: kGenericPrelude, then the int64 helpers the CPU kernels share.
 std::string generic_prelude() {
@@ -1199,22 +1175,11 @@ class Emitter {
     if (int64_scratch_) {
       casts += "  yc_i64* __restrict__ scratch_l = static_cast<yc_i64*>(scratch);\n";
     }
-    return fmt::format(
-        R"(YC_KERNEL void YC_LAUNCH_BOUNDS({threads}) {sym}({params}) {{
-  YC_KERNEL_ENTRY();
-{casts}  const {ix} first =
-      static_cast<{ix}>(blockIdx.x) * {threads} + static_cast<{ix}>(threadIdx.x);
-#pragma unroll
-  for (int item = 0; item < {items}; ++item) {{
-    const {ix} e = first + item * {stride};
-    if (e >= {work}) return;
-{body}  }}
-}}
-)",
-        fmt::arg("threads", threads), fmt::arg("sym", sym), fmt::arg("params", params),
-        fmt::arg("casts", casts), fmt::arg("ix", ix()), fmt::arg("items", items),
-        fmt::arg("stride", fmt::format("{}{}", blocks * threads, wide_ ? "ll" : "")),
-        fmt::arg("work", work), fmt::arg("body", body));
+    return fmt::format(fmt::runtime(cuh::generic_kernel), fmt::arg("threads", threads),
+                       fmt::arg("sym", sym), fmt::arg("params", params), fmt::arg("casts", casts),
+                       fmt::arg("ix", ix()), fmt::arg("items", items),
+                       fmt::arg("stride", fmt::format("{}{}", blocks * threads, wide_ ? "ll" : "")),
+                       fmt::arg("work", work), fmt::arg("body", body));
   }
 
   const GenericTask& t_;
