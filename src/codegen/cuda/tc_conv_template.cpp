@@ -7,7 +7,7 @@
 
 #include "codegen/cpu/emit_util.h"
 #include "codegen/cuda/cuda_emit.h"
-#include "codegen/cuda/detect_tail_template.h"
+#include "codegen/cuda/detect_head_fusion.h"
 #include "codegen/cuda/kernels/embedded.h"
 #include "core/error.h"
 
@@ -129,9 +129,6 @@ const std::string& tensor_core_kernel() {
 // declarations (namespace s2, the epilogue). See the header.
 constexpr const char* kB2bFunctions = cuh::tc_conv_b2b;
 
-// (CudaConvTask::boxes) b2b_store_staged's end once the tile is staged: the box decode.
-constexpr const char* kB2bBoxes = cuh::detect_fused_boxes;
-
 }  // namespace
 
 namespace {
@@ -154,27 +151,8 @@ bool takes(const CudaConvTask& task) {
   if (!(sizes && t.groups == 1 && in16 && image_ok && out_ok(task.out_dtype) &&
         task.slices_valid() && fits))
     return false;
-  // Class scores: an NCHW output of the last conv (no activation, residual or upsampled copy)
-  // whose map fits its planes.
-  const ConvTask& last = task.b2b ? task.second_stage().conv : t;
-  const bool last_nchw = task.b2b ? task.b2b->out_nchw : task.out_nchw;
-  if (task.scores &&
-      !(last_nchw && last.act == Activation::kNone && !last.residual && !task.up &&
-        task.scores->base >= 0 && task.scores->base + last.oh * last.ow <= task.scores->plane))
-    return false;
-  // Boxes: a pair whose second stage (no activation) is the whole dense S x R logits map of a
-  // level that lies within the tail's anchors (a tail DetectTailTemplate takes, as
-  // detect_tail_task_from_group makes them; valid() runs for every candidate of a tuning run, so
-  // that is not checked again here).
-  if (task.boxes) {
-    const DetectTailTask* d = task.boxes->tail.get();
-    if (!task.b2b || task.scores || !d) return false;
-    const B2bStage& b = *task.b2b;
-    if (b.act != Activation::kNone || b.k != d->sides * d->bins ||
-        !(b.out == ChannelSlice{b.k, 0}) || task.boxes->base < 0 ||
-        task.boxes->base + t.oh * t.ow > d->anchors || t.n != d->n)
-      return false;
-  }
+  // The detect-head fusions: class scores, boxes (detect_head_fusion.h).
+  if (!detect_fusion_fits(task)) return false;
   // An upsampled input: a 1x1 stride-1 conv of an NHWC input copied in 16-byte pieces, whose
   // upsampled channels and their source's slice are 16-byte aligned too; no b2b pair.
   if (const auto& u = task.up_in) {
@@ -471,17 +449,14 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
        {"@BF16@", bf16 ? "1" : "0"},
        {"@B2B_FUNCTIONS@",
         t.b2b ? "namespace s2 {\n" + conv_common_source(t.second_stage()) + "}  // namespace s2\n" +
-                    (t.boxes ? "namespace dfl {\n" + detect_box_unit_source(*t.boxes->tail) +
-                                   "}  // namespace dfl\n"
-                             : std::string()) +
-                    kB2bFunctions
+                    fused_boxes_declarations(t) + kB2bFunctions
               : ""},
        // ---- The b2b kernel parameters, after the common ones of conv_task.h (extra parameters
        // of other fused forms go before these: the list is x, w, bias, res, y, up, [uin], w2,
        // bias2; tasks.cpp appends their arguments in the same order).
        {"@B2B_PARAMS@",
         t.b2b ? std::string(",\n          const void* w2_, const float* __restrict__ bias2") +
-                    (t.boxes ? ", const float* __restrict__ dfl_table" : "")
+                    fused_boxes_param(t)
               : ""},
        // ---- An upsampled input's source (CudaConvTask::up_in), right after the common ones.
        {"@UPIN_PARAMS@", t.up_in ? ",\n          const void* uin_" : ""},
@@ -500,7 +475,7 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
        {"@B2B_TAIL@", t.b2b ? fmt::format("  b2b_tail(acc, bias, yc_smem + W2_AT, yc_smem, bias2, "
                                           "static_cast<s2::OutT*>(y_), {}, tile, lane, wrow0, "
                                           "warp_n);\n  return;",
-                                          t.boxes ? "dfl_table" : "nullptr")
+                                          fused_boxes_table(t))
                             : ""},
        {"@ACT1@", act1},
        {"@BM@", std::to_string(bm)},
@@ -523,7 +498,7 @@ CudaKernel TensorCoreConvTemplate::emit(const CudaConvTask& t, const ScheduleCon
        {"@L1@", std::to_string(cfg.get("l1"))},
        {"@EPI@", staged_output(t, cfg) ? "1" : "0"},
        {"@B2B_EPI@", b2b_staged(t, cfg) ? "1" : "0"},
-       {"@B2B_BOXES@", t.boxes ? kB2bBoxes : ""},
+       {"@B2B_BOXES@", fused_boxes_store(t)},
        {"@BOX_BASE@", std::to_string(t.boxes ? t.boxes->base : 0)},
        {"@MMA@", t.dtype == DType::kBFloat16 ? "yc_mma_bf16" : "yc_mma_f16"},
        {"@NCHW_IN@", t.in_nchw ? "1" : "0"},
