@@ -12,6 +12,7 @@
 
 #include "codegen/cpu/emit_util.h"
 #include "codegen/cuda/cuda_emit.h"
+#include "codegen/cuda/kernels/embedded.h"
 #include "core/error.h"
 
 namespace yoloc::codegen::cuda {
@@ -528,53 +529,9 @@ int64_t units(const DetectTailTask& t, int64_t chunk) {
 }
 
 // The box unit (detect_box_unit_source): the output type, the box constants, box_unit.
-constexpr const char* kBoxUnit = R"(typedef @TO@ TO;
-// Constants as enumerators: namespace-scope constexpr variables would each become a __device__
-// global of the module.
-enum : int { A = @A@, S = @S@, R = @R@ };
-enum : yc_i64 { ON = @ON@, OC = @OC@, OA = @OA@ };
-// The box unit of one anchor: x at its first DFL logit, channels sc apart; y at its output
-// element of channel 0.
-template <class TI>
-YC_DEVICE void box_unit(const TI* __restrict__ x, yc_i64 sc, const float* __restrict__ table,
-                        int a, TO* __restrict__ y) {
-  float d[S];
-#pragma unroll
-  for (int s = 0; s < S; ++s) {
-    float v[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) v[r] = yc_load(x + (s * R + r) * sc);
-    float m = v[0];
-#pragma unroll
-    for (int r = 1; r < R; ++r) m = fmaxf(m, v[r]);
-    float sum = 0.f, acc = 0.f;
-@EXPECT@    d[s] = @DIV@ + @BIAS@;
-  }
-@DECODE@}
-)";
+constexpr const char* kBoxUnit = cuh::detect_box_unit;
 
-constexpr const char* kDetectTailKernel = R"(namespace @SYM@_ns {
-@BOX_UNIT@enum : int { N = @N@, C = @C@, CC = @CC@, CO = @CO@, THREADS = @THREADS@, TILES = @TILES@ };
-// A class unit: the sigmoids of classes c0 .. c0 + CC.
-template <class TI>
-YC_DEVICE void class_unit(const TI* __restrict__ x, yc_i64 sc, int c0, TO* __restrict__ y) {
-#pragma unroll 4
-  for (int c = c0; c < c0 + CC; ++c) {
-    if (c < C) yc_store(y + (CO + c) * OC, @SIGMOID@(yc_load(x + c * sc)));
-  }
-}
-}  // namespace @SYM@_ns
-
-YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS) @SYM@(@PARAMS@) {
-  YC_KERNEL_ENTRY();
-  using namespace @SYM@_ns;
-  const int unit = static_cast<int>(blockIdx.x) / TILES;
-  const int i = static_cast<int>(blockIdx.x) % TILES * THREADS + static_cast<int>(threadIdx.x);
-  if (i >= N * A) return;
-  const int n = i / A, a = i % A;
-  TO* y = static_cast<TO*>(p_out) + (static_cast<yc_i64>(n) * ON + static_cast<yc_i64>(a) * OA);
-@LEVELS@}
-)";
+constexpr const char* kDetectTailKernel = cuh::detect_tail;
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 
 #include "codegen/cpu/emit_util.h"
 #include "codegen/cuda/cuda_emit.h"
+#include "codegen/cuda/kernels/embedded.h"
 #include "core/error.h"
 
 namespace yoloc::codegen::cuda {
@@ -167,237 +168,23 @@ struct Geometry {
 };
 
 // The input tile of the FMA and MMA paths, fp32 in shared memory (its columns phase-split).
-constexpr const char* kScalarTile =
-    R"(  // The input tile, zeros outside the image: thread (lw, lr) copies tile columns lw + q * LW of
-  // tile rows lr + j * LR of every channel. Its columns' validity and places are the same in
-  // every row, and its reads are at fixed distances from one address. RB rows at a time, all
-  // their loads before their stores and without branches: so many loads are in flight at once.
-  {
-    const int lw = tid % LW, lr = tid / LW;
-    bool col_ok[QC], col_in[QC];
-    int col_at[QC];
-#pragma unroll
-    for (int q = 0; q < QC; ++q) {
-      const int ic = lw + q * LW;
-      // Past the tile's columns the phase layout would land on other columns' words.
-      col_in[q] = IWT % LW == 0 || ic < IWT;
-      col_ok[q] = col_in[q] && static_cast<unsigned>(iw0 + ic) < static_cast<unsigned>(W);
-      col_at[q] = ic % SW * PC + ic / SW;
-    }
-    const yc_i64 xo =
-        NCHW_IN ? (static_cast<yc_i64>(img) * C * H + ih0 + lr) * W + iw0 + lw
-                : ((static_cast<yc_i64>(img) * H + ih0 + lr) * W + iw0 + lw) * IS + IO;
-#pragma unroll
-    for (int j0 = 0; j0 < QR; j0 += RB) {
-      float v[RB][QC][C];
-#pragma unroll
-      for (int j = 0; j < RB; ++j) {
-        const int row = lr + (j0 + j) * LR;
-        const bool row_ok = j0 + j < QR && (IHT % LR == 0 || row < IHT) &&
-                            static_cast<unsigned>(ih0 + row) < static_cast<unsigned>(H);
-#pragma unroll
-        for (int q = 0; q < QC; ++q) {
-#pragma unroll
-          for (int c = 0; c < C; ++c) {
-            const yc_i64 at = NCHW_IN ? (static_cast<yc_i64>(c) * H + (j0 + j) * LR) * W + q * LW
-                                      : (static_cast<yc_i64>(j0 + j) * LR * W + q * LW) * IS + c;
-            v[j][q][c] = 0.f;
-            if (row_ok && col_ok[q]) v[j][q][c] = yc_load(x + (xo + at));
-          }
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < RB; ++j) {
-        const int row = lr + (j0 + j) * LR;
-        const bool row_in = j0 + j < QR && (IHT % LR == 0 || row < IHT);
-#pragma unroll
-        for (int q = 0; q < QC; ++q) {
-#pragma unroll
-          for (int c = 0; c < C; ++c) {
-            if (row_in && col_in[q]) si[c * CS + row * LD + col_at[q]] = v[j][q][c];
-          }
-        }
-      }
-    }
-  }
-)";
+constexpr const char* kScalarTile = cuh::direct_conv_scalar_tile;
 
 // The pairs path's tile (Geometry::set_pairs): the image's rows copied as they are stored, in
 // 16-byte pieces from column iw0 - OFF, a multiple of 8 as W is: a piece lies all in the image or
 // all outside it (zeros).
-constexpr const char* kPairsTile = R"(  {
-    enum : int { CPR = LDH0 / 8, PIECES = C * IHT * CPR, BATCH = 8 };
-    yc_u16* st = reinterpret_cast<yc_u16*>(si);
-    const yc_u16* xs = reinterpret_cast<const yc_u16*>(x);
-    const int col0 = iw0 - OFF;
-#pragma unroll
-    for (int j0 = 0; j0 < PIECES; j0 += BATCH * THREADS) {
-      yc_vec<yc_u32, 4> v[BATCH];
-#pragma unroll
-      for (int j = 0; j < BATCH; ++j) {
-        const int i = j0 + j * THREADS + tid;
-        const int c = i / (IHT * CPR), r = i / CPR % IHT, gx = col0 + i % CPR * 8;
-        const int gy = ih0 + r;
-        v[j] = {{0u, 0u, 0u, 0u}};
-        if (i < PIECES && static_cast<unsigned>(gy) < static_cast<unsigned>(H) &&
-            static_cast<unsigned>(gx) < static_cast<unsigned>(W)) {
-          v[j] = *reinterpret_cast<const yc_vec<yc_u32, 4>*>(
-              xs + ((static_cast<yc_i64>(img) * C + c) * H + gy) * W + gx);
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < BATCH; ++j) {
-        const int i = j0 + j * THREADS + tid;
-        if (i < PIECES) {
-          *reinterpret_cast<yc_vec<yc_u32, 4>*>(st + i / (IHT * CPR) * CSH +
-                                                i / CPR % IHT * LDH + i % CPR * 8) = v[j];
-        }
-      }
-    }
-  }
-)";
+constexpr const char* kPairsTile = cuh::direct_conv_pairs_tile;
 
 // The kernel after the common declarations of conv_common_source (in the same namespace). See the
 // header for the scheme; the comments here say why.
-constexpr const char* kDirectKernel = R"(typedef @XT@ XT;  // input storage
-enum : int {
-  TW = @TW@, TH = @TH@, PT = @PT@, KB = @KB@, TN = @TN@,
-  MMA = @MMA@,  // tensor-core tiles (else FMAs)
-  // Channel groups and thread (FMA) or m-tile (MMA: 16 pixels of a tile row) rows of a block.
-  GN = KB / TN, TY = TH / PT,
-  THREADS = MMA ? 32 * GN * (TW / 16) * TY : GN * TW * TY,
-  NCHW_IN = @NCHW_IN@,  // x: dense NCHW XT, the image (else NHWC XT in its slice)
-  TAPS = C * KH * KW,
-  KP = (K + 63) / 64 * 64,  // weights per tap in the packed layout
-  // The input tile: the image rows and columns the block's output tile reads.
-  IHT = (TH - 1) * SH + (KH - 1) * DH + 1,
-  IWT = (TW - 1) * SW + (KW - 1) * DW + 1,
-  // Tile column ic is stored at (ic % SW) * PC + ic / SW: at a tap, consecutive output columns
-  // read consecutive words.
-  PC = (IWT + SW - 1) / SW,
-  LD = @LD@, CS = @CS@,  // words per stored tile row and channel
-  // The pairs path (Geometry::set_pairs): OFF, KX0, pairs per window row, halves a row loads
-  // (LDH0) and holds (LDH), halves per channel.
-  OFF = @OFF@, KX0 = @KX0@, PPR = @PPR@, LDH0 = @LDH0@, LDH = @LDH@, CSH = @CSH@,
-  TILES_X = (OW + TW - 1) / TW, TILES_Y = (OH + TH - 1) / TH,
-  // The loader: LW consecutive threads per tile row, LR rows at a time.
-  LW = @LW@, LR = THREADS / LW,
-  QC = (IWT + LW - 1) / LW, QR = (IHT + LR - 1) / LR,
-  // Rows per batch of loads: about 40 values in registers.
-  RB = 40 / (QC * C) < 1 ? 1 : 40 / (QC * C) < QR ? 40 / (QC * C) : QR,
-  W_PIECES = TAPS * KB / 4, W_ITERS = (W_PIECES + THREADS - 1) / THREADS
-};
-static_assert(THREADS % LW == 0 && KB % 4 == 0 && TN % 4 == 0, "direct conv geometry");
-// The MMA paths' accumulators, zeroed.
-template <int P, int Q>
-YC_DEVICE void zero_acc(float (&acc)[P][Q][4]) {
-#pragma unroll
-  for (int i = 0; i < P; ++i)
-#pragma unroll
-    for (int j = 0; j < Q; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
-}
-}  // namespace @SYM@_ns
-
-YC_KERNEL void YC_LAUNCH_BOUNDS(@SYM@_ns::THREADS)
-    @SYM@(const void* x_, const void* w_, const float* __restrict__ bias, const void* res_,
-          void* y_, void* up_) {
-  YC_KERNEL_ENTRY();
-  using namespace @SYM@_ns;
-  YC_DYNAMIC_SMEM(float, yc_smem);
-  const XT* __restrict__ x = static_cast<const XT*>(x_);
-  const float* __restrict__ w = static_cast<const float*>(w_);
-  const OutT* res = static_cast<const OutT*>(res_);
-  OutT* y = static_cast<OutT*>(y_);
-  OutT* up = static_cast<OutT*>(up_);
-  float* sw = yc_smem;              // [TAPS][KB]
-  float* si = yc_smem + TAPS * KB;  // [C][CS]: [IHT][LD] and padding
-  const int tid = static_cast<int>(threadIdx.x);
-  const int bx = static_cast<int>(blockIdx.x), n0 = static_cast<int>(blockIdx.y) * KB;
-  const int img = bx / (TILES_X * TILES_Y);
-  const int oy0 = bx / TILES_X % TILES_Y * TH, ox0 = bx % TILES_X * TW;
-  const int ih0 = oy0 * SH - PH, iw0 = ox0 * SW - PW;
-
-  // The block's channels of every tap, in 16-byte pieces.
-#pragma unroll
-  for (int j = 0; j < W_ITERS; ++j) {
-    const int i = tid + j * THREADS;
-    if (W_PIECES % THREADS != 0 && i >= W_PIECES) break;
-    const int tap = i / (KB / 4), k = i % (KB / 4) * 4;
-    *reinterpret_cast<yc_vec<float, 4>*>(sw + tap * KB + k) =
-        *reinterpret_cast<const yc_vec<float, 4>*>(w + (static_cast<yc_i64>(tap) * KP + n0 + k));
-  }
-@TILE@  YC_SYNC();
-
-@COMPUTE@}
-)";
+constexpr const char* kDirectKernel = cuh::direct_conv_kernel;
 
 // The FMA path: thread (g, tx, ty) computes pixels (ty + i * TY, tx), i < PT, of the tile x
 // channels n0 + g * TN ... in fp32.
-constexpr const char* kFmaCompute =
-    R"(  const int g = tid % GN, tx = tid / GN % TW, ty = tid / GN / TW;
-  const float* wg = sw + g * TN;
-  const float* ip = si + ty * SH * LD + tx;
-  float acc[PT][TN];
-#pragma unroll
-  for (int i = 0; i < PT; ++i)
-#pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-#pragma unroll
-    for (int r = 0; r < KH; ++r) {
-#pragma unroll
-      for (int s = 0; s < KW; ++s) {
-        const int tap = (c * KH + r) * KW + s;
-        float wv[TN];
-#pragma unroll
-        for (int q = 0; q < TN / 4; ++q) {
-          const yc_vec<float, 4> w4 =
-              *reinterpret_cast<const yc_vec<float, 4>*>(wg + tap * KB + 4 * q);
-#pragma unroll
-          for (int e = 0; e < 4; ++e) wv[4 * q + e] = w4.e[e];
-        }
-#pragma unroll
-        for (int i = 0; i < PT; ++i) {
-          const float v =
-              ip[c * CS + (i * TY * SH + r * DH) * LD + s * DW % SW * PC + s * DW / SW];
-#pragma unroll
-          for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(v, wv[j], acc[i][j]);
-        }
-      }
-    }
-  }
-
-#pragma unroll
-  for (int i = 0; i < PT; ++i) {
-    const int oy = oy0 + ty + i * TY, ox = ox0 + tx;
-    if (oy < OH && ox < OW) {
-      epilogue_vec<TN>(y, up, res, bias, (img * OH + oy) * OW + ox, n0 + g * TN, acc[i]);
-    }
-  }
-)";
+constexpr const char* kFmaCompute = cuh::direct_conv_fma;
 
 // The MMA paths' epilogue.
-constexpr const char* kMmaEpilogue =
-    R"(  // Accumulator e of n-tile nt: pixel row gq (+8 for e >= 2), channels 2 * tq + e % 2.
-#pragma unroll
-  for (int i = 0; i < PT; ++i) {
-    const int oy = oy0 + ty + i * TY;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int ox = ox0 + mx + XS * (gq + 8 * h);
-      if (oy >= OH || ox >= OW) continue;
-      const int m = (img * OH + oy) * OW + ox;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        epilogue2(y, up, res, bias, m, n0 + g * TN + nt * 8 + 2 * tq, acc[i][nt][2 * h],
-                  acc[i][nt][2 * h + 1]);
-      }
-    }
-  }
-)";
+constexpr const char* kMmaEpilogue = cuh::direct_conv_mma_epilogue;
 
 // The MMA path: warp (g, mx, ty) computes the m-tiles (16 pixels of a tile row) (ty + i * TY,
 // columns mx + XS * j, j < 16), i < PT, x channels n0 + g * TN ... with mma.m16n8k16 over the taps
@@ -405,101 +192,12 @@ constexpr const char* kMmaEpilogue =
 // in every m-tile: their places in the tile are computed once, and so are its weight fragments.
 // Depth past the taps has zero weights; its A elements read the pixel's first tap (finite, and
 // in its window anyway).
-constexpr const char* kMmaCompute =
-    R"(  enum : int { KS = (TAPS + 15) / 16, NT = TN / 8, XS = TW / 16 };
-  const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;
-  const int g = warp % GN, mx = warp / GN % (TW / 16), ty = warp / GN / (TW / 16);
-  yc_u32 bf[KS][NT][2];
-  int koff[KS][4];  // depth ks * 16 + 2 * tq + {0, 1, 8, 9}
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int k = ks * 16 + 2 * tq + (e & 1) + (e >> 1) * 8;
-      const int c = k / (KH * KW), r = k / KW % KH, s = k % KW;
-      koff[ks][e] = k < TAPS ? c * CS + r * DH * LD + s * DW % SW * PC + s * DW / SW : 0;
-    }
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const int n = g * TN + nt * 8 + gq;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int k = ks * 16 + 2 * tq + 8 * h;
-        const float w0 = k < TAPS ? sw[k * KB + n] : 0.f;
-        const float w1 = k + 1 < TAPS ? sw[(k + 1) * KB + n] : 0.f;
-        bf[ks][nt][h] = static_cast<yc_u32>(@CVT@(w0)) | static_cast<yc_u32>(@CVT@(w1)) << 16;
-      }
-    }
-  }
-  // Row i of m-tile mx is tile column mx + XS * i (the XS m-tiles of a tile row interleaved: the
-  // lanes' words spread over more banks); row gq + 8 is 8 * XS words after row gq.
-  const float* ip = si + ty * SH * LD + mx + XS * gq;
-  float acc[PT][NT][4];
-  zero_acc(acc);
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks) {
-#pragma unroll
-    for (int i = 0; i < PT; ++i) {
-      const float* p = ip + i * TY * SH * LD;
-      const auto pair = [&](int e0, int row) {
-        return static_cast<yc_u32>(@CVT@(p[koff[ks][e0] + row])) |
-               static_cast<yc_u32>(@CVT@(p[koff[ks][e0 + 1] + row])) << 16;
-      };
-      const yc_u32 a[4] = {pair(0, 0), pair(0, 8 * XS), pair(2, 0), pair(2, 8 * XS)};
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) @MMA_FN@(acc[i][nt], a, bf[ks][nt]);
-    }
-  }
-
-@MMA_EPILOGUE@)";
+constexpr const char* kMmaCompute = cuh::direct_conv_mma;
 
 // The pairs path: the MMA path's warps and fragments, its depth the pairs (channel, window row,
 // j) of Geometry::set_pairs in that order (P of them, zero-padded to 16-deep steps): A's pair of
 // a lane is one 32-bit word of the tile, B's weights of taps outside the window are zeros.
-constexpr const char* kPairsCompute =
-    R"(  enum : int { NP = C * KH * PPR, KS = (2 * NP + 15) / 16, NT = TN / 8, XS = TW / 16 };
-  const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;
-  const int g = warp % GN, mx = warp / GN % (TW / 16), ty = warp / GN / (TW / 16);
-  yc_u32 bf[KS][NT][2];
-  int koff[KS][2];  // words of pairs 8 * ks + tq (depth 2 * tq, + 1) and 8 * ks + 4 + tq
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int p = 8 * ks + 4 * h + tq;
-      const int c = p / (KH * PPR), r = p / PPR % KH, j = p % PPR;
-      koff[ks][h] = p < NP ? (c * CSH + r * DH * LDH + KX0 + 2 * j + OFF) / 2 : 0;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int n = g * TN + nt * 8 + gq;
-        float w[2];
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int s = KX0 + 2 * j + e;
-          w[e] = p < NP && s >= 0 && s < KW ? sw[((c * KH + r) * KW + s) * KB + n] : 0.f;
-        }
-        bf[ks][nt][h] = static_cast<yc_u32>(@CVT@(w[0])) | static_cast<yc_u32>(@CVT@(w[1])) << 16;
-      }
-    }
-  }
-  // Row i of m-tile mx is tile column mx + XS * i, as in the MMA path; row gq + 8 is 8 * XS
-  // columns after row gq.
-  const yc_u32* ip = reinterpret_cast<const yc_u32*>(si) + ty * SH * (LDH / 2) +
-                     SW / 2 * (mx + XS * gq);
-  float acc[PT][NT][4];
-  zero_acc(acc);
-#pragma unroll
-  for (int ks = 0; ks < KS; ++ks) {
-#pragma unroll
-    for (int i = 0; i < PT; ++i) {
-      const yc_u32* p = ip + i * TY * SH * (LDH / 2);
-      const yc_u32 a[4] = {p[koff[ks][0]], p[koff[ks][0] + SW / 2 * 8 * XS], p[koff[ks][1]],
-                           p[koff[ks][1] + SW / 2 * 8 * XS]};
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) @MMA_FN@(acc[i][nt], a, bf[ks][nt]);
-    }
-  }
-@MMA_EPILOGUE@)";
+constexpr const char* kPairsCompute = cuh::direct_conv_pairs;
 
 }  // namespace
 
