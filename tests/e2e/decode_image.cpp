@@ -6,7 +6,7 @@
 #include <exception>
 
 #include "core/npy.h"
-#include "detect/image.h"
+#include "yoloc/image.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {
