@@ -75,10 +75,11 @@ def tolerance(precision, fp16_model):
 
 # Two int8 implementations' detections move by whole quanta, one detection at a time: ONNX Runtime
 # and the ONNX reference evaluator differ by up to IoU 0.946, score 0.034 and edges 5.4 px on
-# bus.jpg / zidane.jpg, yoloc and ONNX Runtime by up to IoU 0.910 and edges 5.5 px, 1.5x to 3x the
-# references' figures on the same image. So the int8 tolerance derived on an image is at least
-# this (IoU 0.9 as the whole-model check always allowed; edges 1.5x the largest references' 5.4).
-INT8_FLOOR = Tolerance(0.9, 0.01, 8.0)
+# bus.jpg / zidane.jpg, yoloc and ONNX Runtime by up to IoU 0.910, score 0.037 (zidane.jpg's tie,
+# yolov8n-dynint8: IoU 0.984, edges 0.3 px) and edges 5.5 px, 1.5x to 3x the references' figures on
+# the same image. So the int8 tolerance derived on an image is at least this: IoU 0.9 as the
+# whole-model check always allowed, score and edges 1.5x the largest references' 0.034 and 5.4.
+INT8_FLOOR = Tolerance(0.9, 0.05, 8.0)
 
 
 def derived(pairs, floor=FP32):
@@ -194,8 +195,9 @@ def yolox_grid(pred, size):
     return out
 
 
-def postprocess(out, fam, size, conf, iou_thr):
-    """Boxes (N, 4) x1y1x2y2 in input pixels, scores (N,), classes (N,) of batch item 0."""
+def postprocess(out, fam, size, conf, iou_thr, candidates=None):
+    """Boxes (N, 4) x1y1x2y2 in input pixels, scores (N,), classes (N,) of batch item 0; with
+    candidates (a list), appends to it the (boxes, scores, classes) NMS started from."""
     out = out[0].astype(np.float64)
     if fam == "v10":
         keep = out[:, 4] > conf
@@ -210,20 +212,13 @@ def postprocess(out, fam, size, conf, iou_thr):
     scores = cls_scores[np.arange(len(classes)), classes]
     keep = scores > conf
     boxes, scores, classes = cxcywh_to_xyxy(pred[keep, :4]), scores[keep], classes[keep]
+    if candidates is not None:
+        candidates.append((boxes, scores, classes))
     k = nms(boxes, scores, classes, iou_thr)
     return boxes[k], scores[k], classes[k]
 
 
-def reference(session, model, rgb, conf, iou_thr):
-    fam = family(model, session)
-    size = input_size(session)
-    x, (r, left, top) = preprocess(rgb, size, fam)
-    inp = session.get_inputs()[0]
-    if inp.type == "tensor(float16)":
-        x = x.astype(np.float16)
-    out = session.run(None, {inp.name: x})[0]
-    boxes, scores, classes = postprocess(out, fam, size, conf, iou_thr)
-    h, w = rgb.shape[:2]
+def to_detections(boxes, scores, classes, r, left, top, w, h):
     boxes = boxes.copy()
     boxes[:, [0, 2]] = np.clip((boxes[:, [0, 2]] - left) / r, 0, w)
     boxes[:, [1, 3]] = np.clip((boxes[:, [1, 3]] - top) / r, 0, h)
@@ -231,9 +226,53 @@ def reference(session, model, rgb, conf, iou_thr):
             for b, s, c in zip(boxes, scores, classes)]
 
 
-def match(ref, got, conf, tol, r):
+def reference(session, model, rgb, conf, iou_thr, candidates=None):
+    """The reference detections of one image; with candidates (a list), also extends it with the
+    detections NMS started from (every box over the confidence threshold, v10: the output)."""
+    fam = family(model, session)
+    size = input_size(session)
+    x, (r, left, top) = preprocess(rgb, size, fam)
+    inp = session.get_inputs()[0]
+    if inp.type == "tensor(float16)":
+        x = x.astype(np.float16)
+    out = session.run(None, {inp.name: x})[0]
+    pre = []
+    boxes, scores, classes = postprocess(out, fam, size, conf, iou_thr, pre)
+    h, w = rgb.shape[:2]
+    if candidates is not None:
+        candidates += to_detections(*(pre[0] if pre else (boxes, scores, classes)),
+                                    r, left, top, w, h)
+    return to_detections(boxes, scores, classes, r, left, top, w, h)
+
+
+def within(a, b, tol, r):
+    """Whether detection b is detection a within tol: (ok, IoU, score difference, edge shift)."""
+    v = float(iou(np.array(a["box"]), np.array([b["box"]]))[0])
+    ds = abs(a["score"] - b["score"])
+    shift = r * float(np.max(np.abs(np.array(a["box"]) - np.array(b["box"]))))
+    return v >= tol.min_iou and ds <= tol.score and shift <= tol.shift, v, ds, shift
+
+
+def nms_tie(d, got, used, candidates, tol, r, iou_thr):
+    """The index of an unmatched yoloc detection that NMS kept in place of reference detection d
+    because the two overlapping boxes scored within tol (their order is a last-bit matter): same
+    class, IoU over iou_thr with d, and within tol of a box the reference suppressed whose score
+    is within tol of d's. None where there is none."""
+    for j, g in enumerate(got):
+        if j in used or g["class_id"] != d["class_id"] or \
+                float(iou(np.array(d["box"]), np.array([g["box"]]))[0]) <= iou_thr:
+            continue
+        if any(c["class_id"] == g["class_id"] and abs(c["score"] - d["score"]) <= tol.score and
+               within(c, g, tol, r)[0] for c in candidates):
+            return j
+    return None
+
+
+def match(ref, got, conf, tol, r, candidates=None, iou_thr=0.45):
     """Returns (problems, matched pairs (IoU, score difference, largest edge shift in input
-    pixels)) between reference and yoloc detections; r is input pixels per image pixel."""
+    pixels)) between reference and yoloc detections; r is input pixels per image pixel. With the
+    reference's NMS candidates, a yoloc detection that NMS kept in place of a reference detection
+    of (within tol) the same score is a tie, not a difference (nms_tie)."""
     problems, pairs = [], []
     used = set()
     for d in sorted(ref, key=lambda d: -d["score"]):
@@ -244,13 +283,20 @@ def match(ref, got, conf, tol, r):
             v = float(iou(np.array(d["box"]), np.array([g["box"]]))[0])
             if v > best_iou:
                 best, best_iou = j, v
-        ds = shift = None
+        ok, ds, shift = False, None, None
         if best is not None:
-            ds = abs(got[best]["score"] - d["score"])
-            shift = r * float(np.max(np.abs(np.array(got[best]["box"]) - np.array(d["box"]))))
-        if best is not None and best_iou >= tol.min_iou and ds <= tol.score and shift <= tol.shift:
+            ok, _, ds, shift = within(d, got[best], tol, r)
+        tie = None
+        if ok:
             used.add(best)
             pairs.append((best_iou, ds, shift))
+        elif candidates is not None and \
+                (tie := nms_tie(d, got, used, candidates, tol, r, iou_thr)) is not None:
+            used.add(tie)
+            print(f"     NMS tie: reference kept class {d['class_id']} score {d['score']:.4f} box "
+                  f"{[round(v, 1) for v in d['box']]}, yoloc the overlapping box "
+                  f"{[round(v, 1) for v in got[tie]['box']]} score {got[tie]['score']:.4f}, "
+                  f"which the reference scored within {tol.score:.4f} of it")
         elif d["score"] >= conf + tol.score:
             near = f"; nearest same-class yoloc box IoU {best_iou:.4f}" + (
                 f" score {got[best]['score']:.4f} edges {shift:.2f} px" if best is not None else "")
@@ -371,7 +417,8 @@ def main():
         if (res.get("width"), res.get("height")) != (w, h):
             problems.append(f"image size {res.get('width')}x{res.get('height')}, expected {w}x{h}")
             print(f"FAIL {name} {os.path.basename(image)}: {problems[-1]}")
-        ref = reference(session, args.model, rgb, args.conf, args.iou)
+        candidates = []
+        ref = reference(session, args.model, rgb, args.conf, args.iou, candidates)
         got = res.get("detections", [])
         tol = tolerance(args.precision, fp16_model)
         checks = [("ONNX Runtime", ref, tol)]
@@ -388,7 +435,8 @@ def main():
             checks.append(("the reference executor's fp32 rewrite",
                            fp32_reference[args.images.index(image)]["detections"], tol))
         for what, want, t in checks:
-            probs, pairs = match(want, got, args.conf, t, r)
+            probs, pairs = match(want, got, args.conf, t, r,
+                                 candidates if want is ref else None, args.iou)
             problems += probs
             print(f"{'ok  ' if not probs else 'FAIL'} {name} {os.path.basename(image)} vs {what}: "
                   f"{len(want)} reference, {len(got)} yoloc detections; {figures(pairs)} "

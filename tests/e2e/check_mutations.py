@@ -105,17 +105,22 @@ def check_model(model, rgb):
     h, w = rgb.shape[:2]
     scale = min(size / h, size / w)
 
-    def detections(output):
-        return check_detections.reference(FixedOutput(ref_session, output), model, rgb, CONF, IOU)
+    def detections(output, candidates=None):
+        return check_detections.reference(FixedOutput(ref_session, output), model, rgb, CONF, IOU,
+                                          candidates)
 
-    want = detections(r)
+    # With the reference's NMS candidates, as check_detections matches: a corrupted detection
+    # must not pass for an NMS tie either.
+    candidates = []
+    want = detections(r, candidates)
     if not want:
         problems.append("the reference finds nothing on the image: nothing to corrupt")
-    found, _ = check_detections.match(want, detections(intact), CONF, tol, scale)
+    found, _ = check_detections.match(want, detections(intact), CONF, tol, scale, candidates, IOU)
     if found:
         problems.append(f"check_detections rejects the intact detections: {found[0]}")
     for what in DETECTION_CORRUPTIONS:
-        found, pairs = check_detections.match(want, detections(bad[what]), CONF, tol, scale)
+        found, pairs = check_detections.match(want, detections(bad[what]), CONF, tol, scale,
+                                              candidates, IOU)
         if not found:
             problems.append(f"check_detections accepts detections with {what} "
                             f"({check_detections.figures(pairs)}; allowed {tol})")
