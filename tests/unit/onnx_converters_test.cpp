@@ -120,6 +120,25 @@ TEST(OnnxConverters, OpsetRangeIsOneToTwentyEight) {
       << import_error(add6);
 }
 
+TEST(OnnxConverters, MalformedOutputListsAreUserErrors) {
+  // A node without outputs, a Constant included (found by the importer's fuzzer: it read an
+  // output that does not exist).
+  OneNode constant("Constant", 17);
+  auto* value = constant.attr("value_float", onnx::AttributeProto::FLOAT);
+  value->set_f(1.0f);
+  EXPECT_NE(import_error(constant).find("names no output"), std::string::npos)
+      << import_error(constant);
+  // More outputs than the op has.
+  for (const char* op : {"Identity", "Relu"}) {
+    OneNode two(op, 17);
+    two.input("x", kFloat, {2});
+    two.output("y");
+    two.output("z");
+    const std::string error = import_error(two);
+    EXPECT_NE(error.find("expects 1 to 1 outputs, got 2"), std::string::npos) << op << ": " << error;
+  }
+}
+
 TEST(OnnxConverters, SwishIsSiLUForAlphaOneElseXTimesSigmoidOfAlphaX) {
   OneNode one("Swish", 24);
   one.input("x", kFloat, {1});

@@ -45,7 +45,9 @@ Node* ConvertContext::emit_internal(const std::string& op, std::vector<Value*> i
 }
 
 void ConvertContext::alias_output(size_t i, Value* v) {
-  YOLOC_CHECK(i < output_names_.size(), "alias_output {} of {}", i, output_names_.size());
+  if (i >= output_names_.size())
+    fail("names {} output(s); the op has an output {} the model does not name (re-export it)",
+         output_names_.size(), i);
   produced[output_names_[i]] = v;
 }
 

@@ -120,6 +120,9 @@ std::unique_ptr<Graph> import_onnx_bytes(const std::string& bytes, const std::st
                    np.op_type(), np.name(), name);
       ins.push_back(it->second);
     }
+    if (np.output_size() == 0)
+      user_error("{} node '{}' names no output (every ONNX node has a first output; the model is "
+                 "malformed: re-export it)", np.op_type(), np.name());
     std::vector<std::string> outs(np.output().begin(), np.output().end());
     ConvertContext ctx(*g, np, opset, std::move(ins), attrs_from_proto(np), outs, declared);
     (*conv)(ctx);
@@ -127,7 +130,8 @@ std::unique_ptr<Graph> import_onnx_bytes(const std::string& bytes, const std::st
       if (o.empty()) continue;
       auto it = ctx.produced.find(o);
       if (it == ctx.produced.end())
-        internal_error("converter for {} did not produce output '{}'", np.op_type(), o);
+        user_error("{} node '{}' names output '{}', which {} does not have at opset {} (the model "
+                   "is malformed: re-export it)", np.op_type(), np.name(), o, np.op_type(), opset);
       if (env.count(o)) user_error("{} node '{}': value '{}' is defined twice", np.op_type(), np.name(), o);
       env[o] = it->second;
     }
