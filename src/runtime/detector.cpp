@@ -196,9 +196,6 @@ std::vector<TensorInfo> Detector::inputs() const {
 std::vector<TensorInfo> Detector::outputs() const {
   return tensor_infos(impl_->engine->manifest().outputs);
 }
-int Detector::threads() const {
-  runtime::Executor* cpu = impl_->engine->cpu();
-  return cpu ? cpu->threads() : 0;
-}
+int Detector::threads() const { return impl_->engine->threads(); }
 
 }  // namespace yoloc

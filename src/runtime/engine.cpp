@@ -8,9 +8,7 @@
 #include "core/error.h"
 #include "runtime/executor.h"
 #ifdef YOLOC_HAVE_CUDA
-#include "runtime/cuda/cuda_executor.h"
-#include "runtime/cuda/cuda_program.h"
-#include "runtime/cuda/pipelined_detect.h"
+#include "runtime/cuda/cuda_engine.h"
 #endif
 #ifdef YOLOC_HAVE_OPENCL
 #include "runtime/opencl/opencl_executor.h"
@@ -26,45 +24,22 @@ class CpuEngine final : public Engine {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return exec_.run(inputs); }
   std::string device() const override { return fmt::format("cpu, {} threads", exec_.threads()); }
   const artifact::Manifest& manifest() const override { return exec_.manifest(); }
-  Executor* cpu() override { return &exec_; }
+  int threads() const override { return exec_.threads(); }
+  std::vector<KernelInfo> kernels() const override {
+    std::vector<KernelInfo> k;
+    for (const KernelCall& c : exec_.program().calls) k.push_back({c.symbol, c.task});
+    return k;
+  }
+  std::vector<double> profile_kernels(const std::vector<Tensor>& inputs) override {
+    exec_.set_profiling(true);
+    exec_.run(inputs);
+    exec_.set_profiling(false);
+    return exec_.last_call_ms();
+  }
 
  private:
   Executor exec_;
 };
-
-#ifdef YOLOC_HAVE_CUDA
-class CudaEngine final : public Engine {
- public:
-  CudaEngine(std::shared_ptr<const artifact::Artifact> a, int device, int in_flight)
-      : exec_(std::move(a), device), in_flight_(in_flight) {}
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return exec_.run(inputs); }
-  bool detects() const override { return exec_.can_detect(); }
-  std::vector<detect::Detection> detect(const detect::Image& img, float conf, float iou,
-                                        int max_det) override {
-    if (pipeline_) pipeline_->drain();  // the first lane is exec_ itself
-    return exec_.detect(std::span(&img, 1), conf, iou, max_det).at(0);
-  }
-  uint64_t submit(const detect::Image& img, float conf, float iou, int max_det) override {
-    if (!pipeline_) pipeline_ = std::make_unique<cuda::PipelinedDetect>(exec_, in_flight_);
-    return pipeline_->submit(img, conf, iou, max_det);
-  }
-  std::vector<detect::Detection> wait(uint64_t ticket) override {
-    if (!pipeline_) user_error("detection ticket {} is unknown: nothing was submitted", ticket);
-    return pipeline_->wait(ticket);
-  }
-  std::string device() const override {
-    const cuda::DeviceInfo& d = exec_.device();
-    return fmt::format("GPU {}: {} ({})", d.ordinal, d.name, d.arch());
-  }
-  const artifact::Manifest& manifest() const override { return exec_.manifest(); }
-  cuda::CudaExecutor* cuda() override { return &exec_; }
-
- private:
-  cuda::CudaExecutor exec_;
-  int in_flight_;
-  std::unique_ptr<cuda::PipelinedDetect> pipeline_;  ///< made at the first submit
-};
-#endif
 
 #ifdef YOLOC_HAVE_OPENCL
 class OpenClEngine final : public Engine {
@@ -96,14 +71,16 @@ std::vector<detect::Detection> Engine::wait(uint64_t ticket) {
              device());
 }
 
+std::vector<double> Engine::profile_kernels(const std::vector<Tensor>&) {
+  user_error("the {} engine cannot time its kernels one by one", device());
+}
+
 std::unique_ptr<Engine> Engine::open(std::shared_ptr<const artifact::Artifact> artifact,
                                      const EngineOptions& options) {
   if (options.threads < 0) user_error("the thread count {} must be >= 0", options.threads);
   if (artifact->manifest().target.rfind("cuda", 0) == 0) {
 #ifdef YOLOC_HAVE_CUDA
-    if (options.in_flight < 1)
-      user_error("{} images in flight: at least 1 is needed", options.in_flight);
-    return std::make_unique<CudaEngine>(std::move(artifact), options.device, options.in_flight);
+    return std::make_unique<cuda::CudaEngine>(std::move(artifact), options.device, options.in_flight);
 #else
     user_error("'{}' is a CUDA artifact ({}); this yoloc was built without CUDA support",
                artifact->path(), artifact->manifest().target);

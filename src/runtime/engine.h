@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "artifact/artifact_reader.h"
 #include "yoloc/tensor.h"
 #include "detect/decode.h"
@@ -13,10 +15,12 @@
 
 namespace yoloc::runtime {
 
-class Executor;
-namespace cuda {
-class CudaExecutor;
-}
+/// A kernel of an engine's program, for tools: its symbol and the compiler's description of its
+/// task (template, workload, flops; may be empty).
+struct KernelInfo {
+  std::string symbol;
+  nlohmann::json task;
+};
 
 struct EngineOptions {
   int threads = 0;  ///< CPU worker threads; 0: the machine's hardware threads
@@ -53,9 +57,14 @@ class Engine {
   virtual std::string device() const = 0;
   virtual const artifact::Manifest& manifest() const = 0;
 
-  /// The target's executor, for what only it offers (profiling, GPU timing); nullptr otherwise.
-  virtual Executor* cpu() { return nullptr; }
-  virtual cuda::CudaExecutor* cuda() { return nullptr; }
+  /// Worker threads of its executor (a CPU's pool); 0 where it has none.
+  virtual int threads() const { return 0; }
+  /// The kernels a run calls, in order.
+  virtual std::vector<KernelInfo> kernels() const { return {}; }
+  /// Runs the network once on `inputs` (a GPU engine: on the inputs of its latest run()), timing
+  /// every kernel alone: milliseconds per kernels() entry. Raises a UserError where the engine
+  /// cannot time its kernels.
+  virtual std::vector<double> profile_kernels(const std::vector<Tensor>& inputs);
 };
 
 }  // namespace yoloc::runtime

@@ -9,12 +9,9 @@
 
 #include "artifact/artifact_reader.h"
 #include "runtime/engine.h"
-#include "runtime/executor.h"
-#ifdef YOLOC_HAVE_CUDA
-#include "runtime/cuda/cuda_executor.h"
-#endif
 #include "tools/artifact_options.h"
 #include "tools/commands.h"
+#include "tools/device_measurements.h"
 #include "tools/prepared_artifact.h"
 #include "tools/random_inputs.h"
 #include "core/error.h"
@@ -59,58 +56,32 @@ void run_profile(const ProfileOptions& o) {
   auto art = open_trusted_artifact(prepared.path, o.load, prepared.temp_dir.empty());
   std::unique_ptr<runtime::Engine> engine =
       runtime::Engine::open(art, engine_options(o.load, o.threads, o.device));
-  if (o.in_graph && engine->cpu())
-    user_error("--in-graph times kernels inside a CUDA graph; '{}' is a CPU artifact", o.model);
+  const DeviceMeasurements* device = device_measurements(*engine);
+  if (o.in_graph && !device)
+    user_error("--in-graph times the kernels inside a CUDA graph; '{}' ({} artifact) has no such "
+               "graph: profile it without --in-graph", o.model, art->manifest().target);
   const std::vector<Tensor> inputs = random_inputs(art->manifest(), "profile");
   // Per kernel: its symbol, what it computes, and its times over the runs.
   std::vector<std::string> symbols;
   std::vector<nlohmann::json> tasks;
-  std::vector<std::vector<double>> samples;
-  // --in-graph: the latency each kernel adds inside the CUDA graph (profile_prefixes).
+  for (runtime::KernelInfo& k : engine->kernels()) {
+    symbols.push_back(std::move(k.symbol));
+    tasks.push_back(std::move(k.task));
+  }
+  std::vector<std::vector<double>> samples(symbols.size());
+  engine->run(inputs);  // warm-up
+  for (int it = 0; it < o.iters; ++it) {
+    const std::vector<double> ms = engine->profile_kernels(inputs);
+    for (size_t i = 0; i < samples.size() && i < ms.size(); ++i) samples[i].push_back(ms[i]);
+  }
+  // --in-graph: the latency each kernel adds inside the device's graph.
   std::vector<double> added;
   nlohmann::json graph_totals;
-  engine->run(inputs);  // warm-up
-  if (runtime::Executor* exec = engine->cpu()) {
-    for (const runtime::KernelCall& c : exec->program().calls) {
-      symbols.push_back(c.symbol);
-      tasks.push_back(c.task);
-    }
-    samples.resize(symbols.size());
-    exec->set_profiling(true);
-    for (int it = 0; it < o.iters; ++it) {
-      exec->run(inputs);
-      for (size_t i = 0; i < samples.size(); ++i) samples[i].push_back(exec->last_call_ms()[i]);
-    }
+  if (o.in_graph) {
+    InGraphProfile p = device->profile_in_graph(*engine, o.iters);
+    added = std::move(p.added_ms);
+    graph_totals = std::move(p.totals);
   }
-#ifdef YOLOC_HAVE_CUDA
-  if (runtime::cuda::CudaExecutor* cuda = engine->cuda()) {
-    for (const runtime::cuda::CudaLaunch& l : cuda->program().launches) {
-      symbols.push_back(l.symbol);
-      tasks.push_back(l.task);
-    }
-    samples.resize(symbols.size());
-    for (int it = 0; it < o.iters; ++it) {
-      const std::vector<double> ms = cuda->profile_launches();
-      for (size_t i = 0; i < samples.size(); ++i) samples[i].push_back(ms[i]);
-    }
-    if (o.in_graph) {
-      const int replays = 20;
-      std::vector<double> prefix;
-      for (const std::vector<double>& s : cuda->profile_prefixes(o.iters, replays))
-        prefix.push_back(median(s));
-      for (size_t i = 0; i < prefix.size(); ++i)
-        added.push_back(prefix[i] - (i > 0 ? prefix[i - 1] : 0.0));
-      graph_totals = {{"network_queued_ms", median(cuda->time_network_queued(o.iters, replays))},
-                      {"network_from_idle_ms", median(cuda->time_network(10, o.iters * 5))},
-                      {"last_prefix_ms", prefix.empty() ? 0.0 : prefix.back()}};
-      fmt::print(
-          "network graph: {:.4f} ms per replay back to back, {:.4f} ms each from an idle "
-          "stream (the host's launch included)\n",
-          graph_totals["network_queued_ms"].get<double>(),
-          graph_totals["network_from_idle_ms"].get<double>());
-    }
-  }
-#endif
   const size_t n = symbols.size();
   struct Row {
     size_t call;

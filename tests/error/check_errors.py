@@ -322,7 +322,7 @@ class Case:
     def profile_in_graph_cpu(self):
         path = self.write("cpu.ycm", self._artifact())
         return [[self.yoloc, "profile", path, "--in-graph", "--iters", "1"]], [
-            "--in-graph", "CPU artifact", "cpu.ycm"]
+            "--in-graph", "no such graph", "cpu.ycm"]
 
     def compile_cuda_option_for_cpu(self):
         out = os.path.join(self.work, "x.ycm")

@@ -22,7 +22,7 @@ crashes=$build/crashes/$target
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$crashes" "$work/corpus"
-flags=(-timeout=10 -rss_limit_mb=2048 -artifact_prefix="$crashes/")
+flags=(-timeout=10 -rss_limit_mb=2048 -seed="${YOLOC_FUZZ_SEED:-1}" -artifact_prefix="$crashes/")
 
 shopt -s nullglob
 regressions=("$root/fuzz/regressions/$target"/*)

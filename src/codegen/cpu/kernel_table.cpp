@@ -7,7 +7,7 @@
 
 namespace yoloc::codegen::cpu {
 
-std::string kernel_table_source(const runtime::Program& prog,
+std::string kernel_table_source(const artifact::Program& prog,
                                 const std::vector<std::vector<bool>>& writes) {
   YOLOC_CHECK(writes.size() == prog.calls.size(), "kernel table: {} write lists for {} calls",
               writes.size(), prog.calls.size());
@@ -32,7 +32,7 @@ struct yc_kernel_table {
 )";
   std::string entries;
   for (size_t i = 0; i < prog.calls.size(); ++i) {
-    const runtime::KernelCall& c = prog.calls[i];
+    const artifact::KernelCall& c = prog.calls[i];
     YOLOC_CHECK(writes[i].size() == c.args.size(), "kernel table: call {} has {} bindings, {} "
                 "write flags", i, c.args.size(), writes[i].size());
     std::string bytes, w;

@@ -5,13 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "runtime/program.h"
+#include "artifact/program.h"
 
 namespace yoloc::codegen::cpu {
 
 /// The table's source for `prog`'s calls, each calling the wrapper its symbol names;
 /// writes[i][k] is true where call i writes through binding k.
-std::string kernel_table_source(const runtime::Program& prog,
+std::string kernel_table_source(const artifact::Program& prog,
                                 const std::vector<std::vector<bool>>& writes);
 
 }  // namespace yoloc::codegen::cpu
