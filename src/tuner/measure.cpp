@@ -8,6 +8,7 @@
 
 #include "codegen/cpu/cpu_compiler.h"
 #include "core/error.h"
+#include "tuner/cpu_tasks.h"
 #include "tuner/cpu_worker.h"
 #include "tuner/measure_common.h"
 #include "tuner/worker_pool.h"
@@ -195,8 +196,8 @@ std::unique_ptr<BuiltBatch> CpuMeasurer::build_batch(const TuneTask& task,
   b->task = &task;
   b->results.resize(configs.size());
   if (configs.empty()) return b;
-  YOLOC_CHECK(task.cpu(), "tuner: the CPU measurer got the non-CPU task {}", task.key());
-  const codegen::cpu::CpuTask& t = *task.cpu();
+  YOLOC_CHECK(task.as<CpuTuneTask>(), "tuner: the CPU measurer got the non-CPU task {}", task.key());
+  const codegen::cpu::CpuTask& t = task.as<CpuTuneTask>()->task;
   std::vector<Candidate>& cands = b->cands;
   cands.resize(configs.size());
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -236,7 +237,7 @@ std::vector<MeasureResult> CpuMeasurer::run_batch(BuiltBatch& built, double best
   std::vector<MeasureResult> results = std::move(b.results);
   if (b.cands.empty()) return results;
   const TuneTask& task = *b.task;
-  const codegen::cpu::CpuTask& t = *task.cpu();
+  const codegen::cpu::CpuTask& t = task.as<CpuTuneTask>()->task;
   std::vector<Candidate>& cands = b.cands;
   const std::vector<Object>& objects = b.objects;
   std::vector<ScheduleConfig> configs;

@@ -9,18 +9,6 @@
 
 namespace yoloc::tuner {
 
-TaskInfo task_info(const codegen::cpu::CpuTask& t) {
-  return TaskInfo{t.group, t.group_name,     t.template_name, t.key, t.flops,
-                  t.batch, t.space,          t.default_config, t.valid};
-}
-
-TaskInfo task_info(const codegen::cuda::CudaTask& t) {
-  TaskInfo info{t.group, t.group_name, t.template_name,  t.key,  t.flops,
-                1,       t.space,      t.default_config, t.valid};
-  info.twin_key = t.twin_key;
-  return info;
-}
-
 void merge_task(std::vector<TuneTask>& tasks, TuneTask t) {
   for (TuneTask& o : tasks) {
     if (o.key() != t.key()) continue;
@@ -87,30 +75,8 @@ std::vector<TuneTask> only_matching(const std::vector<TuneTask>& tasks,
   return out;
 }
 
-std::vector<TuneTask> tuning_tasks(const Graph& g, codegen::cpu::CpuIsa isa) {
-  std::vector<TuneTask> out;
-  for (codegen::cpu::CpuTask& t : codegen::cpu::extract_cpu_tasks(g, isa)) {
-    TuneTask tt;
-    tt.task = task_info(t);
-    for (const codegen::cpu::KernelArg& a : t.lower(t.default_config, "probe").args)
-      tt.bytes += a.bytes * static_cast<uint64_t>(t.batch);
-    tt.target_task = std::move(t);
-    merge_task(out, std::move(tt));
-  }
-  return out;
-}
-
 double estimated_seconds(const TuneTask& t) {
-  if (t.cuda()) {
-    // About what the default kernels reach on a data-centre GPU (H100 class), plus a launch.
-    constexpr double kFlopsPerSecond = 50e12, kBytesPerSecond = 2e12, kLaunch = 4e-6;
-    return kLaunch +
-           std::max(t.task.flops / kFlopsPerSecond, static_cast<double>(t.bytes) / kBytesPerSecond);
-  }
-  // About what the default kernels reach on one AVX-512 core: 50 GFLOP/s in registers,
-  // 10 GB/s from memory.
-  constexpr double kFlopsPerSecond = 50e9, kBytesPerSecond = 10e9;
-  return std::max(t.task.flops / kFlopsPerSecond, static_cast<double>(t.bytes) / kBytesPerSecond);
+  return t.target_task->estimated_seconds(t.task.flops, t.bytes);
 }
 
 std::string task_label(const TuneTask& t, size_t width) {

@@ -1,17 +1,18 @@
 #pragma once
-/// The tuning tasks of a model: its kernel groups (codegen/cpu/tasks.h, codegen/cuda/tasks.h)
-/// with identical workloads merged, since they share a workload key and therefore one schedule
-/// and one set of records.
+/// The tuning tasks of a model: its kernel groups with identical workloads merged, since they
+/// share a workload key and therefore one schedule and one set of records. Each target makes
+/// them from its own tasks (cpu_tasks.h, cuda/cuda_tuning.h).
 ///
 /// The search, the cost model, the scheduler and the records see only a task's target-neutral
-/// part (TaskInfo); the measurer of the task's target lowers it through the target's own task.
+/// part (TaskInfo); the measurer of the task's target lowers it through the target's own task
+/// (TargetTask), which nothing else looks into.
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
-#include <variant>
 #include <vector>
 
-#include "codegen/cpu/tasks.h"
-#include "codegen/cuda/tasks.h"
+#include "codegen/cpu/schedule.h"
 #include "ir/graph.h"
 
 namespace yoloc::tuner {
@@ -36,41 +37,33 @@ struct TaskInfo {
   std::string twin_key = {};
 };
 
-/// TaskInfo of a CPU task.
-TaskInfo task_info(const codegen::cpu::CpuTask& t);
-/// TaskInfo of a CUDA task.
-TaskInfo task_info(const codegen::cuda::CudaTask& t);
-
-/// A CUDA task with what its measurement needs beyond the task: the elements each kernel
-/// argument addresses (CudaLowered::args order; for an activation its element offset plus the
-/// span its strides reach, 0 for the other kinds), which the graph alone knows.
-struct CudaTuneTask {
-  codegen::cuda::CudaTask task;
-  std::vector<uint64_t> arg_elements;
+/// A target's own task behind a TuneTask (the CPU's kernel group, the CUDA task with its
+/// argument spans): what its measurer lowers, builds and runs. The tuner only carries it.
+class TargetTask {
+ public:
+  virtual ~TargetTask() = default;
+  /// A guess of one run's seconds before anything is measured (for shares and scheduling): the
+  /// larger of the compute and memory times of `flops` and `bytes` at the target's rough rates.
+  virtual double estimated_seconds(double flops, uint64_t bytes) const = 0;
 };
 
 /// One workload of a model.
 struct TuneTask {
   TaskInfo task;  ///< target-neutral; the first group with this workload (they lower identically)
-  std::variant<codegen::cpu::CpuTask, CudaTuneTask> target_task;
+  std::shared_ptr<const TargetTask> target_task;  ///< the target's own, shared by copies
   std::vector<int> groups;  ///< every group of the model with this workload
   uint64_t bytes = 0;       ///< bytes the default kernel's arguments touch per run
 
-  /// The CPU or CUDA task; nullptr when the task is of the other target.
-  const codegen::cpu::CpuTask* cpu() const {
-    return std::get_if<codegen::cpu::CpuTask>(&target_task);
+  /// The target's task as its own type T; nullptr when it is another target's.
+  template <class T>
+  const T* as() const {
+    return dynamic_cast<const T*>(target_task.get());
   }
-  const CudaTuneTask* cuda() const { return std::get_if<CudaTuneTask>(&target_task); }
   int occurrences() const { return static_cast<int>(groups.size()); }
   const std::string& key() const { return task.key; }
   /// FLOPs of one run of the model spent in this workload.
   double model_flops() const { return task.flops * static_cast<double>(groups.size()); }
 };
-
-/// The workloads of `g` (after optimize() for target "cpu") with kernels for `isa`, in the order
-/// of their first group.
-std::vector<TuneTask> tuning_tasks(const Graph& g,
-                                   codegen::cpu::CpuIsa isa = codegen::cpu::detect_host_isa());
 
 /// Appends `t` (its group: t.task.group) to `tasks`, or only its group to the task of `tasks`
 /// with the same workload key.
@@ -90,9 +83,7 @@ std::vector<TuneTask> fix_knobs(const std::vector<TuneTask>& tasks,
 /// that is no regular expression.
 std::vector<TuneTask> only_matching(const std::vector<TuneTask>& tasks, const std::string& pattern);
 
-/// A guess of one run's seconds before anything is measured (for shares and scheduling): the
-/// larger of its compute time and its memory time at rough rates of one modern core (cpu) or
-/// of a data-centre GPU (cuda, plus a launch).
+/// A guess of one run's seconds before anything is measured (TargetTask::estimated_seconds).
 double estimated_seconds(const TuneTask& t);
 
 /// A short name of a task for tables: its group name and the start of its key.

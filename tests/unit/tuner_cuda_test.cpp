@@ -93,23 +93,23 @@ TEST(TunerCuda, TasksCarryTheirArgumentSizes) {
   const std::vector<TuneTask> tasks = cuda_tuning_tasks(*g);
   ASSERT_FALSE(tasks.empty());
   for (const TuneTask& t : tasks) {
-    ASSERT_NE(t.cuda(), nullptr) << t.key();
-    EXPECT_EQ(t.cpu(), nullptr);
-    EXPECT_EQ(t.task.key, t.cuda()->task.key);
+    ASSERT_NE(t.as<CudaTuneTask>(), nullptr) << t.key();
+    EXPECT_EQ(t.as<CpuTuneTask>(), nullptr);
+    EXPECT_EQ(t.task.key, t.as<CudaTuneTask>()->task.key);
     EXPECT_EQ(t.task.batch, 1);
     EXPECT_TRUE(t.task.valid(t.task.default_config)) << t.key();
     EXPECT_GT(t.bytes, 0u);
     EXPECT_GT(estimated_seconds(t), 0);
-    const auto lowered = t.cuda()->task.lower(t.task.default_config, "x");
-    ASSERT_EQ(lowered.args.size(), t.cuda()->arg_elements.size());
+    const auto lowered = t.as<CudaTuneTask>()->task.lower(t.task.default_config, "x");
+    ASSERT_EQ(lowered.args.size(), t.as<CudaTuneTask>()->arg_elements.size());
     for (size_t i = 0; i < lowered.args.size(); ++i) {
       const auto& a = lowered.args[i];
       if (a.kind != codegen::cuda::CudaArg::Kind::kActivation) {
-        EXPECT_EQ(t.cuda()->arg_elements[i], 0u);
+        EXPECT_EQ(t.as<CudaTuneTask>()->arg_elements[i], 0u);
         continue;
       }
       // Dense values here: the element count of the value.
-      EXPECT_EQ(t.cuda()->arg_elements[i],
+      EXPECT_EQ(t.as<CudaTuneTask>()->arg_elements[i],
                 static_cast<uint64_t>(shape_numel(a.value->type.static_shape())))
           << a.value->name;
     }

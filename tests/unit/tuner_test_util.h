@@ -10,7 +10,7 @@
 
 #include "graph_builder.h"
 #include "passes/pipeline.h"
-#include "tuner/task_list.h"
+#include "tuner/cpu_tasks.h"
 #include "targets/cpu/cpu_attributes.h"
 
 namespace yoloc::testing {

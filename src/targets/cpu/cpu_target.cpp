@@ -13,6 +13,7 @@
 #include "passes/pipeline.h"
 #include "targets/cpu/cpu_attributes.h"
 #include "targets/target.h"
+#include "tuner/cpu_tasks.h"
 #include "tuner/records.h"
 
 namespace yoloc::targets {

@@ -157,7 +157,7 @@ void CudaMeasurer::build(std::vector<Candidate>& cands, std::vector<MeasureResul
 
 std::string CudaMeasurer::request(const TuneTask& task, const Candidate& c, MeasureRole role,
                                   double best_known_s) {
-  const CudaTuneTask& ct = *task.cuda();
+  const CudaTuneTask& ct = *task.as<CudaTuneTask>();
   CudaRequest q;
   q.role = role;
   q.task = task.key();
@@ -190,8 +190,8 @@ std::unique_ptr<BuiltBatch> CudaMeasurer::build_batch(const TuneTask& task,
   b->results.resize(configs.size());
   b->done.assign(configs.size(), false);
   if (configs.empty()) return b;
-  YOLOC_CHECK(task.cuda(), "tuner: the CUDA measurer got the non-CUDA task {}", task.key());
-  const CudaTuneTask& ct = *task.cuda();
+  YOLOC_CHECK(task.as<CudaTuneTask>(), "tuner: the CUDA measurer got the non-CUDA task {}", task.key());
+  const CudaTuneTask& ct = *task.as<CudaTuneTask>();
   const codegen::cuda::CudaTask& t = ct.task;
   std::vector<Candidate>& cands = b->cands;
   cands.resize(configs.size());
@@ -214,7 +214,7 @@ std::vector<MeasureResult> CudaMeasurer::run_batch(BuiltBatch& built, double bes
   std::vector<MeasureResult> results = std::move(b.results);
   if (b.cands.empty()) return results;
   const TuneTask& task = *b.task;
-  const codegen::cuda::CudaTask& t = task.cuda()->task;
+  const codegen::cuda::CudaTask& t = task.as<CudaTuneTask>()->task;
   std::vector<Candidate>& cands = b.cands;
   std::vector<bool>& done = b.done;
   std::vector<ScheduleConfig> configs;

@@ -1,7 +1,21 @@
+#include <algorithm>
+
 #include "codegen/cuda/cuda_compiler.h"
 #include "tuner/cuda/cuda_tuning.h"
 
 namespace yoloc::tuner {
+
+double CudaTuneTask::estimated_seconds(double flops, uint64_t bytes) const {
+  constexpr double kFlopsPerSecond = 50e12, kBytesPerSecond = 2e12, kLaunch = 4e-6;
+  return kLaunch + std::max(flops / kFlopsPerSecond, static_cast<double>(bytes) / kBytesPerSecond);
+}
+
+TaskInfo task_info(const codegen::cuda::CudaTask& t) {
+  TaskInfo info{t.group, t.group_name, t.template_name,  t.key,  t.flops,
+                1,       t.space,      t.default_config, t.valid};
+  info.twin_key = t.twin_key;
+  return info;
+}
 
 std::vector<TuneTask> cuda_tuning_tasks(const Graph& g, int sm) {
   using codegen::cuda::CudaArg;
@@ -19,7 +33,7 @@ std::vector<TuneTask> cuda_tuning_tasks(const Graph& g, int sm) {
     TuneTask tt;
     tt.task = task_info(t);
     tt.task.alternative = i >= alone;
-    CudaTuneTask ct;
+    auto ct = std::make_shared<CudaTuneTask>();
     // The arguments are the same for every config: the default's tell their sizes.
     const codegen::cuda::CudaLowered l = t.lower(t.default_config, "probe");
     for (const CudaArg& a : l.args) {
@@ -32,9 +46,9 @@ std::vector<TuneTask> cuda_tuning_tasks(const Graph& g, int sm) {
       } else if (a.kind == CudaArg::Kind::kConstant) {
         tt.bytes += a.data.size();
       }
-      ct.arg_elements.push_back(elements);
+      ct->arg_elements.push_back(elements);
     }
-    ct.task = std::move(t);
+    ct->task = std::move(t);
     tt.target_task = std::move(ct);
     merge_task(out, std::move(tt));
   }

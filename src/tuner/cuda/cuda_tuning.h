@@ -21,11 +21,25 @@
 #include <string>
 #include <vector>
 
+#include "codegen/cuda/tasks.h"
 #include "tuner/measure.h"
 #include "tuner/target.h"
 #include "tuner/task_list.h"
 
 namespace yoloc::tuner {
+
+/// A CUDA task behind a TuneTask, with what its measurement needs beyond the task: the elements
+/// each kernel argument addresses (CudaLowered::args order; for an activation its element offset
+/// plus the span its strides reach, 0 for the other kinds), which the graph alone knows.
+struct CudaTuneTask final : TargetTask {
+  codegen::cuda::CudaTask task;
+  std::vector<uint64_t> arg_elements;
+  /// About what the default kernels reach on a data-centre GPU (H100 class), plus a launch.
+  double estimated_seconds(double flops, uint64_t bytes) const override;
+};
+
+/// TaskInfo of a CUDA task.
+TaskInfo task_info(const codegen::cuda::CudaTask& t);
 
 /// The workloads of `g` (optimize()d for target "cuda", static shapes) in the order of their
 /// first group, for a target of compute capability `sm` (as extract_cuda_tasks). Raises a
