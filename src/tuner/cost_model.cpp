@@ -15,9 +15,6 @@ namespace yoloc::tuner {
 namespace {
 
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
-const char* const kTemplates[] = {"conv",        "dwconv",  "pool",    "resize",
-                                  "elementwise", "tail",    "tc_conv", "simt_conv",
-                                  "direct_conv", "dw_conv", "generic"};
 
 /// Shape numbers of a workload key ("... c64 h80 w80 k64 3x3 s1x1 p1x1 d1x1 ..."); the tokens a
 /// key lacks stay NaN.
@@ -63,10 +60,11 @@ void check(int rc, const char* what) {
 }  // namespace
 
 std::vector<float> cost_features(const TuneTask& task, const codegen::ScheduleConfig& config,
-                                 const std::vector<std::string>& knobs) {
+                                 const FeatureColumns& columns) {
   const TaskInfo& t = task.task;
   std::vector<float> f;
-  for (const char* name : kTemplates) f.push_back(t.template_name == name ? 1.f : 0.f);
+  for (const std::string& name : columns.templates)
+    f.push_back(t.template_name == name ? 1.f : 0.f);
   const KeyShape s(t.key);
   const float ow = s.ow();
   f.insert(f.end(), {log2p(t.flops), log2p(static_cast<double>(task.bytes)),
@@ -75,7 +73,7 @@ std::vector<float> cost_features(const TuneTask& task, const codegen::ScheduleCo
     auto it = config.values().find(n);
     return it == config.values().end() ? kNan : static_cast<float>(it->second);
   };
-  for (const std::string& n : knobs) f.push_back(knob(n));
+  for (const std::string& n : columns.knobs) f.push_back(knob(n));
   // What the trees cannot easily form from single knobs: register tile, column remainder
   // waste, channel-group count and the weight slice a cache tile holds.
   const float ocb = knob("ocb"), owb = knob("owb"), ict = knob("ict");
@@ -99,7 +97,7 @@ struct CostModel::Impl {
     double seconds;
   };
   std::vector<Sample> samples;
-  std::vector<std::string> knobs;  // the columns of the model last trained
+  FeatureColumns columns;  // of the model last trained
   BoosterHandle booster = nullptr;
 
   ~Impl() {
@@ -112,7 +110,7 @@ struct CostModel::Impl {
     std::vector<float> m;
     cols = 0;
     for (const auto& [task, cfg] : rows) {
-      std::vector<float> r = cost_features(*task, *cfg, knobs);
+      std::vector<float> r = cost_features(*task, *cfg, columns);
       cols = r.size();
       m.insert(m.end(), r.begin(), r.end());
     }
@@ -136,14 +134,15 @@ void CostModel::train() {
   // Labels: the best time of the task over this one (1 for the best, towards 0 for slow or
   // failed ones), so that tasks of very different sizes share one scale.
   std::map<std::string, double> best;
-  std::set<std::string> knobs;
+  std::set<std::string> templates, knobs;
   for (const Impl::Sample& s : m.samples) {
+    templates.insert(s.task->task.template_name);
     for (const auto& [k, v] : s.config.values()) knobs.insert(k);
     if (s.seconds <= 0) continue;
     auto [it, fresh] = best.emplace(s.task->key(), s.seconds);
     if (!fresh) it->second = std::min(it->second, s.seconds);
   }
-  m.knobs.assign(knobs.begin(), knobs.end());
+  m.columns = {{templates.begin(), templates.end()}, {knobs.begin(), knobs.end()}};
   std::vector<std::pair<const TuneTask*, const codegen::ScheduleConfig*>> rows;
   std::vector<float> labels;
   for (const Impl::Sample& s : m.samples) {

@@ -41,9 +41,17 @@ class CostModel {
   std::unique_ptr<Impl> impl_;
 };
 
-/// The model's input row for (task, config): task features, then one column per knob name in
-/// `knobs` (NaN when the task has no such knob), then the derived features.
+/// The columns of a model: the template names and knob names of the samples it was trained on
+/// (sorted), which every target's templates declare themselves (no list of them here).
+struct FeatureColumns {
+  std::vector<std::string> templates;
+  std::vector<std::string> knobs;
+};
+
+/// The model's input row for (task, config): one column per template name of `columns` (1 for
+/// the task's own), the task features, one column per knob name (NaN when the task has no such
+/// knob), then the derived features.
 std::vector<float> cost_features(const TuneTask& task, const codegen::ScheduleConfig& config,
-                                 const std::vector<std::string>& knobs);
+                                 const FeatureColumns& columns);
 
 }  // namespace yoloc::tuner

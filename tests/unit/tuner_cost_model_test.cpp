@@ -139,13 +139,16 @@ TEST(TunerCostModel, FeaturesHaveOneLayout) {
   const auto g = conv_chain();
   const std::vector<TuneTask> tasks = tuning_tasks(*g);
   const std::vector<std::string> knobs = {"ict", "ocb", "order", "owb", "unroll", "separable"};
+  const FeatureColumns columns{{"conv", "elementwise", "pool"}, knobs};
   const TuneTask& conv = *conv_cases(tasks).at(1).task;
-  const size_t n = cost_features(conv, conv.task.default_config, knobs).size();
+  const size_t n = cost_features(conv, conv.task.default_config, columns).size();
   for (const TuneTask& t : tasks)
-    EXPECT_EQ(cost_features(t, t.task.default_config, knobs).size(), n);
-  // The knob columns: the task's knob values in `knobs` order, NaN for a knob it lacks.
+    EXPECT_EQ(cost_features(t, t.task.default_config, columns).size(), n);
+  // The template columns: 1 for the task's own template, 0 for the others.
   const ScheduleConfig c = conv.task.default_config;
-  const std::vector<float> f = cost_features(conv, c, knobs);
+  const std::vector<float> f = cost_features(conv, c, columns);
+  EXPECT_EQ((std::vector<float>(f.begin(), f.begin() + 3)), (std::vector<float>{1.f, 0.f, 0.f}));
+  // The knob columns: the task's knob values in `knobs` order, NaN for a knob it lacks.
   const size_t first_knob = n - knobs.size() - 7;  // 7 derived features follow the knobs
   for (size_t k = 0; k + 1 < knobs.size(); ++k)
     EXPECT_EQ(f[first_knob + k], static_cast<float>(c.get(knobs[k])));
