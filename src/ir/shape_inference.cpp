@@ -84,6 +84,9 @@ void infer_node(Node& node) {
                  def.max_outputs, nout);
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       const Value* in = n->inputs[i];
+      if (!in && static_cast<int>(i) < def.min_inputs)
+        user_error("{}: input {} is required, but the node leaves it empty (the model is "
+                   "malformed: re-export it)", n->label(), i);
       if (in && in->type.dtype == DType::kUndefined)
         user_error("{}: the type of input {} ('{}') is unknown", n->label(), i, in->name);
     }

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/checked.h"
 #include "ops/op_common.h"
 
 namespace yoloc {
@@ -115,7 +116,7 @@ std::vector<int64_t> split_sizes(const Node& n, const Tensor* split, int64_t dim
     for (int64_t v : s) {
       if (v < 0)
         user_error("{}: split sizes must be >= 0, got [{}]", n.label(), fmt::join(s, ", "));
-      sum += v;
+      sum = checked_add(sum, v, n.label() + ": the split sizes");
     }
     if (s.size() != outputs)
       user_error("{}: {} split sizes for {} outputs", n.label(), s.size(), outputs);
@@ -149,6 +150,7 @@ OpDef make_split() {
     const TensorType& t = ctx.type(0);
     const size_t outputs = ctx.node.outputs.size();
     if (!t.has_rank) return std::vector<TensorType>(outputs, TensorType::unranked(t.dtype));
+    if (t.rank() == 0) ctx.fail("a scalar has no axis to split");
     const int64_t axis = normalize_axis(ctx.attrs().get_int("axis", 0), t.rank(), ctx.node);
     const Dim& dim = t.dims[static_cast<size_t>(axis)];
     const Tensor* split = ctx.value(1);
@@ -279,7 +281,7 @@ OpDef make_tile() {
         if (reps[i] == 1)
           dims[i] = t.dims[i];
         else if (t.dims[i].known())
-          dims[i] = Dim(t.dims[i].value * reps[i]);
+          dims[i] = Dim(checked_mul(t.dims[i].value, reps[i], ctx.node.label() + ": repeats"));
         else if (reps[i] == 0)
           dims[i] = Dim(0);
       }
@@ -300,7 +302,7 @@ OpDef make_tile() {
       if (reps[i] < 0) user_error("{}: repeats must be >= 0, got {}", n.label(), reps[i]);
       view.insert(view.end(), {reps[i], x.shape()[i]});
       strides.insert(strides.end(), {0, xs[i]});
-      out.push_back(reps[i] * x.shape()[i]);
+      out.push_back(checked_mul(reps[i], x.shape()[i], n.label() + ": repeats"));
     }
     return std::vector<Tensor>{copy_strided(x, view, strides).reshaped(out)};
   };

@@ -139,6 +139,49 @@ TEST(OnnxConverters, MalformedOutputListsAreUserErrors) {
   }
 }
 
+TEST(OnnxConverters, MalformedSizesAreUserErrors) {
+  // Each found by the importer's fuzzer (fuzz/regressions/onnx_import_fuzzer).
+  const auto expect_error = [](const OneNode& n, const std::string& part) {
+    const std::string error = import_error(n);
+    EXPECT_NE(error.find(part), std::string::npos) << "want \"" << part << "\", got: " << error;
+  };
+  OneNode no_input("Split", 11);  // a required input left empty
+  no_input.node->add_input("");
+  no_input.output("a");
+  expect_error(no_input, "input 0 is required");
+
+  OneNode scalar("Split", 13);  // axis 0 of a rank-0 tensor
+  scalar.input("x", kFloat, {});
+  scalar.m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  scalar.output("a");
+  expect_error(scalar, "a scalar has no axis to split");
+
+  OneNode sizes("Split", 13);  // split sizes whose sum overflows int64
+  sizes.input("x", kFloat, {4});
+  sizes.constant("s", onnx::TensorProto::INT64,
+                 Tensor::from_vector<int64_t>({2}, {int64_t{1} << 62, int64_t{1} << 62}));
+  sizes.output("a");
+  sizes.output("b");
+  expect_error(sizes, "overflows a 64-bit size");
+
+  OneNode tile("Tile", 13);  // repeats times the dim overflows int64
+  tile.input("x", kFloat, {300});
+  tile.constant("r", onnx::TensorProto::INT64, Tensor::from_vector<int64_t>({1}, {int64_t{1} << 60}));
+  tile.output("y");
+  expect_error(tile, "overflows a 64-bit size");
+
+  // An initializer declaring 2^34 floats with 4 bytes of data: refused before any allocation.
+  OneNode huge("Relu", 13);
+  huge.node->add_input("w");
+  auto* init = huge.m.mutable_graph()->add_initializer();
+  init->set_name("w");
+  init->set_data_type(kFloat);
+  init->add_dims(int64_t{1} << 34);
+  init->set_raw_data(std::string(4, '\0'));
+  huge.output("y");
+  expect_error(huge, "should hold 17179869184 values but holds 1");
+}
+
 TEST(OnnxConverters, SwishIsSiLUForAlphaOneElseXTimesSigmoidOfAlphaX) {
   OneNode one("Swish", 24);
   one.input("x", kFloat, {1});

@@ -1,6 +1,7 @@
 #include "frontend/onnx/tensor_proto.h"
 
 #include <cstring>
+#include <limits>
 
 namespace yoloc::onnx_frontend {
 
@@ -33,39 +34,52 @@ Tensor tensor_from_proto(const onnx::TensorProto& p) {
                "weights inside (onnx.save(model, path, save_as_external_data=False))",
                p.name());
   Shape shape(p.dims().begin(), p.dims().end());
-  for (int64_t d : shape)
+  // The values the shape declares, counted without overflow: a few bytes of a model can declare
+  // terabytes, so the data must be there before anything is allocated.
+  uint64_t n = 1;
+  for (int64_t d : shape) {
     if (d < 0) user_error("tensor '{}' has a negative dimension {}", p.name(), shape_str(shape));
-  Tensor t(dt, shape);
-  const size_t n = static_cast<size_t>(t.numel());
-  auto mismatch = [&](size_t got) {
+    if (d != 0 && n > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d))
+      user_error("tensor '{}' of shape {} has more values than a 64-bit count holds: the model is "
+                 "corrupt", p.name(), shape_str(shape));
+    n *= static_cast<uint64_t>(d);
+  }
+  auto mismatch = [&](uint64_t got) {
     user_error("tensor '{}' of shape {} should hold {} values but holds {}: the model is corrupt",
                p.name(), shape_str(shape), n, got);
   };
+  const uint64_t size = std::max<uint64_t>(dtype_size(dt), 1);
   if (p.has_raw_data()) {
-    if (p.raw_data().size() != t.nbytes()) mismatch(p.raw_data().size() / std::max<size_t>(dtype_size(dt), 1));
+    if (p.raw_data().size() != n * size || n > p.raw_data().size()) mismatch(p.raw_data().size() / size);
+    Tensor t(dt, shape);
     if (n) std::memcpy(t.raw(), p.raw_data().data(), t.nbytes());
     return t;
   }
+  uint64_t held = 0;
+  switch (dt) {
+    case DType::kFloat32: held = static_cast<uint64_t>(p.float_data_size()); break;
+    case DType::kFloat64: held = static_cast<uint64_t>(p.double_data_size()); break;
+    case DType::kInt64: held = static_cast<uint64_t>(p.int64_data_size()); break;
+    case DType::kUInt64:
+    case DType::kUInt32: held = static_cast<uint64_t>(p.uint64_data_size()); break;
+    default: held = static_cast<uint64_t>(p.int32_data_size()); break;
+  }
+  if (held != n) mismatch(held);
+  Tensor t(dt, shape);
   dispatch_all(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* d = t.data<T>();
     if constexpr (std::is_same_v<T, float>) {
-      if (static_cast<size_t>(p.float_data_size()) != n) mismatch(p.float_data_size());
       for (size_t i = 0; i < n; ++i) d[i] = p.float_data(static_cast<int>(i));
     } else if constexpr (std::is_same_v<T, double>) {
-      if (static_cast<size_t>(p.double_data_size()) != n) mismatch(p.double_data_size());
       for (size_t i = 0; i < n; ++i) d[i] = p.double_data(static_cast<int>(i));
     } else if constexpr (std::is_same_v<T, int64_t>) {
-      if (static_cast<size_t>(p.int64_data_size()) != n) mismatch(p.int64_data_size());
       for (size_t i = 0; i < n; ++i) d[i] = p.int64_data(static_cast<int>(i));
     } else if constexpr (std::is_same_v<T, uint64_t> || std::is_same_v<T, uint32_t>) {
-      if (static_cast<size_t>(p.uint64_data_size()) != n) mismatch(p.uint64_data_size());
       for (size_t i = 0; i < n; ++i) d[i] = static_cast<T>(p.uint64_data(static_cast<int>(i)));
     } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      if (static_cast<size_t>(p.int32_data_size()) != n) mismatch(p.int32_data_size());
       for (size_t i = 0; i < n; ++i) d[i].bits = static_cast<uint16_t>(p.int32_data(static_cast<int>(i)));
     } else {  // int8/uint8/int16/uint16/int32/bool live in int32_data
-      if (static_cast<size_t>(p.int32_data_size()) != n) mismatch(p.int32_data_size());
       for (size_t i = 0; i < n; ++i) d[i] = static_cast<T>(p.int32_data(static_cast<int>(i)));
     }
   });
