@@ -21,6 +21,7 @@
 #include "tools/artifact_options.h"
 #include "tools/bench_timing.h"
 #include "tools/commands.h"
+#include "tools/device_list.h"
 #include "tools/device_measurements.h"
 #include "tools/prepared_artifact.h"
 #include "tools/random_inputs.h"
@@ -45,19 +46,6 @@ struct BenchOptions {
   ArtifactLoadOptions load;
   ModelOptions compile;  ///< ONNX models: --family, --imgsz
 };
-
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(std::min(colon + 2, line.size()));
-    }
-  }
-  return "unknown";
-}
-
 
 /// The compile of an ONNX model: --family, --imgsz and --batch.
 ModelOptions on_the_fly(const BenchOptions& o) {

@@ -20,6 +20,7 @@ void add_commands(CLI::App& app) {
   add_run(app);
   add_eval(app);
   add_keygen(app);
+  add_devices(app);
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& j, const std::string& option) {

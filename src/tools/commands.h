@@ -18,6 +18,7 @@ void add_bench(CLI::App& app);
 void add_profile(CLI::App& app);
 void add_tune(CLI::App& app);
 void add_keygen(CLI::App& app);
+void add_devices(CLI::App& app);
 
 /// Writes `j`, indented, to the file `path`; a file that cannot be written is a UserError that
 /// names the command-line `option` the path came from.
