@@ -93,6 +93,10 @@ for t in targets:
     log = open(os.path.join(build, t + ".log"), errors="replace").read()
     stats = dict(re.findall(r"stat::(\w+):\s+(\d+)", log))
     cov = re.findall(r"cov: (\d+) ft: (\d+)", log)
+    # -fork=N (FUZZ_FLAGS) prints no final stats: its last "#EXECS: cov: ..." line counts.
+    forked = re.findall(r"^#(\d+): cov: .* exec/s (\d+)", log, re.M)
+    if forked and "number_of_executed_units" not in stats:
+        stats["number_of_executed_units"], stats["average_exec_per_sec"] = forked[-1]
     crashes = sorted(os.listdir(os.path.join(build, "crashes", t)))
     summary[t] = {"seconds": seconds,
                   "execs": int(stats.get("number_of_executed_units", 0)),

@@ -29,8 +29,12 @@ runtime::EngineOptions engine_options(const ArtifactLoadOptions& o, int threads,
   e.threads = threads;
   e.device = device;
   e.in_flight = in_flight;
-  if (!o.max_memory.empty()) e.max_memory = runtime::parse_memory_size(o.max_memory, "--max-memory");
+  e.max_memory = max_memory_bytes(o);
   return e;
+}
+
+uint64_t max_memory_bytes(const ArtifactLoadOptions& o) {
+  return o.max_memory.empty() ? 0 : runtime::parse_memory_size(o.max_memory, "--max-memory");
 }
 
 }  // namespace yoloc::tools

@@ -27,6 +27,10 @@ std::shared_ptr<const artifact::Artifact> open_trusted_artifact(const std::strin
                                                                 const ArtifactLoadOptions& o,
                                                                 bool user_given = true);
 
+/// The bytes of --max-memory; 0 (the runtime's default) when it was not given. Raises a
+/// UserError for a size it cannot read.
+uint64_t max_memory_bytes(const ArtifactLoadOptions& o);
+
 /// Engine options with `o`'s memory cap.
 runtime::EngineOptions engine_options(const ArtifactLoadOptions& o, int threads, int device,
                                       int in_flight = 2);

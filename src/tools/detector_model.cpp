@@ -8,7 +8,6 @@
 #include "detect/family.h"
 #include "ops/reference_executor.h"
 #include "passes/pipeline.h"
-#include "runtime/memory_limit.h"
 
 namespace yoloc::tools {
 
@@ -52,8 +51,7 @@ DetectorModel load_detector_model(const DetectorModelOptions& o) {
     d.iou = o.iou;
     d.max_det = o.max_det;
     d.trusted_keys = o.load.trust;
-    if (!o.load.max_memory.empty())
-      d.max_memory = runtime::parse_memory_size(o.load.max_memory, "--max-memory");
+    d.max_memory = max_memory_bytes(o.load);
     yoloc::Detector det = yoloc::Detector::load(o.path, d);
     if (!det.not_detector_reason().empty())
       user_error("'{}' is not a detector artifact: {}", o.path, det.not_detector_reason());
