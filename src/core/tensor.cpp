@@ -12,11 +12,13 @@
 namespace yoloc {
 
 int64_t shape_numel(const Shape& s) {
-  int64_t n = 1;
+  // The product of the nonzero dims is bounded too: an empty tensor's strides stay in range.
+  int64_t n = 1, nonzero = 1;
   for (int64_t d : s) {
     if (d < 0) user_error("invalid tensor shape {}: dimensions must be >= 0", shape_str(s));
-    if (d != 0 && n > (int64_t{1} << 40) / d)
+    if (d != 0 && nonzero > (int64_t{1} << 40) / d)
       user_error("tensor shape {} is too large (over 2^40 elements)", shape_str(s));
+    if (d != 0) nonzero *= d;
     n *= d;
   }
   return n;
@@ -26,8 +28,11 @@ std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, 
 
 Shape shape_strides(const Shape& s) {
   Shape st(s.size(), 1);
-  for (int64_t i = static_cast<int64_t>(s.size()) - 2; i >= 0; --i)
-    st[static_cast<size_t>(i)] = st[static_cast<size_t>(i) + 1] * s[static_cast<size_t>(i) + 1];
+  for (int64_t i = static_cast<int64_t>(s.size()) - 2; i >= 0; --i) {
+    const auto k = static_cast<size_t>(i);
+    if (__builtin_mul_overflow(st[k + 1], s[k + 1], &st[k]))
+      user_error("tensor shape {} is too large (its strides overflow 64 bits)", shape_str(s));
+  }
   return st;
 }
 

@@ -195,6 +195,7 @@ std::vector<SliceAxis> slice_axes(const Node& n, const Shape& shape, const Tenso
   if (en.size() != st.size() || axes.size() != st.size() || steps.size() != st.size())
     user_error("{}: starts, ends, axes and steps must have one length, got {}, {}, {} and {}",
                n.label(), st.size(), en.size(), axes.size(), steps.size());
+  if (rank == 0 && !st.empty()) user_error("{}: a scalar has no axis to slice", n.label());
   std::vector<SliceAxis> r;
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   for (size_t i = 0; i < st.size(); ++i) {
@@ -213,14 +214,16 @@ std::vector<SliceAxis> slice_axes(const Node& n, const Shape& shape, const Tenso
     if (s < 0) s += dim;
     if (e < 0) e += dim;
     int64_t count;
+    // |step| without overflow (INT64_MIN's magnitude saturates: any step past the dim takes one).
+    const int64_t mag = step > 0 ? step : step == INT64_MIN ? INT64_MAX : -step;
     if (step > 0) {
       s = std::clamp<int64_t>(s, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      count = e > s ? (e - s + step - 1) / step : 0;
+      count = e > s ? (e - s - 1) / mag + 1 : 0;
     } else {
       s = std::clamp<int64_t>(s, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      count = s > e ? (s - e + (-step) - 1) / (-step) : 0;
+      count = s > e ? (s - e - 1) / mag + 1 : 0;
     }
     r.push_back({a, s, step, count});
   }

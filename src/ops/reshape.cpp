@@ -4,6 +4,7 @@
 #include <numeric>
 #include <set>
 
+#include "core/checked.h"
 #include "ops/op_common.h"
 
 namespace yoloc {
@@ -63,7 +64,7 @@ std::vector<Dim> reshape_dims(const InferContext& ctx, const std::vector<SymElem
   bool unknown = false;
   for (const Dim& d : in.dims) {
     if (d.known())
-      in_known *= d.value;
+      in_known = checked_mul(in_known, d.value, ctx.node.label() + ": the input's size");
     else if (!d.symbol.empty())
       syms.insert(d.symbol);
     else
@@ -73,7 +74,7 @@ std::vector<Dim> reshape_dims(const InferContext& ctx, const std::vector<SymElem
     const Dim& d = out[i];
     if (static_cast<int>(i) == infer_at) continue;
     if (d.known()) {
-      out_known *= d.value;
+      out_known = checked_mul(out_known, d.value, ctx.node.label() + ": the new shape's size");
     } else if (!d.symbol.empty() && syms.count(d.symbol)) {
       syms.erase(syms.find(d.symbol));
     } else {

@@ -44,6 +44,14 @@ const nlohmann::json& field(const nlohmann::json& j, const char* name) {
 template <class T>
 T typed(const nlohmann::json& j, const char* name) {
   const nlohmann::json& v = field(j, name);
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // nlohmann converts a float or an out-of-range integer by a plain cast (undefined for 1e48).
+    const bool fits = v.is_number_unsigned()
+                          ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                          : v.is_number_integer() && v.get<int64_t>() >= std::numeric_limits<T>::min() &&
+                                v.get<int64_t>() <= std::numeric_limits<T>::max();
+    if (!fits) user_error("record field '{}' is not an integer of its range: {}", name, v.dump());
+  }
   try {
     return v.get<T>();
   } catch (const nlohmann::json::exception&) {
@@ -102,7 +110,11 @@ RecordSet load_records(const std::string& path) {
     try {
       const nlohmann::json j = nlohmann::json::parse(line);
       // Version first: a stale record may have another layout altogether.
-      if (j.value("format", -1) != kRecordFormatVersion || j.value("tool", "") != YOLOC_VERSION) {
+      const bool current = j.is_object() && j.contains("format") &&
+                           j["format"].is_number_integer() &&
+                           j["format"].get<int64_t>() == kRecordFormatVersion &&
+                           j.value("tool", "") == YOLOC_VERSION;
+      if (!current) {
         ++set.stale;
         continue;
       }

@@ -170,6 +170,21 @@ TEST(OnnxConverters, MalformedSizesAreUserErrors) {
   tile.output("y");
   expect_error(tile, "overflows a 64-bit size");
 
+  OneNode reshape("Reshape", 14);  // a shape whose size overflows int64
+  reshape.input("x", kFloat, {12});
+  reshape.constant("s", onnx::TensorProto::INT64,
+                   Tensor::from_vector<int64_t>({2}, {int64_t{1} << 40, int64_t{1} << 40}));
+  reshape.output("y");
+  expect_error(reshape, "overflows a 64-bit size");
+
+  OneNode slice("Slice", 13);  // a scalar sliced
+  slice.input("x", kFloat, {});
+  slice.m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  for (const char* name : {"starts", "ends"})
+    slice.constant(name, onnx::TensorProto::INT64, Tensor::from_vector<int64_t>({1}, {0}));
+  slice.output("y");
+  expect_error(slice, "a scalar has no axis to slice");
+
   // An initializer declaring 2^34 floats with 4 bytes of data: refused before any allocation.
   OneNode huge("Relu", 13);
   huge.node->add_input("w");
@@ -180,6 +195,23 @@ TEST(OnnxConverters, MalformedSizesAreUserErrors) {
   init->set_raw_data(std::string(4, '\0'));
   huge.output("y");
   expect_error(huge, "should hold 17179869184 values but holds 1");
+}
+
+TEST(OnnxConverters, SliceStepsOfAnyMagnitude) {
+  // Steps near the int64 limits take the first element only (the count once overflowed).
+  for (const int64_t step : {INT64_MAX, INT64_MIN}) {
+    OneNode slice("Slice", 13);
+    slice.input("x", kFloat, {5});
+    slice.constant("starts", onnx::TensorProto::INT64,
+                   Tensor::from_vector<int64_t>({1}, {step > 0 ? 1 : 3}));
+    slice.constant("ends", onnx::TensorProto::INT64,
+                   Tensor::from_vector<int64_t>({1}, {step > 0 ? INT64_MAX : INT64_MIN}));
+    slice.constant("axes", onnx::TensorProto::INT64, Tensor::from_vector<int64_t>({1}, {0}));
+    slice.constant("steps", onnx::TensorProto::INT64, Tensor::from_vector<int64_t>({1}, {step}));
+    slice.output("y");
+    const auto y = slice.run({{"x", Tensor::from_vector<float>({5}, {0, 1, 2, 3, 4})}});
+    EXPECT_EQ(y[0].to_doubles(), (std::vector<double>{step > 0 ? 1.0 : 3.0})) << step;
+  }
 }
 
 TEST(OnnxConverters, SwishIsSiLUForAlphaOneElseXTimesSigmoidOfAlphaX) {

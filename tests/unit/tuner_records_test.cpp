@@ -107,6 +107,27 @@ TEST(TunerRecords, StaleVersionsAndTornLinesAreSkipped) {
   EXPECT_TRUE(load_records(dir.path("missing.jsonl")).records.empty());
 }
 
+TEST(TunerRecords, NumbersOutOfTheirRangeAreMalformed) {
+  // Found by the records parser's fuzzer: a float where an integer goes was cast (undefined).
+  TempDir dir;
+  const std::string path = dir.path("r.jsonl");
+  nlohmann::json cur = record_to_json(record("k", ScheduleConfig({{"u", 1}}), 1e-3));
+  nlohmann::json huge_format = cur, huge_batch = cur, float_threads = cur, big_threads = cur;
+  huge_format["format"] = 1.1e48;
+  huge_batch["batch"] = 1e120;
+  float_threads["threads"] = 2.5;
+  big_threads["threads"] = int64_t{1} << 40;
+  {
+    std::ofstream f(path);
+    for (const auto& j : {cur, huge_format, huge_batch, float_threads, big_threads})
+      f << j.dump() << "\n";
+  }
+  const RecordSet set = load_records(path);
+  EXPECT_EQ(set.records.size(), 1u);
+  EXPECT_EQ(set.stale, 1);  // a format that is not this one's
+  EXPECT_EQ(set.malformed, 3);
+}
+
 TEST(TunerRecords, BestRecordPerKeyForTheTarget) {
   const ScheduleConfig c1({{"u", 1}}), c2({{"u", 2}}), c3({{"u", 3}}), c4({{"u", 4}});
   std::vector<Record> rs = {
