@@ -17,6 +17,21 @@
 namespace yoloc::runtime {
 namespace {
 
+std::vector<KernelInfo> kernel_infos(const Program& program) {
+  std::vector<KernelInfo> k;
+  for (const KernelCall& c : program.calls) k.push_back({c.symbol, c.task});
+  return k;
+}
+
+/// One run of an executor that times its calls when profiling is on (CPU, OpenCL).
+template <class Exec>
+std::vector<double> profiled_run(Exec& exec, const std::vector<Tensor>& inputs) {
+  exec.set_profiling(true);
+  exec.run(inputs);
+  exec.set_profiling(false);
+  return exec.last_call_ms();
+}
+
 class CpuEngine final : public Engine {
  public:
   CpuEngine(std::shared_ptr<const artifact::Artifact> a, int threads, uint64_t max_memory)
@@ -25,16 +40,9 @@ class CpuEngine final : public Engine {
   std::string device() const override { return fmt::format("cpu, {} threads", exec_.threads()); }
   const artifact::Manifest& manifest() const override { return exec_.manifest(); }
   int threads() const override { return exec_.threads(); }
-  std::vector<KernelInfo> kernels() const override {
-    std::vector<KernelInfo> k;
-    for (const KernelCall& c : exec_.program().calls) k.push_back({c.symbol, c.task});
-    return k;
-  }
+  std::vector<KernelInfo> kernels() const override { return kernel_infos(exec_.program()); }
   std::vector<double> profile_kernels(const std::vector<Tensor>& inputs) override {
-    exec_.set_profiling(true);
-    exec_.run(inputs);
-    exec_.set_profiling(false);
-    return exec_.last_call_ms();
+    return profiled_run(exec_, inputs);
   }
 
  private:
@@ -48,6 +56,10 @@ class OpenClEngine final : public Engine {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) override { return exec_.run(inputs); }
   std::string device() const override { return "OpenCL " + exec_.device().str(); }
   const artifact::Manifest& manifest() const override { return exec_.manifest(); }
+  std::vector<KernelInfo> kernels() const override { return kernel_infos(exec_.program()); }
+  std::vector<double> profile_kernels(const std::vector<Tensor>& inputs) override {
+    return profiled_run(exec_, inputs);
+  }
 
  private:
   opencl::OpenClExecutor exec_;

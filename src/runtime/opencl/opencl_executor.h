@@ -30,6 +30,7 @@ class OpenClExecutor {
   /// With profiling on, run() times every call by its OpenCL events (last_call_ms()[i]).
   void set_profiling(bool on) { profiling_ = on; }
   const std::vector<double>& last_call_ms() const { return call_ms_; }
+  const Program& program() const { return program_; }
 
   const artifact::Manifest& manifest() const { return artifact_->manifest(); }
   const ClDevice& device() const { return device_; }
