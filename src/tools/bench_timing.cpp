@@ -29,6 +29,11 @@ Stats stats(std::vector<double> ms) {
   return s;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
 detect::Image synthetic_frame() {
   detect::Image img;
   img.width = 1280;

@@ -16,6 +16,9 @@ struct Stats {
 /// The summary of millisecond samples (at least one); quantiles linearly interpolated.
 Stats stats(std::vector<double> ms);
 
+/// The middle sample (the upper one of an even count); 0 for none.
+double median(std::vector<double> v);
+
 /// Wall-clock milliseconds of `iters` calls of fn after `warmup` calls.
 template <class Fn>
 std::vector<double> time_calls(int warmup, int iters, Fn&& fn) {

@@ -23,12 +23,13 @@ std::vector<DeviceLister>& listers() {
 DeviceKind cpu_kind() {
   const codegen::cpu::CpuIsa isa = codegen::cpu::detect_host_isa();
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  const std::string name = cpu_model();
   DeviceKind k{"cpu", {}, {}};
   k.devices.push_back(
       {"",
-       fmt::format("{}, {} hardware threads, kernels for {}", cpu_model(), threads,
+       fmt::format("{}, {} hardware threads, kernels for {}", name, threads,
                    codegen::cpu::isa_name(isa)),
-       {{"name", cpu_model()}, {"threads", threads}, {"isa", codegen::cpu::isa_name(isa)}}});
+       {{"name", name}, {"threads", threads}, {"isa", codegen::cpu::isa_name(isa)}}});
   return k;
 }
 

@@ -10,6 +10,7 @@
 #include "artifact/artifact_reader.h"
 #include "runtime/engine.h"
 #include "tools/artifact_options.h"
+#include "tools/bench_timing.h"
 #include "tools/commands.h"
 #include "tools/device_measurements.h"
 #include "tools/prepared_artifact.h"
@@ -32,11 +33,6 @@ struct ProfileOptions {
   ArtifactLoadOptions load;
   ModelOptions compile;  ///< ONNX models: --family, --imgsz
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 std::string task_str(const nlohmann::json& task, const char* key) {
   auto it = task.find(key);

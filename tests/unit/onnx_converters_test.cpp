@@ -38,7 +38,8 @@ struct OneNode {
     vi->set_name(name);
     auto* tt = vi->mutable_type()->mutable_tensor_type();
     tt->set_elem_type(elem);
-    for (int64_t d : shape) tt->mutable_shape()->add_dim()->set_dim_value(d);
+    auto* dims = tt->mutable_shape();  // a declared shape: {} is a scalar, not unranked
+    for (int64_t d : shape) dims->add_dim()->set_dim_value(d);
   }
   /// A constant input holding `t` (raw little-endian data).
   void constant(const std::string& name, int32_t elem, const Tensor& t) {
@@ -152,7 +153,6 @@ TEST(OnnxConverters, MalformedSizesAreUserErrors) {
 
   OneNode scalar("Split", 13);  // axis 0 of a rank-0 tensor
   scalar.input("x", kFloat, {});
-  scalar.m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
   scalar.output("a");
   expect_error(scalar, "a scalar has no axis to split");
 
@@ -179,7 +179,6 @@ TEST(OnnxConverters, MalformedSizesAreUserErrors) {
 
   OneNode slice("Slice", 13);  // a scalar sliced
   slice.input("x", kFloat, {});
-  slice.m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
   for (const char* name : {"starts", "ends"})
     slice.constant(name, onnx::TensorProto::INT64, Tensor::from_vector<int64_t>({1}, {0}));
   slice.output("y");

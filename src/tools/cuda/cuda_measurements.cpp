@@ -19,11 +19,6 @@ namespace yoloc::tools {
 
 namespace {
 
-double median_ms(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 /// Detections through submit() / wait() with o.streams frames in flight: images per second over
 /// o.iters frames, after checking that they equal detect()'s on the same frame.
 void bench_pipelined(runtime::Engine& engine, const detect::Image& frame, const DeviceBench& o,
@@ -179,12 +174,12 @@ class CudaMeasurements final : public DeviceMeasurements {
     const int replays = 20;
     std::vector<double> prefix;
     for (const std::vector<double>& s : cuda.profile_prefixes(iters, replays))
-      prefix.push_back(median_ms(s));
+      prefix.push_back(median(s));
     InGraphProfile p;
     for (size_t i = 0; i < prefix.size(); ++i)
       p.added_ms.push_back(prefix[i] - (i > 0 ? prefix[i - 1] : 0.0));
-    p.totals = {{"network_queued_ms", median_ms(cuda.time_network_queued(iters, replays))},
-                {"network_from_idle_ms", median_ms(cuda.time_network(10, iters * 5))},
+    p.totals = {{"network_queued_ms", median(cuda.time_network_queued(iters, replays))},
+                {"network_from_idle_ms", median(cuda.time_network(10, iters * 5))},
                 {"last_prefix_ms", prefix.empty() ? 0.0 : prefix.back()}};
     fmt::print(
         "network graph: {:.4f} ms per replay back to back, {:.4f} ms each from an idle "
